@@ -1,0 +1,159 @@
+//! The [`Backend`] trait: what a GPU, real or simulated, must be able to run.
+//!
+//! Everything above this trait — the size search, the orchestration of benchmarks, the
+//! analysis and the building of a topology — is generic over it, so that it is tested in CI
+//! against [`crate::sim::SimBackend`] whose truth is known.
+
+use std::time::Duration;
+
+pub use pchase_kernels::LoadPath;
+
+use crate::{device::DeviceInfo, error::RunnerError};
+
+/// Whether a chase records every load's latency or only the total of the timed pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChaseMode {
+    /// Every load's latency and loaded index (the thesis' fine-grained p-chase).
+    Fine,
+    /// Only the total cycles of the timed pass (a plain dependent chain).
+    Coarse,
+}
+
+/// The share of the unified L1/shared-memory store given to shared memory.
+///
+/// The L1 size depends on it, so every request states one and every result records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Carveout {
+    /// Leave the driver's default (the driver then chooses per launch).
+    #[default]
+    DriverDefault,
+    /// Prefer this percentage (0–100) of the unified store as shared memory
+    /// (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`).
+    Percent(u8),
+}
+
+/// One pointer-chase array: a cyclic chain of `bytes / stride` nodes, `stride` bytes apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChainSpec {
+    /// Bytes spanned by the chain. A multiple of `stride`.
+    pub bytes: u64,
+    /// Distance between consecutive nodes in bytes; a multiple of 4.
+    pub stride: u32,
+}
+
+impl ChainSpec {
+    /// A chain over `bytes` with nodes `stride` bytes apart.
+    ///
+    /// # Errors
+    /// [`RunnerError::InvalidRequest`] when the stride is not a positive multiple of 4,
+    /// the size is not a positive multiple of the stride, or the chain has more than
+    /// `u32::MAX` elements (indices are 32-bit).
+    pub fn new(bytes: u64, stride: u32) -> Result<ChainSpec, RunnerError> {
+        if stride == 0 || stride % 4 != 0 {
+            return Err(RunnerError::InvalidRequest(format!(
+                "stride {stride} B is not a positive multiple of 4 B"
+            )));
+        }
+        if bytes == 0 || bytes % u64::from(stride) != 0 {
+            return Err(RunnerError::InvalidRequest(format!(
+                "array of {bytes} B is not a positive multiple of the {stride} B stride"
+            )));
+        }
+        if bytes / 4 > u64::from(u32::MAX) {
+            return Err(RunnerError::InvalidRequest(format!(
+                "array of {bytes} B has more than 2^32 elements"
+            )));
+        }
+        Ok(ChainSpec { bytes, stride })
+    }
+
+    /// Number of nodes (loads per pass over the chain).
+    pub fn nodes(&self) -> u64 {
+        self.bytes / u64::from(self.stride)
+    }
+
+    /// Number of 4-byte elements the chain spans.
+    pub fn elements(&self) -> u64 {
+        self.bytes / 4
+    }
+}
+
+/// A pointer-chase launch: one chain per block, one thread working per block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChaseRequest {
+    /// Which load instruction the chase uses.
+    pub path: LoadPath,
+    /// Fine-grained (per-load) or coarse (total) timing.
+    pub mode: ChaseMode,
+    /// One chain per block; the blocks run concurrently, ideally one per SM.
+    pub chains: Vec<ChainSpec>,
+    /// Untimed loads before the timed pass (fills the cache under test).
+    pub warmup_steps: u32,
+    /// Timed loads.
+    pub steps: u32,
+    /// The shared-memory carveout to set for the launch.
+    pub carveout: Carveout,
+}
+
+impl ChaseRequest {
+    /// A fine-grained request over one chain, warming up with one full pass.
+    pub fn fine(path: LoadPath, chain: ChainSpec, steps: u32) -> ChaseRequest {
+        ChaseRequest {
+            path,
+            mode: ChaseMode::Fine,
+            chains: vec![chain],
+            warmup_steps: u32::try_from(chain.nodes()).unwrap_or(u32::MAX),
+            steps,
+            carveout: Carveout::DriverDefault,
+        }
+    }
+}
+
+/// What one block of a chase reported.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BlockSamples {
+    /// The SM the block ran on (`%smid`).
+    pub smid: u32,
+    /// Per-load latencies in SM cycles (fine mode only; empty in coarse mode).
+    pub latencies: Vec<u32>,
+    /// The index each timed load returned (fine mode only).
+    pub indices: Vec<u32>,
+    /// The index the chase ended on; checks the chain was followed.
+    pub final_index: u32,
+    /// Total cycles of the timed pass (coarse mode only).
+    pub total_cycles: Option<u64>,
+}
+
+/// The result of a [`ChaseRequest`], one entry per chain, in request order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChaseRun {
+    /// Per-block samples.
+    pub blocks: Vec<BlockSamples>,
+    /// Device time of the launch(es) that produced them, as the backend measured it.
+    pub gpu_time: Duration,
+}
+
+/// A GPU that can run pointer chases: the CUDA one or the simulated one.
+pub trait Backend {
+    /// Facts about the device read from its API (or the simulation profile).
+    fn device(&self) -> &DeviceInfo;
+
+    /// Runs a pointer chase.
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the request does not fit the device or the launch fails.
+    fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError>;
+
+    /// Cycles spent by the measurement itself: two clock reads around no load, with the
+    /// same dependent shared-memory store (median of `samples` readings).
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the launch fails.
+    fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError>;
+
+    /// The SM clock while the GPU is busy, in MHz, measured against a wall clock.
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the launch fails.
+    fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError>;
+}

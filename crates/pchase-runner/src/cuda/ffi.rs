@@ -1,0 +1,189 @@
+//! The few driver entry points this crate calls directly, declared with plain integers.
+//!
+//! cust 0.3.2's bindings declare attribute and error codes as Rust enums. A code the
+//! bindings do not list (an attribute newer than CUDA 11, or an error such as
+//! `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` that cust maps to `UnknownError`) cannot be passed
+//! or received through such an enum soundly, so these declarations use `c_int`/`c_uint`.
+//! They bind the same symbols of `libcuda.so.1` that cust links.
+
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+
+/// `CUresult`.
+pub type CuResult = c_uint;
+/// `CUdeviceptr`.
+pub type DevicePtr = u64;
+/// `CUmodule`.
+pub type ModuleHandle = *mut c_void;
+/// `CUfunction`.
+pub type FunctionHandle = *mut c_void;
+/// `CUstream`.
+pub type StreamHandle = *mut c_void;
+
+/// `CUDA_SUCCESS`.
+pub const SUCCESS: CuResult = 0;
+
+/// `CU_JIT_INFO_LOG_BUFFER`.
+pub const JIT_INFO_LOG_BUFFER: c_int = 3;
+/// `CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES`.
+pub const JIT_INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
+/// `CU_JIT_ERROR_LOG_BUFFER`.
+pub const JIT_ERROR_LOG_BUFFER: c_int = 5;
+/// `CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES`.
+pub const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
+
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+pub const FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
+/// `CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`.
+pub const FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: c_int = 9;
+
+/// `CU_DEVICE_ATTRIBUTE_*` values used by [`super::CudaBackend`].
+#[allow(missing_docs)]
+pub mod attr {
+    use std::os::raw::c_int;
+    pub const MAX_THREADS_PER_BLOCK: c_int = 1;
+    pub const MAX_SHARED_MEMORY_PER_BLOCK: c_int = 8;
+    pub const WARP_SIZE: c_int = 10;
+    pub const MAX_REGISTERS_PER_BLOCK: c_int = 12;
+    pub const CLOCK_RATE: c_int = 13;
+    pub const MULTIPROCESSOR_COUNT: c_int = 16;
+    pub const MEMORY_CLOCK_RATE: c_int = 36;
+    pub const GLOBAL_MEMORY_BUS_WIDTH: c_int = 37;
+    pub const L2_CACHE_SIZE: c_int = 38;
+    pub const MAX_THREADS_PER_MULTIPROCESSOR: c_int = 39;
+    pub const COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+    pub const COMPUTE_CAPABILITY_MINOR: c_int = 76;
+    pub const MAXIMUM_TEXTURE1D_LINEAR_WIDTH: c_int = 69;
+    pub const GLOBAL_L1_CACHE_SUPPORTED: c_int = 79;
+    pub const MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: c_int = 81;
+    pub const MAX_REGISTERS_PER_MULTIPROCESSOR: c_int = 82;
+    pub const MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
+    pub const MAX_PERSISTING_L2_CACHE_SIZE: c_int = 108;
+    pub const RESERVED_SHARED_MEMORY_PER_BLOCK: c_int = 111;
+}
+
+/// `CUDA_RESOURCE_DESC` for a linear resource (the union's `linear` member, padded to
+/// the union's 128 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ResourceDescLinear {
+    /// `CU_RESOURCE_TYPE_LINEAR` = 1.
+    pub res_type: c_int,
+    /// Padding to the union's 8-byte alignment.
+    pub _pad0: c_int,
+    /// Device pointer.
+    pub dev_ptr: DevicePtr,
+    /// `CUarray_format`: `CU_AD_FORMAT_UNSIGNED_INT32` = 0x03.
+    pub format: c_int,
+    /// Channels.
+    pub num_channels: c_uint,
+    /// Bytes.
+    pub size_in_bytes: usize,
+    /// The rest of the union (`int reserved[32]` = 128 bytes in all).
+    pub _reserved: [u8; 128 - 24],
+    /// Flags (must be 0).
+    pub flags: c_uint,
+    /// Tail padding to the struct's alignment.
+    pub _pad1: c_uint,
+}
+
+/// `CUDA_TEXTURE_DESC`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextureDesc {
+    /// `CUaddress_mode` per dimension.
+    pub address_mode: [c_int; 3],
+    /// `CUfilter_mode`.
+    pub filter_mode: c_int,
+    /// `CU_TRSF_*` flags.
+    pub flags: c_uint,
+    /// Maximum anisotropy.
+    pub max_anisotropy: c_uint,
+    /// Mipmap filter mode.
+    pub mipmap_filter_mode: c_int,
+    /// Mipmap level bias.
+    pub mipmap_level_bias: f32,
+    /// Minimum mipmap level clamp.
+    pub min_mipmap_level_clamp: f32,
+    /// Maximum mipmap level clamp.
+    pub max_mipmap_level_clamp: f32,
+    /// Border colour.
+    pub border_color: [f32; 4],
+    /// Reserved.
+    pub reserved: [c_int; 12],
+}
+
+/// `CU_TRSF_READ_AS_INTEGER`: return the raw integer, not a normalised float.
+pub const TRSF_READ_AS_INTEGER: c_uint = 0x01;
+
+#[link(name = "cuda")]
+extern "C" {
+    pub fn cuGetErrorName(error: CuResult, name: *mut *const c_char) -> CuResult;
+    pub fn cuGetErrorString(error: CuResult, text: *mut *const c_char) -> CuResult;
+    pub fn cuDriverGetVersion(version: *mut c_int) -> CuResult;
+    pub fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_int, device: c_int) -> CuResult;
+    pub fn cuModuleLoadDataEx(
+        module: *mut ModuleHandle,
+        image: *const c_void,
+        num_options: c_uint,
+        options: *mut c_int,
+        option_values: *mut *mut c_void,
+    ) -> CuResult;
+    pub fn cuModuleUnload(module: ModuleHandle) -> CuResult;
+    pub fn cuModuleGetFunction(
+        function: *mut FunctionHandle,
+        module: ModuleHandle,
+        name: *const c_char,
+    ) -> CuResult;
+    #[link_name = "cuModuleGetGlobal_v2"]
+    pub fn cuModuleGetGlobal(
+        ptr: *mut DevicePtr,
+        bytes: *mut usize,
+        module: ModuleHandle,
+        name: *const c_char,
+    ) -> CuResult;
+    pub fn cuFuncSetAttribute(function: FunctionHandle, attribute: c_int, value: c_int)
+        -> CuResult;
+    #[allow(clippy::too_many_arguments)]
+    pub fn cuLaunchKernel(
+        function: FunctionHandle,
+        grid_x: c_uint,
+        grid_y: c_uint,
+        grid_z: c_uint,
+        block_x: c_uint,
+        block_y: c_uint,
+        block_z: c_uint,
+        shared_bytes: c_uint,
+        stream: StreamHandle,
+        params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    ) -> CuResult;
+    #[link_name = "cuMemcpyDtoD_v2"]
+    pub fn cuMemcpyDtoD(dst: DevicePtr, src: DevicePtr, bytes: usize) -> CuResult;
+    pub fn cuTexObjectCreate(
+        texture: *mut u64,
+        resource: *const ResourceDescLinear,
+        texture_desc: *const TextureDesc,
+        view: *const c_void,
+    ) -> CuResult;
+    pub fn cuTexObjectDestroy(texture: u64) -> CuResult;
+}
+
+/// The driver's name and description of an error code.
+pub fn describe(code: CuResult) -> String {
+    let mut name: *const c_char = std::ptr::null();
+    let mut text: *const c_char = std::ptr::null();
+    // SAFETY: both calls only write a pointer to a static string into the out-parameter.
+    let (name_ok, text_ok) = unsafe {
+        (
+            cuGetErrorName(code, &mut name) == SUCCESS && !name.is_null(),
+            cuGetErrorString(code, &mut text) == SUCCESS && !text.is_null(),
+        )
+    };
+    // SAFETY: the driver returns NUL-terminated static strings on success.
+    let read = |p: *const c_char| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy();
+    match (name_ok, text_ok) {
+        (true, true) => format!("{} ({})", read(name), read(text)),
+        (true, false) => read(name).into_owned(),
+        _ => format!("CUDA error {code}"),
+    }
+}

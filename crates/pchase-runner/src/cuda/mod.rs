@@ -1,0 +1,709 @@
+//! The CUDA backend: a context on one GPU, the embedded PTX modules, and the launches of
+//! the catalogue's kernels. Every `cust` call of the crate is in this module.
+
+mod driver;
+mod ffi;
+
+use std::{os::raw::c_int, time::Duration};
+
+use cust::{
+    context::Context,
+    device::Device,
+    error::CudaError,
+    event::{Event, EventFlags},
+    memory::{CopyDestination, DeviceBuffer},
+    stream::{Stream, StreamFlags},
+    CudaFlags,
+};
+use pchase_kernels::{catalogue, ChainArgument, Granularity, Kernel};
+
+use crate::{
+    backend::{Backend, BlockSamples, Carveout, ChaseMode, ChaseRequest, ChaseRun, LoadPath},
+    device::{ComputeCapability, DeviceInfo},
+    error::RunnerError,
+};
+use driver::{Arg, LaunchShape, LinearTexture, LoadedFunction, LoadedModule};
+
+/// Chains of different blocks start this many elements apart at least (128 KiB), so that
+/// no two blocks share a cache line or a DRAM page's neighbourhood by accident.
+const BLOCK_ALIGN_ELEMS: u64 = 32 * 1024;
+
+/// `CU_SHAREDMEM_CARVEOUT_DEFAULT`.
+const CARVEOUT_DEFAULT: i32 = -1;
+
+/// Shared memory a block gets without opting in.
+const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
+
+fn cuda_error(call: &'static str) -> impl Fn(CudaError) -> RunnerError {
+    move |e| RunnerError::Cuda {
+        call,
+        message: e.to_string(),
+    }
+}
+
+/// Initialises the driver; distinguishes "no GPU" from other failures.
+fn init_driver() -> Result<(), RunnerError> {
+    match cust::init(CudaFlags::empty()) {
+        Ok(()) => Ok(()),
+        Err(CudaError::NoDevice) => Err(RunnerError::NoDevice),
+        Err(e) => Err(RunnerError::NoDriver(e.to_string())),
+    }
+}
+
+/// A GPU driven through CUDA.
+///
+/// Fields drop in declaration order: buffers and modules go before the context.
+#[derive(Debug)]
+pub struct CudaBackend {
+    chain_buffer: Option<DeviceBuffer<u32>>,
+    modules: Vec<LoadedModule>,
+    stream: Stream,
+    info: DeviceInfo,
+    _context: Context,
+}
+
+impl CudaBackend {
+    /// How many CUDA devices the driver sees.
+    ///
+    /// # Errors
+    /// [`RunnerError::NoDriver`] or [`RunnerError::NoDevice`].
+    pub fn device_count() -> Result<u32, RunnerError> {
+        init_driver()?;
+        let count = Device::num_devices().map_err(cuda_error("cuDeviceGetCount"))?;
+        if count == 0 {
+            return Err(RunnerError::NoDevice);
+        }
+        Ok(count)
+    }
+
+    /// Creates a context on device `ordinal` and loads every catalogue module the device
+    /// supports.
+    ///
+    /// # Errors
+    /// No driver, no device, a bad index, or a module that fails to JIT-compile (with the
+    /// driver's JIT log).
+    pub fn new(ordinal: u32) -> Result<CudaBackend, RunnerError> {
+        let count = CudaBackend::device_count()?;
+        if ordinal >= count {
+            return Err(RunnerError::BadDeviceIndex {
+                index: ordinal,
+                count,
+            });
+        }
+        let device = Device::get_device(ordinal).map_err(cuda_error("cuDeviceGet"))?;
+        let context = Context::new(device).map_err(cuda_error("cuCtxCreate"))?;
+        let info = query_device(ordinal, device)?;
+        let stream =
+            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(cuda_error("cuStreamCreate"))?;
+        let cc = pchase_kernels::ComputeCapability::from(info.compute_capability);
+        let mut modules = Vec::new();
+        for module in catalogue::modules() {
+            if module.supports(cc) {
+                log::debug!("loading PTX module {}", module.name());
+                modules.push(LoadedModule::load(module.name(), module.ptx())?);
+            } else {
+                log::info!(
+                    "skipping PTX module {}: needs compute capability {}, device has {}",
+                    module.name(),
+                    module.min_capability(),
+                    info.compute_capability
+                );
+            }
+        }
+        Ok(CudaBackend {
+            chain_buffer: None,
+            modules,
+            stream,
+            info,
+            _context: context,
+        })
+    }
+
+    /// Names of the modules loaded on this device.
+    pub fn loaded_modules(&self) -> Vec<&'static str> {
+        self.modules.iter().map(LoadedModule::name).collect()
+    }
+
+    fn module_of(&self, kernel: &'static Kernel) -> Result<&LoadedModule, RunnerError> {
+        kernel
+            .check_supported(self.info.compute_capability.into())
+            .map_err(|_| RunnerError::Unsupported {
+                kernel: kernel.entry(),
+                needed: kernel.min_capability().to_string(),
+                found: self.info.compute_capability.to_string(),
+            })?;
+        self.modules
+            .iter()
+            .find(|m| m.name() == kernel.module().name())
+            .ok_or_else(|| RunnerError::Unsupported {
+                kernel: kernel.entry(),
+                needed: kernel.module().min_capability().to_string(),
+                found: self.info.compute_capability.to_string(),
+            })
+    }
+
+    fn function(&self, kernel: &'static Kernel) -> Result<LoadedFunction, RunnerError> {
+        self.module_of(kernel)?.function(kernel)
+    }
+
+    /// Device pointer of a chain buffer with room for `elements`, reused across calls.
+    fn chain_storage(&mut self, elements: u64) -> Result<u64, RunnerError> {
+        let needed = usize::try_from(elements)
+            .map_err(|_| RunnerError::InvalidRequest("chain buffer too large".into()))?;
+        let large_enough = self
+            .chain_buffer
+            .as_ref()
+            .is_some_and(|b| b.len() >= needed);
+        if !large_enough {
+            // Free the old buffer first so the peak is one buffer, not two.
+            self.chain_buffer = None;
+            // SAFETY: the buffer is written by init_chain before any kernel reads it.
+            let buffer = unsafe { DeviceBuffer::<u32>::uninitialized(needed) }
+                .map_err(cuda_error("cuMemAlloc"))?;
+            self.chain_buffer = Some(buffer);
+        }
+        Ok(self
+            .chain_buffer
+            .as_ref()
+            .map(|b| b.as_device_ptr().as_raw())
+            .expect("allocated above"))
+    }
+
+    /// Launches `function`, timed with events, and waits for it.
+    fn timed_launch(
+        &self,
+        function: &LoadedFunction,
+        shape: LaunchShape,
+        args: &[(&str, Arg)],
+    ) -> Result<Duration, RunnerError> {
+        let start = Event::new(EventFlags::DEFAULT).map_err(cuda_error("cuEventCreate"))?;
+        let stop = Event::new(EventFlags::DEFAULT).map_err(cuda_error("cuEventCreate"))?;
+        start
+            .record(&self.stream)
+            .map_err(cuda_error("cuEventRecord"))?;
+        function.launch(self.stream.as_inner().cast(), shape, args)?;
+        stop.record(&self.stream)
+            .map_err(cuda_error("cuEventRecord"))?;
+        self.stream
+            .synchronize()
+            .map_err(cuda_error("cuStreamSynchronize (kernel execution)"))?;
+        stop.elapsed(&start).map_err(cuda_error("cuEventElapsedTime"))
+    }
+
+    /// Sets the dynamic shared-memory limit and the carveout of a function.
+    fn configure_shared(
+        &self,
+        function: &LoadedFunction,
+        dynamic_bytes: u32,
+        carveout: Carveout,
+    ) -> Result<(), RunnerError> {
+        let optin = self.info.shared_per_block_optin_bytes;
+        if u64::from(dynamic_bytes) > optin {
+            return Err(RunnerError::InvalidRequest(format!(
+                "launch needs {dynamic_bytes} B of shared memory, the device allows {optin} B per block"
+            )));
+        }
+        if dynamic_bytes > STATIC_SHARED_LIMIT {
+            function.set_attribute(
+                ffi::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                dynamic_bytes as i32,
+            )?;
+        }
+        let carveout = match carveout {
+            Carveout::DriverDefault => CARVEOUT_DEFAULT,
+            Carveout::Percent(p) if p <= 100 => i32::from(p),
+            Carveout::Percent(p) => {
+                return Err(RunnerError::InvalidRequest(format!(
+                    "carveout {p}% is over 100%"
+                )))
+            }
+        };
+        function.set_attribute(ffi::FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout)
+    }
+
+    /// Writes the chains of `plan` into device memory with the parallel init kernel.
+    fn build_chains(&mut self, plan: &ChainPlan) -> Result<u64, RunnerError> {
+        let chain = self.chain_storage(plan.total_elements())?;
+        let nodes = DeviceBuffer::from_slice(&plan.nodes).map_err(cuda_error("cuMemcpyHtoD"))?;
+        let init = self.function(catalogue::init_chain())?;
+        let max_nodes = plan.nodes.iter().copied().max().unwrap_or(1);
+        let blocks_x = max_nodes.div_ceil(256).clamp(1, 4096);
+        self.timed_launch(
+            &init,
+            LaunchShape {
+                grid: (blocks_x, plan.nodes.len() as u32),
+                threads: 256,
+                shared_bytes: 0,
+            },
+            &[
+                ("chain", Arg::U64(chain)),
+                ("block_stride", Arg::U64(plan.block_stride)),
+                ("nodes", Arg::U64(nodes.as_device_ptr().as_raw())),
+                ("stride", Arg::U32(plan.stride_elems)),
+            ],
+        )?;
+        Ok(chain)
+    }
+}
+
+/// How a request's chains are laid out in one buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ChainPlan {
+    /// Nodes of each chain.
+    nodes: Vec<u32>,
+    /// Elements between consecutive chains.
+    block_stride: u64,
+    /// Elements between consecutive nodes.
+    stride_elems: u32,
+    /// Elements each block copies into shared memory (shared path), else 0.
+    shared_elems: u32,
+}
+
+impl ChainPlan {
+    fn new(request: &ChaseRequest, info: &DeviceInfo) -> Result<ChainPlan, RunnerError> {
+        let first = request
+            .chains
+            .first()
+            .ok_or_else(|| RunnerError::InvalidRequest("a chase needs at least one chain".into()))?;
+        if request.chains.iter().any(|c| c.stride != first.stride) {
+            return Err(RunnerError::InvalidRequest(
+                "all chains of one launch must share one stride".into(),
+            ));
+        }
+        if request.steps == 0 {
+            return Err(RunnerError::InvalidRequest("a chase needs at least one timed step".into()));
+        }
+        if request.chains.len() > 65_535 {
+            return Err(RunnerError::InvalidRequest(format!(
+                "{} chains in one launch; at most 65535",
+                request.chains.len()
+            )));
+        }
+        let max_elems = request.chains.iter().map(|c| c.elements()).max().unwrap_or(0);
+        let nodes = request
+            .chains
+            .iter()
+            .map(|c| u32::try_from(c.nodes()))
+            .collect::<Result<Vec<u32>, _>>()
+            .map_err(|_| RunnerError::InvalidRequest("a chain has more than 2^32 nodes".into()))?;
+        let (block_stride, shared_elems) = match request.path {
+            LoadPath::Constant => {
+                // The whole constant bank is one 64 KiB array: pack the chains densely,
+                // each starting on a 128-byte line.
+                let stride = max_elems.div_ceil(32) * 32;
+                let capacity = catalogue::constant_chain().len() as u64;
+                if stride * request.chains.len() as u64 > capacity {
+                    return Err(RunnerError::InvalidRequest(format!(
+                        "constant-path chains need {} B; the constant array holds {} B",
+                        4 * stride * request.chains.len() as u64,
+                        4 * capacity
+                    )));
+                }
+                (stride, 0)
+            }
+            LoadPath::Shared => {
+                let elems = u32::try_from(max_elems).map_err(|_| {
+                    RunnerError::InvalidRequest("shared-memory chain too large".into())
+                })?;
+                let bytes = 8 * u64::from(request.steps) * u64::from(request.mode == ChaseMode::Fine)
+                    + 4 * u64::from(elems);
+                if bytes > info.shared_per_block_optin_bytes {
+                    return Err(RunnerError::InvalidRequest(format!(
+                        "shared-memory chain and timings need {bytes} B; a block may have {} B",
+                        info.shared_per_block_optin_bytes
+                    )));
+                }
+                (max_elems.div_ceil(BLOCK_ALIGN_ELEMS) * BLOCK_ALIGN_ELEMS, elems)
+            }
+            _ => (max_elems.div_ceil(BLOCK_ALIGN_ELEMS) * BLOCK_ALIGN_ELEMS, 0),
+        };
+        Ok(ChainPlan {
+            nodes,
+            block_stride,
+            stride_elems: first.stride / 4,
+            shared_elems,
+        })
+    }
+
+    fn total_elements(&self) -> u64 {
+        self.block_stride * self.nodes.len() as u64
+    }
+
+    /// The index a chase returns after `loads` loads from node 0.
+    fn index_after(&self, block: usize, loads: u64) -> u32 {
+        let nodes = u64::from(self.nodes[block]);
+        ((loads % nodes) * u64::from(self.stride_elems)) as u32
+    }
+}
+
+/// Checks a block's results against its chain: the chase must have followed it.
+fn verify_block(
+    plan: &ChainPlan,
+    block: usize,
+    warmup: u32,
+    samples: &BlockSamples,
+) -> Result<(), RunnerError> {
+    for (k, &index) in samples.indices.iter().enumerate() {
+        let expected = plan.index_after(block, u64::from(warmup) + k as u64 + 1);
+        if index != expected {
+            return Err(RunnerError::WrongResult(format!(
+                "block {block}: timed load {k} returned index {index}, the chain says {expected}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Backend for CudaBackend {
+    fn device(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
+        let plan = ChainPlan::new(request, &self.info)?;
+        let granularity = match request.mode {
+            ChaseMode::Fine => Granularity::Fine,
+            ChaseMode::Coarse => Granularity::Coarse,
+        };
+        let kernel = catalogue::chase(request.path, granularity);
+        let chain = self.build_chains(&plan)?;
+        let blocks = plan.nodes.len();
+        let steps = request.steps;
+
+        // The chain argument depends on the path: a pointer, a texture object, or nothing
+        // (the constant bank, filled from the chain buffer).
+        let texture;
+        let chain_arg = match request.path.chain_argument() {
+            ChainArgument::DevicePointer => chain,
+            ChainArgument::TextureObject => {
+                let elems = plan.total_elements();
+                let limit = driver::device_attribute(
+                    self.info.ordinal as c_int,
+                    ffi::attr::MAXIMUM_TEXTURE1D_LINEAR_WIDTH,
+                )?;
+                if elems > limit as u64 {
+                    return Err(RunnerError::InvalidRequest(format!(
+                        "texture chains span {elems} elements; 1D linear textures hold {limit}"
+                    )));
+                }
+                texture = LinearTexture::new(chain, (4 * elems) as usize)?;
+                texture.handle()
+            }
+            ChainArgument::Unused => {
+                let module = self.module_of(kernel)?;
+                let (constant, bytes) = module.global(catalogue::constant_chain().name())?;
+                let used = (4 * plan.total_elements()) as usize;
+                if used > bytes {
+                    return Err(RunnerError::InvalidRequest(format!(
+                        "constant chains need {used} B, the module's array has {bytes} B"
+                    )));
+                }
+                driver::copy_device_to_device(constant, chain, used)?;
+                0
+            }
+        };
+
+        let function = self.function(kernel)?;
+        let dynamic = kernel
+            .dynamic_shared_bytes(steps, plan.shared_elems)
+            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+        self.configure_shared(&function, dynamic, request.carveout)?;
+
+        let per_block = blocks * steps as usize;
+        let out_block = DeviceBuffer::<u32>::zeroed(2 * blocks).map_err(cuda_error("cuMemAlloc"))?;
+        let mut args = vec![
+            ("chain", Arg::U64(chain_arg)),
+            ("block_stride", Arg::U64(plan.block_stride)),
+            ("shared_nodes_elems", Arg::U32(plan.shared_elems)),
+            ("warmup_steps", Arg::U32(request.warmup_steps)),
+            ("steps", Arg::U32(steps)),
+            ("out_block", Arg::U64(out_block.as_device_ptr().as_raw())),
+        ];
+        let shape = LaunchShape {
+            grid: (blocks as u32, 1),
+            threads: 32,
+            shared_bytes: dynamic,
+        };
+        let mut results: Vec<BlockSamples> = vec![BlockSamples::default(); blocks];
+        let gpu_time = match request.mode {
+            ChaseMode::Fine => {
+                let latency =
+                    DeviceBuffer::<u32>::zeroed(per_block).map_err(cuda_error("cuMemAlloc"))?;
+                let index =
+                    DeviceBuffer::<u32>::zeroed(per_block).map_err(cuda_error("cuMemAlloc"))?;
+                args.push(("out_latency", Arg::U64(latency.as_device_ptr().as_raw())));
+                args.push(("out_index", Arg::U64(index.as_device_ptr().as_raw())));
+                let time = self.timed_launch(&function, shape, &args)?;
+                let mut host_latency = vec![0u32; per_block];
+                let mut host_index = vec![0u32; per_block];
+                latency
+                    .copy_to(&mut host_latency[..])
+                    .map_err(cuda_error("cuMemcpyDtoH"))?;
+                index
+                    .copy_to(&mut host_index[..])
+                    .map_err(cuda_error("cuMemcpyDtoH"))?;
+                for (b, result) in results.iter_mut().enumerate() {
+                    let range = b * steps as usize..(b + 1) * steps as usize;
+                    result.latencies = host_latency[range.clone()].to_vec();
+                    result.indices = host_index[range].to_vec();
+                }
+                time
+            }
+            ChaseMode::Coarse => {
+                let cycles = DeviceBuffer::<u64>::zeroed(blocks).map_err(cuda_error("cuMemAlloc"))?;
+                args.push(("out_cycles", Arg::U64(cycles.as_device_ptr().as_raw())));
+                let time = self.timed_launch(&function, shape, &args)?;
+                let mut host_cycles = vec![0u64; blocks];
+                cycles
+                    .copy_to(&mut host_cycles[..])
+                    .map_err(cuda_error("cuMemcpyDtoH"))?;
+                for (result, c) in results.iter_mut().zip(host_cycles) {
+                    result.total_cycles = Some(c);
+                }
+                time
+            }
+        };
+        let mut host_block = vec![0u32; 2 * blocks];
+        out_block
+            .copy_to(&mut host_block[..])
+            .map_err(cuda_error("cuMemcpyDtoH"))?;
+        for (b, result) in results.iter_mut().enumerate() {
+            result.smid = host_block[2 * b];
+            result.final_index = host_block[2 * b + 1];
+            let expected = plan.index_after(b, u64::from(request.warmup_steps) + u64::from(steps));
+            if result.final_index != expected {
+                return Err(RunnerError::WrongResult(format!(
+                    "block {b} ({}): the chase ended on index {}, the chain says {expected}",
+                    request.path, result.final_index
+                )));
+            }
+            verify_block(&plan, b, request.warmup_steps, result)?;
+        }
+        Ok(ChaseRun {
+            blocks: results,
+            gpu_time,
+        })
+    }
+
+    fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
+        if samples == 0 {
+            return Err(RunnerError::InvalidRequest("at least one clock sample".into()));
+        }
+        let kernel = catalogue::clock_overhead();
+        let function = self.function(kernel)?;
+        let dynamic = kernel
+            .dynamic_shared_bytes(samples, 0)
+            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+        self.configure_shared(&function, dynamic, Carveout::DriverDefault)?;
+        let out = DeviceBuffer::<u32>::zeroed(samples as usize).map_err(cuda_error("cuMemAlloc"))?;
+        self.timed_launch(
+            &function,
+            LaunchShape {
+                grid: (1, 1),
+                threads: 32,
+                shared_bytes: dynamic,
+            },
+            &[
+                ("samples", Arg::U32(samples)),
+                ("out", Arg::U64(out.as_device_ptr().as_raw())),
+            ],
+        )?;
+        let mut host = vec![0u32; samples as usize];
+        out.copy_to(&mut host[..]).map_err(cuda_error("cuMemcpyDtoH"))?;
+        host.sort_unstable();
+        Ok(host[host.len() / 2])
+    }
+
+    fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
+        let function = self.function(catalogue::sm_clock())?;
+        let out = DeviceBuffer::<u64>::zeroed(4).map_err(cuda_error("cuMemAlloc"))?;
+        // About 20 ms at 1–2 GHz: long against %globaltimer's microsecond resolution.
+        let spin: u64 = 30_000_000;
+        self.timed_launch(
+            &function,
+            LaunchShape {
+                grid: (1, 1),
+                threads: 32,
+                shared_bytes: 0,
+            },
+            &[
+                ("spin_cycles", Arg::U64(spin)),
+                ("out", Arg::U64(out.as_device_ptr().as_raw())),
+            ],
+        )?;
+        let mut host = [0u64; 4];
+        out.copy_to(&mut host[..]).map_err(cuda_error("cuMemcpyDtoH"))?;
+        let [t0, c0, t1, c1] = host;
+        let ns = t1.saturating_sub(t0);
+        let cycles = c1.saturating_sub(c0);
+        if ns == 0 || cycles < spin {
+            return Err(RunnerError::WrongResult(format!(
+                "clock measurement: {cycles} cycles in {ns} ns"
+            )));
+        }
+        Ok(cycles as f64 / ns as f64 * 1000.0)
+    }
+}
+
+/// Reads the device's facts through the driver API.
+fn query_device(ordinal: u32, device: Device) -> Result<DeviceInfo, RunnerError> {
+    let raw = device.as_raw();
+    let attr = |a: c_int| driver::device_attribute(raw, a);
+    let opt = |a: c_int| attr(a).ok().and_then(|v| u32::try_from(v).ok());
+    let bytes = |a: c_int| attr(a).map(|v| v.max(0) as u64);
+    Ok(DeviceInfo {
+        name: device.name().map_err(cuda_error("cuDeviceGetName"))?,
+        ordinal,
+        compute_capability: ComputeCapability {
+            major: attr(ffi::attr::COMPUTE_CAPABILITY_MAJOR)? as u32,
+            minor: attr(ffi::attr::COMPUTE_CAPABILITY_MINOR)? as u32,
+        },
+        sm_count: attr(ffi::attr::MULTIPROCESSOR_COUNT)? as u32,
+        sm_clock_khz: opt(ffi::attr::CLOCK_RATE),
+        memory_clock_khz: opt(ffi::attr::MEMORY_CLOCK_RATE),
+        memory_bus_width_bits: opt(ffi::attr::GLOBAL_MEMORY_BUS_WIDTH),
+        total_memory_bytes: device
+            .total_memory()
+            .map_err(cuda_error("cuDeviceTotalMem"))? as u64,
+        l2_bytes: bytes(ffi::attr::L2_CACHE_SIZE)?,
+        persisting_l2_max_bytes: opt(ffi::attr::MAX_PERSISTING_L2_CACHE_SIZE).map(u64::from),
+        shared_per_sm_bytes: bytes(ffi::attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+        shared_per_block_bytes: bytes(ffi::attr::MAX_SHARED_MEMORY_PER_BLOCK)?,
+        shared_per_block_optin_bytes: bytes(ffi::attr::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+        reserved_shared_per_block_bytes: opt(ffi::attr::RESERVED_SHARED_MEMORY_PER_BLOCK)
+            .map(u64::from),
+        registers_per_sm: opt(ffi::attr::MAX_REGISTERS_PER_MULTIPROCESSOR),
+        registers_per_block: opt(ffi::attr::MAX_REGISTERS_PER_BLOCK),
+        max_threads_per_block: attr(ffi::attr::MAX_THREADS_PER_BLOCK)? as u32,
+        max_threads_per_sm: opt(ffi::attr::MAX_THREADS_PER_MULTIPROCESSOR),
+        warp_size: attr(ffi::attr::WARP_SIZE)? as u32,
+        global_l1_cache_supported: opt(ffi::attr::GLOBAL_L1_CACHE_SUPPORTED).map(|v| v != 0),
+        driver_version: driver::driver_version().ok(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::ChainSpec;
+
+    fn info() -> DeviceInfo {
+        DeviceInfo {
+            name: "test".into(),
+            ordinal: 0,
+            compute_capability: ComputeCapability { major: 9, minor: 0 },
+            sm_count: 132,
+            sm_clock_khz: None,
+            memory_clock_khz: None,
+            memory_bus_width_bits: None,
+            total_memory_bytes: 1 << 30,
+            l2_bytes: 1 << 20,
+            persisting_l2_max_bytes: None,
+            shared_per_sm_bytes: 228 * 1024,
+            shared_per_block_bytes: 48 * 1024,
+            shared_per_block_optin_bytes: 227 * 1024,
+            reserved_shared_per_block_bytes: None,
+            registers_per_sm: None,
+            registers_per_block: None,
+            max_threads_per_block: 1024,
+            max_threads_per_sm: None,
+            warp_size: 32,
+            global_l1_cache_supported: None,
+            driver_version: None,
+        }
+    }
+
+    fn request(path: LoadPath, sizes: &[u64]) -> ChaseRequest {
+        ChaseRequest {
+            path,
+            mode: ChaseMode::Fine,
+            chains: sizes.iter().map(|&b| ChainSpec::new(b, 64).unwrap()).collect(),
+            warmup_steps: 10,
+            steps: 100,
+            carveout: Carveout::DriverDefault,
+        }
+    }
+
+    #[test]
+    fn plan_separates_blocks_and_predicts_indices() {
+        let plan = ChainPlan::new(&request(LoadPath::GlobalCa, &[4096, 8192]), &info()).unwrap();
+        assert_eq!(plan.nodes, vec![64, 128]);
+        assert_eq!(plan.block_stride, BLOCK_ALIGN_ELEMS);
+        assert_eq!(plan.stride_elems, 16);
+        // 64 nodes: after 65 loads the chase is back at node 1.
+        assert_eq!(plan.index_after(0, 65), 16);
+        assert_eq!(plan.index_after(1, 65), 65 * 16);
+    }
+
+    #[test]
+    fn constant_chains_must_fit_the_constant_bank() {
+        let ok = ChainPlan::new(&request(LoadPath::Constant, &[32 * 1024, 32 * 1024]), &info());
+        assert_eq!(ok.unwrap().block_stride, 8 * 1024);
+        let too_big = ChainPlan::new(&request(LoadPath::Constant, &[64 * 1024, 64]), &info());
+        assert!(matches!(too_big, Err(RunnerError::InvalidRequest(_))));
+    }
+
+    #[test]
+    fn shared_chains_must_fit_a_block() {
+        let plan = ChainPlan::new(&request(LoadPath::Shared, &[64 * 1024]), &info()).unwrap();
+        assert_eq!(plan.shared_elems, 16 * 1024);
+        let too_big = ChainPlan::new(&request(LoadPath::Shared, &[227 * 1024]), &info());
+        assert!(matches!(too_big, Err(RunnerError::InvalidRequest(_))));
+    }
+
+    #[test]
+    fn mixed_strides_are_rejected() {
+        let mut r = request(LoadPath::GlobalCg, &[4096]);
+        r.chains.push(ChainSpec::new(4096, 128).unwrap());
+        assert!(matches!(ChainPlan::new(&r, &info()), Err(RunnerError::InvalidRequest(_))));
+    }
+
+    #[test]
+    fn verification_catches_a_broken_chain() {
+        let plan = ChainPlan::new(&request(LoadPath::GlobalCa, &[4096]), &info()).unwrap();
+        let good = BlockSamples {
+            indices: (1..=5).map(|k| plan.index_after(0, 10 + k)).collect(),
+            ..BlockSamples::default()
+        };
+        assert!(verify_block(&plan, 0, 10, &good).is_ok());
+        let mut bad = good.clone();
+        bad.indices[3] += 4;
+        assert!(matches!(verify_block(&plan, 0, 10, &bad), Err(RunnerError::WrongResult(_))));
+    }
+
+    #[test]
+    fn launch_arguments_name_real_parameters() {
+        // Every parameter name the backend passes must exist in the catalogue, for every
+        // kernel it launches; a typo would otherwise surface only on a GPU.
+        let chase_names = [
+            "chain",
+            "block_stride",
+            "shared_nodes_elems",
+            "warmup_steps",
+            "steps",
+            "out_block",
+        ];
+        for path in LoadPath::ALL {
+            let fine = catalogue::chase(path, Granularity::Fine);
+            let coarse = catalogue::chase(path, Granularity::Coarse);
+            for name in chase_names.iter().chain(&["out_latency", "out_index"]) {
+                assert!(fine.param_index(name).is_some(), "{} lacks {name}", fine.entry());
+            }
+            for name in chase_names.iter().chain(&["out_cycles"]) {
+                assert!(coarse.param_index(name).is_some(), "{} lacks {name}", coarse.entry());
+            }
+            assert_eq!(fine.params().len(), chase_names.len() + 2);
+            assert_eq!(coarse.params().len(), chase_names.len() + 1);
+        }
+        for (kernel, names) in [
+            (catalogue::init_chain(), &["chain", "block_stride", "nodes", "stride"][..]),
+            (catalogue::clock_overhead(), &["samples", "out"][..]),
+            (catalogue::sm_clock(), &["spin_cycles", "out"][..]),
+        ] {
+            assert_eq!(kernel.params().len(), names.len());
+            for name in names {
+                assert!(kernel.param_index(name).is_some(), "{} lacks {name}", kernel.entry());
+            }
+        }
+    }
+}

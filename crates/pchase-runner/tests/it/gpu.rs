@@ -1,0 +1,133 @@
+//! On a GPU: loads every module, runs the chase for each load path and checks the chain's
+//! result. Without a GPU (or without a driver) it says that it skipped.
+
+#![cfg(feature = "cuda")]
+
+use std::io::Write;
+
+use pchase_runner::{
+    cuda::CudaBackend, Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath,
+    RunnerError,
+};
+
+/// The backend on device 0, or `None` with a message saying why the test skips.
+///
+/// The message goes straight to the process's stderr, past libtest's output capture, so
+/// that a run without a GPU shows that these tests skipped.
+fn gpu_or_skip(test: &str) -> Option<CudaBackend> {
+    match CudaBackend::new(0) {
+        Ok(backend) => Some(backend),
+        Err(e @ (RunnerError::NoDevice | RunnerError::NoDriver(_))) => {
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no GPU ({e})");
+            None
+        }
+        Err(e) => panic!("{test}: the GPU is there but the backend failed: {e}"),
+    }
+}
+
+#[test]
+fn every_supported_module_loads() {
+    let Some(gpu) = gpu_or_skip("every_supported_module_loads") else {
+        return;
+    };
+    let cc = pchase_kernels::ComputeCapability::from(gpu.device().compute_capability);
+    let expected: Vec<&str> = pchase_kernels::catalogue::modules()
+        .iter()
+        .filter(|m| m.supports(cc))
+        .map(|m| m.name())
+        .collect();
+    assert_eq!(gpu.loaded_modules(), expected);
+    eprintln!(
+        "{} (cc {}, {} SMs): loaded {:?}",
+        gpu.device().name,
+        gpu.device().compute_capability,
+        gpu.device().sm_count,
+        expected
+    );
+}
+
+#[test]
+fn chase_follows_the_chain_on_every_path() {
+    let Some(mut gpu) = gpu_or_skip("chase_follows_the_chain_on_every_path") else {
+        return;
+    };
+    let sms = gpu.device().sm_count;
+    for path in LoadPath::ALL {
+        for mode in [ChaseMode::Fine, ChaseMode::Coarse] {
+            // Two blocks with different sizes: one launch sweeps two array sizes.
+            let request = ChaseRequest {
+                path,
+                mode,
+                chains: vec![
+                    ChainSpec::new(2048, 32).unwrap(),
+                    ChainSpec::new(4096, 32).unwrap(),
+                ],
+                warmup_steps: 128,
+                steps: 256,
+                carveout: Carveout::DriverDefault,
+            };
+            // The backend verifies every returned index and the final index against the
+            // chain, so success here means the kernel followed the chain.
+            let run = gpu
+                .chase(&request)
+                .unwrap_or_else(|e| panic!("{path} {mode:?}: {e}"));
+            assert_eq!(run.blocks.len(), 2);
+            for block in &run.blocks {
+                assert!(block.smid < sms, "{path}: smid {} >= {sms}", block.smid);
+                match mode {
+                    ChaseMode::Fine => {
+                        assert_eq!(block.latencies.len(), 256);
+                        assert!(block.latencies.iter().all(|&l| l > 0 && l < 100_000));
+                    }
+                    ChaseMode::Coarse => {
+                        let cycles = block.total_cycles.expect("coarse mode reports cycles");
+                        assert!(cycles >= 256, "{path}: {cycles} cycles for 256 loads");
+                    }
+                }
+            }
+            let median = |b: &pchase_runner::BlockSamples| {
+                let mut l = b.latencies.clone();
+                l.sort_unstable();
+                l.get(l.len() / 2).copied()
+            };
+            eprintln!(
+                "{path:>9} {mode:?}: smid {:?}, median latency {:?} cycles, total {:?} cycles, {:?}",
+                run.blocks.iter().map(|b| b.smid).collect::<Vec<_>>(),
+                run.blocks.iter().map(median).collect::<Vec<_>>(),
+                run.blocks.iter().map(|b| b.total_cycles).collect::<Vec<_>>(),
+                run.gpu_time
+            );
+        }
+    }
+    let overhead = gpu.clock_overhead(256).unwrap();
+    let mhz = gpu.measure_sm_clock_mhz().unwrap();
+    eprintln!("clock overhead {overhead} cycles, SM clock {mhz:.0} MHz");
+    assert!(overhead < 1000);
+    assert!((100.0..5000.0).contains(&mhz));
+}
+
+#[test]
+fn bad_device_index_is_a_typed_error() {
+    let Some(gpu) = gpu_or_skip("bad_device_index_is_a_typed_error") else {
+        return;
+    };
+    drop(gpu);
+    match CudaBackend::new(9999) {
+        Err(RunnerError::BadDeviceIndex { index: 9999, .. }) => {}
+        other => panic!("expected BadDeviceIndex, got {other:?}"),
+    }
+}
+
+#[test]
+fn without_a_gpu_the_error_says_so() {
+    // On a machine without a GPU this is the path users see; on a GPU machine it is
+    // vacuous, so it checks the other direction: a working backend.
+    match CudaBackend::device_count() {
+        Ok(n) => assert!(n > 0),
+        Err(e @ (RunnerError::NoDevice | RunnerError::NoDriver(_))) => {
+            let text = e.to_string();
+            assert!(text.contains("no CUDA"), "unclear message: {text}");
+        }
+        Err(e) => panic!("unexpected error kind: {e}"),
+    }
+}
