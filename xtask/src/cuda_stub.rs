@@ -142,7 +142,7 @@ pub fn target_dir(workspace: &Path) -> PathBuf {
 /// The path of cust_raw's bindings, found through `cargo metadata` (no build needed).
 fn cust_raw_bindings(workspace: &Path) -> Result<PathBuf, String> {
     let out = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--locked"])
+        .args(["metadata", "--format-version", "1"])
         .current_dir(workspace)
         .output()
         .map_err(|e| format!("cannot run cargo metadata: {e}"))?;

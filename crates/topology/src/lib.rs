@@ -1,1 +1,70 @@
-//! placeholder while the workspace is assembled
+//! The typed model of a GPU's memory topology, its file formats and renderers.
+//!
+//! A [`Topology`] holds what the driver reports about a device ([`DeviceInfo`])
+//! and, per memory element ([`ElementKind`]: L1 data, texture, read-only,
+//! constant L1 and L1.5, shared memory, L2, device memory), the measured
+//! quantities: sizes in [`Bytes`] that may be only a bound ("≥ 64 KiB"),
+//! latencies as distributions in [`Cycles`] with nanoseconds derived from the
+//! measured SM clock, each with its [`Provenance`], uncertainty and
+//! [`Conditions`]. Relations say which logical caches share one physical
+//! cache, how many of each an SM has and which level backs which; [`Note`]s say
+//! what was not measured and why.
+//!
+//! The crate knows nothing about CUDA or measurement. It reads and writes JSON
+//! and TOML with a `schema_version` and validates what it loads (errors name the
+//! field); it exports the JSON layout of MT4G v1.x ([`mt4g`]); it renders a
+//! terminal table, a Markdown report and an SVG diagram ([`render`]); and it
+//! diffs two topologies beyond their uncertainty ([`diff`]).
+//!
+//! ```
+//! use topology::*;
+//!
+//! // Build step by step, as a measurement run does.
+//! let mut topo = Topology::new(DeviceInfo::new("Example GPU", ComputeCapability::new(8, 0), 108));
+//! topo.conditions.sm_clock_mhz = Some(Megahertz(1410.0));
+//! topo.element_mut(ElementKind::ConstantL15)
+//!     .set_size(Size::at_least(Bytes::kib(64), Provenance::Benchmark))
+//!     .set_latency(Latency::measured(LatencySummary::from_samples(&[114.0, 114.0, 115.0]).unwrap()));
+//! topo.not_measured(ElementKind::Texture, None, "texture benchmark failed: launch timeout");
+//!
+//! // Files round-trip and are validated on load.
+//! let json = topo.to_json_string()?;
+//! let back = Topology::from_json_str(&json)?;
+//! assert_eq!(back, topo);
+//!
+//! // Renderers.
+//! let table = render::table(&back);
+//! assert!(table.contains("≥ 64 KiB"));
+//! assert!(table.contains("not measured"));
+//!
+//! // Loading rejects contradictions and says which field is wrong.
+//! let broken = json.replace("\"value\": 65536", "\"value\": 0");
+//! let err = Topology::from_json_str(&broken).unwrap_err();
+//! assert!(err.to_string().contains("elements.constant_l15.size.value"), "{err}");
+//! # Ok::<(), topology::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod diff;
+mod error;
+mod format;
+mod model;
+pub mod mt4g;
+mod quantity;
+pub mod render;
+mod units;
+mod validate;
+
+pub use error::{Error, Format, Violation};
+pub use format::json_schema;
+pub use model::{
+    Bandwidths, CacheGeometry, CarveoutL1Size, ComputeCapability, DeviceInfo, Element, ElementKind,
+    Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, ReplacementPolicy,
+    SchemaVersion, SharedPhysicalCache, TlbLevel, Topology,
+};
+pub use quantity::{
+    Bandwidth, ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,
+    SizeBound,
+};
+pub use units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};

@@ -1,0 +1,9 @@
+//! The integration tests of `cpd`: reference fixtures from ruptures and scipy,
+//! a brute-force oracle, property tests and bad-input handling.
+
+mod bad_input;
+mod fixtures;
+mod ks;
+mod oracle;
+mod properties;
+mod support;

@@ -1,0 +1,97 @@
+//! `--keep-raw`: the raw latency curves as CSV and SVG plots with the change marked.
+
+use std::{fmt::Write as _, fs, path::Path};
+
+use pchase_runner::measure::RawCurve;
+use plotters::prelude::*;
+
+/// Mean and median latency of each swept size.
+fn summary(curve: &RawCurve) -> Vec<(u64, f64, f64)> {
+    curve
+        .points
+        .iter()
+        .map(|p| {
+            let mut sorted = p.latencies.clone();
+            sorted.sort_unstable();
+            let mean =
+                sorted.iter().map(|&v| f64::from(v)).sum::<f64>() / sorted.len().max(1) as f64;
+            let median = sorted.get(sorted.len() / 2).map_or(0.0, |&v| f64::from(v));
+            (p.bytes, mean, median)
+        })
+        .collect()
+}
+
+/// One CSV row per size and sample.
+fn csv(curve: &RawCurve) -> String {
+    let mut out = String::from("bytes,sample,latency_cycles,smid\n");
+    for p in &curve.points {
+        for (i, l) in p.latencies.iter().enumerate() {
+            let _ = writeln!(out, "{},{i},{l},{}", p.bytes, p.smid);
+        }
+    }
+    out
+}
+
+fn plot(curve: &RawCurve, path: &Path) -> Result<(), String> {
+    let points = summary(curve);
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return Ok(());
+    };
+    let y_max = points.iter().map(|p| p.1.max(p.2)).fold(0.0, f64::max) * 1.1 + 1.0;
+    let root = SVGBackend::new(path, (900, 500)).into_drawing_area();
+    let draw = |e: &dyn std::fmt::Display| e.to_string();
+    root.fill(&WHITE).map_err(|e| draw(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&curve.name, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(first.0 as f64..last.0 as f64, 0.0..y_max)
+        .map_err(|e| draw(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("array size (bytes)")
+        .y_desc("latency (cycles)")
+        .draw()
+        .map_err(|e| draw(&e))?;
+    chart
+        .draw_series(LineSeries::new(points.iter().map(|p| (p.0 as f64, p.1)), &BLUE))
+        .map_err(|e| draw(&e))?
+        .label("mean")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE));
+    chart
+        .draw_series(LineSeries::new(points.iter().map(|p| (p.0 as f64, p.2)), &BLACK))
+        .map_err(|e| draw(&e))?
+        .label("median")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
+    if let Some(change) = curve.change_index.and_then(|i| curve.points.get(i)) {
+        let x = change.bytes as f64;
+        chart
+            .draw_series(LineSeries::new([(x, 0.0), (x, y_max)], RED.stroke_width(2)))
+            .map_err(|e| draw(&e))?
+            .label(format!("change point: {} B", change.bytes))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|e| draw(&e))?;
+    root.present().map_err(|e| draw(&e))
+}
+
+/// Writes `<name>.csv` and `<name>.svg` for every curve into `dir`.
+pub fn write_curves(dir: &Path, curves: &[RawCurve]) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    for curve in curves {
+        let stem: String = curve
+            .name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .collect();
+        fs::write(dir.join(format!("{stem}.csv")), csv(curve)).map_err(|e| e.to_string())?;
+        plot(curve, &dir.join(format!("{stem}.svg")))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! Integration tests of the `memtopo` binary: one binary, one module per topic.
+
+mod cli;

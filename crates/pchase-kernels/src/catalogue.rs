@@ -1,0 +1,364 @@
+//! The catalogue: every module and kernel of the workspace, with the one spelling of each
+//! entry name. The generator (`cargo xtask ptx`) writes the PTX from these descriptions, so
+//! entry names and parameter lists cannot drift apart from the embedded text.
+
+use crate::kernel::{
+    Granularity, Kernel, KernelKind, LoadPath, Module, ModuleGlobal, Param, ParamType, SharedLayout,
+};
+use crate::{ComputeCapability, PtxIsaVersion};
+
+/// Module `pchase`: every kernel that runs from Maxwell on.
+static PCHASE: Module = Module {
+    name: "pchase",
+    file_name: "pchase.ptx",
+    ptx: include_str!("../../../ptx/pchase.ptx"),
+    // ISA 7.0 is what CUDA 11.0 drivers JIT; `.target sm_50` lets every GPU from Maxwell on
+    // compile it.
+    ptx_isa: PtxIsaVersion::new(7, 0),
+    min_capability: ComputeCapability::SM_50,
+    min_driver_version: 11000,
+    description: "single-thread pointer chases over every load path, chain construction and clock calibration",
+};
+
+/// Module `hopper`: kernels that need thread-block clusters.
+static HOPPER: Module = Module {
+    name: "hopper",
+    file_name: "hopper.ptx",
+    ptx: include_str!("../../../ptx/hopper.ptx"),
+    // mapa, ld.shared::cluster, barrier.cluster and .reqnctapercluster all arrived in ISA 7.8.
+    ptx_isa: PtxIsaVersion::new(7, 8),
+    min_capability: ComputeCapability::SM_90,
+    min_driver_version: 11080,
+    description: "pointer chase through distributed shared memory of a thread-block cluster",
+};
+
+static MODULES: [&Module; 2] = [&PCHASE, &HOPPER];
+
+/// The 64 KiB constant array the constant-path chases read.
+static CONSTANT_CHAIN: ModuleGlobal = ModuleGlobal {
+    module: &PCHASE,
+    name: "memtopo_const_chain",
+    elem: ParamType::U32,
+    len: 16384,
+};
+
+const fn param(name: &'static str, ty: ParamType, meaning: &'static str) -> Param {
+    Param { name, ty, meaning }
+}
+
+const CHAIN: Param = param(
+    "chain",
+    ParamType::U64,
+    "global pointer to the u32 chain; Texture path: the texture object; Constant path: unused (0)",
+);
+const BLOCK_STRIDE: Param = param(
+    "block_stride",
+    ParamType::U64,
+    "elements between the chains of consecutive blocks (0: all blocks share one chain)",
+);
+const SHARED_NODES_ELEMS: Param = param(
+    "shared_nodes_elems",
+    ParamType::U32,
+    "shared paths: chain elements copied into shared memory from the block's offset; others: ignored",
+);
+const WARMUP_STEPS: Param = param(
+    "warmup_steps",
+    ParamType::U32,
+    "untimed dependent loads before the timed pass",
+);
+const STEPS: Param = param("steps", ParamType::U32, "timed dependent loads");
+const OUT_LATENCY: Param = param(
+    "out_latency",
+    ParamType::U64,
+    "global pointer to u32[grid * steps]: %clock cycles of each timed load, block b at b * steps",
+);
+const OUT_INDEX: Param = param(
+    "out_index",
+    ParamType::U64,
+    "global pointer to u32[grid * steps]: the index each timed load returned",
+);
+const OUT_CYCLES: Param = param(
+    "out_cycles",
+    ParamType::U64,
+    "global pointer to u64[grid]: %clock64 cycles of each block's whole timed pass",
+);
+const OUT_BLOCK: Param = param(
+    "out_block",
+    ParamType::U64,
+    "global pointer to u32[grid * 2]: per block [%smid, final index]",
+);
+
+static FINE_PARAMS: [Param; 8] = [
+    CHAIN,
+    BLOCK_STRIDE,
+    SHARED_NODES_ELEMS,
+    WARMUP_STEPS,
+    STEPS,
+    OUT_LATENCY,
+    OUT_INDEX,
+    OUT_BLOCK,
+];
+
+static COARSE_PARAMS: [Param; 7] = [
+    CHAIN,
+    BLOCK_STRIDE,
+    SHARED_NODES_ELEMS,
+    WARMUP_STEPS,
+    STEPS,
+    OUT_CYCLES,
+    OUT_BLOCK,
+];
+
+static DSMEM_PARAMS: [Param; 8] = [
+    param(
+        "chain",
+        ParamType::U64,
+        "global pointer to the u32 chain the rank-1 block copies into its shared memory",
+    ),
+    param(
+        "block_stride",
+        ParamType::U64,
+        "elements between the chains of consecutive clusters (0: all clusters share one chain)",
+    ),
+    param(
+        "shared_nodes_elems",
+        ParamType::U32,
+        "chain elements the rank-1 block copies into its shared memory",
+    ),
+    WARMUP_STEPS,
+    STEPS,
+    param(
+        "out_latency",
+        ParamType::U64,
+        "global pointer to u32[clusters * steps]: %clock cycles of each timed load, cluster c at c * steps",
+    ),
+    param(
+        "out_index",
+        ParamType::U64,
+        "global pointer to u32[clusters * steps]: the index each timed load returned",
+    ),
+    param(
+        "out_block",
+        ParamType::U64,
+        "global pointer to u32[grid * 2]: per block [%smid, final index]; rank-1 blocks write u32::MAX as index",
+    ),
+];
+
+static INIT_CHAIN_PARAMS: [Param; 4] = [
+    param(
+        "chain",
+        ParamType::U64,
+        "global pointer to the u32 arrays; array y starts at element y * block_stride",
+    ),
+    BLOCK_STRIDE,
+    param(
+        "nodes",
+        ParamType::U64,
+        "global pointer to u32[grid.y]: the number of nodes of array y",
+    ),
+    param(
+        "stride",
+        ParamType::U32,
+        "elements between consecutive nodes",
+    ),
+];
+
+static CLOCK_OVERHEAD_PARAMS: [Param; 2] = [
+    param("samples", ParamType::U32, "clock pairs to record"),
+    param(
+        "out",
+        ParamType::U64,
+        "global pointer to u32[samples]: cycles between the two clock reads",
+    ),
+];
+
+static SM_CLOCK_PARAMS: [Param; 2] = [
+    param(
+        "spin_cycles",
+        ParamType::U64,
+        "%clock64 cycles to spin between the two timer reads",
+    ),
+    param(
+        "out",
+        ParamType::U64,
+        "global pointer to u64[4]: [globaltimer0 ns, clock64_0, globaltimer1 ns, clock64_1]",
+    ),
+];
+
+const fn chase_kernel(entry: &'static str, path: LoadPath, granularity: Granularity) -> Kernel {
+    let shared_layout = match (granularity, path) {
+        (Granularity::Fine, LoadPath::Shared) => SharedLayout::TimingsThenChain,
+        (Granularity::Fine, _) => SharedLayout::Timings,
+        (Granularity::Coarse, LoadPath::Shared) => SharedLayout::Chain,
+        (Granularity::Coarse, _) => SharedLayout::None,
+    };
+    let params: &'static [Param] = match granularity {
+        Granularity::Fine => &FINE_PARAMS,
+        Granularity::Coarse => &COARSE_PARAMS,
+    };
+    Kernel {
+        module: &PCHASE,
+        entry,
+        kind: KernelKind::Chase { path, granularity },
+        params,
+        min_capability: ComputeCapability::SM_50,
+        shared_layout,
+        cluster_dims: None,
+    }
+}
+
+/// Chase kernels indexed by `chase_index(path, granularity)`.
+static CHASE: [Kernel; 12] = [
+    chase_kernel("chase_global_ca", LoadPath::GlobalCa, Granularity::Coarse),
+    chase_kernel(
+        "chase_fine_global_ca",
+        LoadPath::GlobalCa,
+        Granularity::Fine,
+    ),
+    chase_kernel("chase_global_cg", LoadPath::GlobalCg, Granularity::Coarse),
+    chase_kernel(
+        "chase_fine_global_cg",
+        LoadPath::GlobalCg,
+        Granularity::Fine,
+    ),
+    chase_kernel("chase_global_nc", LoadPath::GlobalNc, Granularity::Coarse),
+    chase_kernel(
+        "chase_fine_global_nc",
+        LoadPath::GlobalNc,
+        Granularity::Fine,
+    ),
+    chase_kernel("chase_texture", LoadPath::Texture, Granularity::Coarse),
+    chase_kernel("chase_fine_texture", LoadPath::Texture, Granularity::Fine),
+    chase_kernel("chase_constant", LoadPath::Constant, Granularity::Coarse),
+    chase_kernel("chase_fine_constant", LoadPath::Constant, Granularity::Fine),
+    chase_kernel("chase_shared", LoadPath::Shared, Granularity::Coarse),
+    chase_kernel("chase_fine_shared", LoadPath::Shared, Granularity::Fine),
+];
+
+fn chase_index(path: LoadPath, granularity: Granularity) -> usize {
+    let path_index = match path {
+        LoadPath::GlobalCa => 0,
+        LoadPath::GlobalCg => 1,
+        LoadPath::GlobalNc => 2,
+        LoadPath::Texture => 3,
+        LoadPath::Constant => 4,
+        LoadPath::Shared => 5,
+    };
+    let granularity_index = match granularity {
+        Granularity::Coarse => 0,
+        Granularity::Fine => 1,
+    };
+    2 * path_index + granularity_index
+}
+
+static INIT_CHAIN: Kernel = Kernel {
+    module: &PCHASE,
+    entry: "init_chain",
+    kind: KernelKind::InitChain,
+    params: &INIT_CHAIN_PARAMS,
+    min_capability: ComputeCapability::SM_50,
+    shared_layout: SharedLayout::None,
+    cluster_dims: None,
+};
+
+static CLOCK_OVERHEAD: Kernel = Kernel {
+    module: &PCHASE,
+    entry: "clock_overhead",
+    kind: KernelKind::ClockOverhead,
+    params: &CLOCK_OVERHEAD_PARAMS,
+    min_capability: ComputeCapability::SM_50,
+    shared_layout: SharedLayout::Timings,
+    cluster_dims: None,
+};
+
+static SM_CLOCK: Kernel = Kernel {
+    module: &PCHASE,
+    entry: "sm_clock",
+    kind: KernelKind::SmClock,
+    params: &SM_CLOCK_PARAMS,
+    min_capability: ComputeCapability::SM_50,
+    shared_layout: SharedLayout::None,
+    cluster_dims: None,
+};
+
+static CHASE_FINE_DSMEM: Kernel = Kernel {
+    module: &HOPPER,
+    entry: "chase_fine_dsmem",
+    kind: KernelKind::ChaseDistributedShared,
+    params: &DSMEM_PARAMS,
+    min_capability: ComputeCapability::SM_90,
+    shared_layout: SharedLayout::TimingsThenChain,
+    cluster_dims: Some([2, 1, 1]),
+};
+
+/// The chase kernel for a load path and granularity.
+///
+/// ```
+/// use pchase_kernels::{catalogue, Granularity, LoadPath};
+/// let kernel = catalogue::chase(LoadPath::GlobalCa, Granularity::Fine);
+/// assert_eq!(kernel.entry(), "chase_fine_global_ca");
+/// assert_eq!(kernel.params().len(), 8);
+/// ```
+pub fn chase(path: LoadPath, granularity: Granularity) -> &'static Kernel {
+    &CHASE[chase_index(path, granularity)]
+}
+
+/// `init_chain`: builds strided chains on the device, one array per `grid.y`.
+pub fn init_chain() -> &'static Kernel {
+    &INIT_CHAIN
+}
+
+/// `clock_overhead`: the cost of the fine kernels' clock/store/clock sequence without a load.
+pub fn clock_overhead() -> &'static Kernel {
+    &CLOCK_OVERHEAD
+}
+
+/// `sm_clock`: `%clock64` and `%globaltimer` at both ends of a spin, for the SM clock rate.
+pub fn sm_clock() -> &'static Kernel {
+    &SM_CLOCK
+}
+
+/// `chase_fine_dsmem`: fine-grained chase through the shared memory of the other block of a
+/// two-block cluster (Hopper and newer).
+pub fn chase_fine_dsmem() -> &'static Kernel {
+    &CHASE_FINE_DSMEM
+}
+
+/// The module with every kernel that runs from Maxwell on.
+pub fn pchase_module() -> &'static Module {
+    &PCHASE
+}
+
+/// The module with the thread-block-cluster kernels (compute capability 9.0 and newer).
+pub fn hopper_module() -> &'static Module {
+    &HOPPER
+}
+
+/// The constant-memory array the `Constant` chases read; fill it before launching them.
+pub fn constant_chain() -> &'static ModuleGlobal {
+    &CONSTANT_CHAIN
+}
+
+/// Every module, `pchase` first.
+pub fn modules() -> &'static [&'static Module] {
+    &MODULES
+}
+
+/// Every kernel of every module, in catalogue order (chases by path and granularity,
+/// then `init_chain`, `clock_overhead`, `sm_clock`, `chase_fine_dsmem`).
+///
+/// ```
+/// use pchase_kernels::catalogue;
+/// assert_eq!(catalogue::kernels().count(), 16);
+/// ```
+pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
+    CHASE
+        .iter()
+        .chain([&INIT_CHAIN, &CLOCK_OVERHEAD, &SM_CLOCK, &CHASE_FINE_DSMEM])
+}
+
+/// The kernel with this entry name, if the catalogue has one (for tools that read names
+/// back, e.g. from `cuobjdump`; code that launches kernels uses the typed functions).
+pub fn kernel_by_entry(entry: &str) -> Option<&'static Kernel> {
+    kernels().find(|kernel| kernel.entry == entry)
+}

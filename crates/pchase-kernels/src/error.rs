@@ -1,0 +1,35 @@
+//! The error type of the kernel catalogue.
+
+use crate::ComputeCapability;
+
+/// What can go wrong when a caller asks the catalogue about a launch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The kernel needs a newer GPU than the one it was asked about.
+    #[error(
+        "kernel `{entry}` needs compute capability {required} or newer, the device has {found}"
+    )]
+    UnsupportedCapability {
+        /// Entry name of the kernel.
+        entry: &'static str,
+        /// The oldest compute capability the kernel runs on.
+        required: ComputeCapability,
+        /// The compute capability that was asked about.
+        found: ComputeCapability,
+    },
+    /// The dynamic shared memory a launch would need does not fit in 32 bits
+    /// (the launch API takes the byte count as `u32`).
+    #[error(
+        "kernel `{entry}` with {steps} steps and {shared_chain_elems} shared chain elements \
+         needs more than u32::MAX bytes of dynamic shared memory"
+    )]
+    SharedMemoryOverflow {
+        /// Entry name of the kernel.
+        entry: &'static str,
+        /// Timed steps (or samples) requested.
+        steps: u32,
+        /// Chain elements requested in shared memory.
+        shared_chain_elems: u32,
+    },
+}

@@ -1,0 +1,410 @@
+//! The typed description of PTX modules, kernels and their parameters.
+
+use std::fmt;
+
+use crate::{ComputeCapability, Error, PtxIsaVersion};
+
+/// One PTX module: a file under `ptx/`, embedded in this crate.
+#[derive(Debug)]
+pub struct Module {
+    pub(crate) name: &'static str,
+    pub(crate) file_name: &'static str,
+    pub(crate) ptx: &'static str,
+    pub(crate) ptx_isa: PtxIsaVersion,
+    pub(crate) min_capability: ComputeCapability,
+    pub(crate) min_driver_version: u32,
+    pub(crate) description: &'static str,
+}
+
+impl Module {
+    /// Short name of the module (`pchase`, `hopper`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// File name of the module under the workspace's `ptx/` directory.
+    pub fn file_name(&self) -> &'static str {
+        self.file_name
+    }
+
+    /// The PTX text, ready for `cuModuleLoadData` (append a NUL byte for the C API).
+    pub fn ptx(&self) -> &'static str {
+        self.ptx
+    }
+
+    /// The PTX ISA version the module declares with `.version`.
+    pub fn ptx_isa(&self) -> PtxIsaVersion {
+        self.ptx_isa
+    }
+
+    /// The oldest compute capability the module can be JIT-compiled for (its `.target`).
+    pub fn min_capability(&self) -> ComputeCapability {
+        self.min_capability
+    }
+
+    /// The oldest driver that can JIT the module, in `cuDriverGetVersion` encoding
+    /// (`1000 * major + 10 * minor`, so CUDA 11.0 is `11000`).
+    pub fn min_driver_version(&self) -> u32 {
+        self.min_driver_version
+    }
+
+    /// One sentence on what the module holds.
+    pub fn description(&self) -> &'static str {
+        self.description
+    }
+
+    /// Whether a device of compute capability `device` can load the module.
+    pub fn supports(&self, device: ComputeCapability) -> bool {
+        device >= self.min_capability
+    }
+
+    /// The kernels of this module, in catalogue order.
+    ///
+    /// ```
+    /// use pchase_kernels::catalogue;
+    /// let hopper = catalogue::hopper_module();
+    /// let entries: Vec<_> = hopper.kernels().map(|k| k.entry()).collect();
+    /// assert_eq!(entries, [catalogue::chase_fine_dsmem().entry()]);
+    /// ```
+    pub fn kernels(&'static self) -> impl Iterator<Item = &'static Kernel> {
+        crate::catalogue::kernels().filter(move |kernel| std::ptr::eq(kernel.module, self))
+    }
+}
+
+/// The PTX type of a kernel parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamType {
+    /// `.u32`: counts and steps.
+    U32,
+    /// `.u64`: device pointers, texture objects, element strides, cycle counts.
+    U64,
+}
+
+impl ParamType {
+    /// The PTX spelling (`.u32`, `.u64`).
+    pub fn ptx(self) -> &'static str {
+        match self {
+            ParamType::U32 => ".u32",
+            ParamType::U64 => ".u64",
+        }
+    }
+
+    /// Size of the parameter in bytes.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            ParamType::U32 => 4,
+            ParamType::U64 => 8,
+        }
+    }
+}
+
+/// One kernel parameter, in launch order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Param {
+    pub(crate) name: &'static str,
+    pub(crate) ty: ParamType,
+    pub(crate) meaning: &'static str,
+}
+
+impl Param {
+    /// The parameter's name (the PTX parameter is `param_<name>`).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The parameter's PTX type.
+    pub fn ty(&self) -> ParamType {
+        self.ty
+    }
+
+    /// What the caller passes, with its unit.
+    pub fn meaning(&self) -> &'static str {
+        self.meaning
+    }
+}
+
+/// The memory path a pointer-chase load goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LoadPath {
+    /// `ld.global.ca.u32`: cache at all levels (L1 data cache where the GPU caches global loads).
+    GlobalCa,
+    /// `ld.global.cg.u32`: cache in L2 only.
+    GlobalCg,
+    /// `ld.global.nc.u32`: the non-coherent read-only data path.
+    GlobalNc,
+    /// `tex.1d.v4.u32.s32` on a texture object: the texture cache.
+    Texture,
+    /// `ld.const.u32` on the module's `.const` array: the constant caches.
+    Constant,
+    /// `ld.shared.u32` on a copy of the chain in dynamic shared memory.
+    Shared,
+}
+
+impl LoadPath {
+    /// Every load path, in catalogue order.
+    pub const ALL: [LoadPath; 6] = [
+        LoadPath::GlobalCa,
+        LoadPath::GlobalCg,
+        LoadPath::GlobalNc,
+        LoadPath::Texture,
+        LoadPath::Constant,
+        LoadPath::Shared,
+    ];
+
+    /// The snake-case name used in entry names (`global_ca`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadPath::GlobalCa => "global_ca",
+            LoadPath::GlobalCg => "global_cg",
+            LoadPath::GlobalNc => "global_nc",
+            LoadPath::Texture => "texture",
+            LoadPath::Constant => "constant",
+            LoadPath::Shared => "shared",
+        }
+    }
+
+    /// What the `chain` parameter of this path's kernels holds.
+    pub fn chain_argument(self) -> ChainArgument {
+        match self {
+            LoadPath::GlobalCa | LoadPath::GlobalCg | LoadPath::GlobalNc | LoadPath::Shared => {
+                ChainArgument::DevicePointer
+            }
+            LoadPath::Texture => ChainArgument::TextureObject,
+            LoadPath::Constant => ChainArgument::Unused,
+        }
+    }
+}
+
+impl fmt::Display for LoadPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a chase kernel's `chain` parameter must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChainArgument {
+    /// A device pointer to the `u32` chain in global memory.
+    DevicePointer,
+    /// A `CUtexObject` over the chain (linear resource, `u32` elements, point filtering,
+    /// unnormalised coordinates).
+    TextureObject,
+    /// Ignored (pass 0): the chain lives in the module global
+    /// [`catalogue::constant_chain`](crate::catalogue::constant_chain).
+    Unused,
+}
+
+/// Whether a chase kernel times each load or the whole pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Granularity {
+    /// One `%clock64` interval around the whole timed pass.
+    Coarse,
+    /// One `%clock` interval around every load, recorded with the loaded index.
+    Fine,
+}
+
+impl Granularity {
+    /// Both granularities.
+    pub const ALL: [Granularity; 2] = [Granularity::Coarse, Granularity::Fine];
+}
+
+/// What a kernel does; the generator picks its PTX template from this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KernelKind {
+    /// Single-thread pointer chase through one load path.
+    Chase {
+        /// The load instruction used.
+        path: LoadPath,
+        /// Per-load or whole-pass timing.
+        granularity: Granularity,
+    },
+    /// Fine-grained chase through the shared memory of another CTA of the same cluster.
+    ChaseDistributedShared,
+    /// Parallel construction of strided chains.
+    InitChain,
+    /// Back-to-back clock reads with the fine kernels' shared store, no load.
+    ClockOverhead,
+    /// `%clock64` against `%globaltimer`, to measure the real SM clock.
+    SmClock,
+}
+
+/// How a kernel's dynamic shared memory is laid out; every array holds `u32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SharedLayout {
+    /// The kernel uses no dynamic shared memory.
+    None,
+    /// `[latency; steps][index; steps]`.
+    Timings,
+    /// `[chain; shared_chain_elems]`.
+    Chain,
+    /// `[latency; steps][index; steps][chain; shared_chain_elems]`.
+    TimingsThenChain,
+}
+
+impl SharedLayout {
+    /// Byte offset of the chain copy, when the layout has one.
+    pub fn chain_offset_bytes(self, steps: u32) -> Option<u64> {
+        match self {
+            SharedLayout::Chain => Some(0),
+            SharedLayout::TimingsThenChain => Some(8 * u64::from(steps)),
+            SharedLayout::None | SharedLayout::Timings => None,
+        }
+    }
+
+    fn bytes(self, steps: u32, shared_chain_elems: u32) -> u64 {
+        let timings = 8 * u64::from(steps);
+        let chain = 4 * u64::from(shared_chain_elems);
+        match self {
+            SharedLayout::None => 0,
+            SharedLayout::Timings => timings,
+            SharedLayout::Chain => chain,
+            SharedLayout::TimingsThenChain => timings + chain,
+        }
+    }
+}
+
+/// One kernel entry of a module, with its launch contract.
+#[derive(Debug)]
+pub struct Kernel {
+    pub(crate) module: &'static Module,
+    pub(crate) entry: &'static str,
+    pub(crate) kind: KernelKind,
+    pub(crate) params: &'static [Param],
+    pub(crate) min_capability: ComputeCapability,
+    pub(crate) shared_layout: SharedLayout,
+    pub(crate) cluster_dims: Option<[u32; 3]>,
+}
+
+impl Kernel {
+    /// The module the kernel lives in.
+    pub fn module(&self) -> &'static Module {
+        self.module
+    }
+
+    /// The PTX entry name, for `Module::get_function`.
+    pub fn entry(&self) -> &'static str {
+        self.entry
+    }
+
+    /// What the kernel does.
+    pub fn kind(&self) -> KernelKind {
+        self.kind
+    }
+
+    /// The parameters in launch order.
+    pub fn params(&self) -> &'static [Param] {
+        self.params
+    }
+
+    /// The oldest compute capability the kernel runs on.
+    pub fn min_capability(&self) -> ComputeCapability {
+        self.min_capability
+    }
+
+    /// The layout of the kernel's dynamic shared memory.
+    pub fn shared_layout(&self) -> SharedLayout {
+        self.shared_layout
+    }
+
+    /// The thread-block cluster shape compiled into the kernel (`.reqnctapercluster`), if any:
+    /// grid.x must then be a multiple of `cluster_dims[0]`.
+    pub fn cluster_dims(&self) -> Option<[u32; 3]> {
+        self.cluster_dims
+    }
+
+    /// Checks that a device of compute capability `device` can run the kernel.
+    ///
+    /// ```
+    /// use pchase_kernels::{catalogue, ComputeCapability, Error};
+    /// let dsmem = catalogue::chase_fine_dsmem();
+    /// assert!(dsmem.check_supported(ComputeCapability::new(9, 0)).is_ok());
+    /// assert!(matches!(
+    ///     dsmem.check_supported(ComputeCapability::new(8, 0)),
+    ///     Err(Error::UnsupportedCapability { .. })
+    /// ));
+    /// ```
+    pub fn check_supported(&self, device: ComputeCapability) -> Result<(), Error> {
+        if device >= self.min_capability {
+            Ok(())
+        } else {
+            Err(Error::UnsupportedCapability {
+                entry: self.entry,
+                required: self.min_capability,
+                found: device,
+            })
+        }
+    }
+
+    /// Bytes of dynamic shared memory a launch needs (the `shared_mem_bytes` launch argument).
+    ///
+    /// `steps` is the timed step count (for `clock_overhead`: the sample count);
+    /// `shared_chain_elems` the number of chain elements copied into shared memory
+    /// (`shared_nodes_elems` of the shared-path and cluster kernels; ignored by kernels
+    /// without a chain copy). Fine kernels need `8 * steps` for the latency and index
+    /// arrays, plus `4 * shared_chain_elems` on the shared paths.
+    ///
+    /// ```
+    /// use pchase_kernels::{catalogue, Granularity, LoadPath};
+    /// let fine_shared = catalogue::chase(LoadPath::Shared, Granularity::Fine);
+    /// assert_eq!(fine_shared.dynamic_shared_bytes(256, 1024)?, 8 * 256 + 4 * 1024);
+    /// let coarse_l1 = catalogue::chase(LoadPath::GlobalCa, Granularity::Coarse);
+    /// assert_eq!(coarse_l1.dynamic_shared_bytes(256, 1024)?, 0);
+    /// # Ok::<(), pchase_kernels::Error>(())
+    /// ```
+    pub fn dynamic_shared_bytes(&self, steps: u32, shared_chain_elems: u32) -> Result<u32, Error> {
+        u32::try_from(self.shared_layout.bytes(steps, shared_chain_elems)).map_err(|_| {
+            Error::SharedMemoryOverflow {
+                entry: self.entry,
+                steps,
+                shared_chain_elems,
+            }
+        })
+    }
+
+    /// Index of the parameter called `name` in the launch order.
+    pub fn param_index(&self, name: &str) -> Option<usize> {
+        self.params.iter().position(|param| param.name == name)
+    }
+}
+
+/// A module-scope variable the host fills before launching (through `cuModuleGetGlobal`).
+#[derive(Debug)]
+pub struct ModuleGlobal {
+    pub(crate) module: &'static Module,
+    pub(crate) name: &'static str,
+    pub(crate) elem: ParamType,
+    pub(crate) len: usize,
+}
+
+impl ModuleGlobal {
+    /// The module that declares the variable.
+    pub fn module(&self) -> &'static Module {
+        self.module
+    }
+
+    /// The symbol name, for `cuModuleGetGlobal`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The element type.
+    pub fn elem(&self) -> ParamType {
+        self.elem
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the variable has no elements (never, for catalogue globals).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.len * self.elem.size_bytes()
+    }
+}

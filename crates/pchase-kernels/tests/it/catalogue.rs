@@ -1,0 +1,226 @@
+//! Lookups, launch contracts and errors of the catalogue.
+
+use std::collections::HashSet;
+
+use pchase_kernels::{
+    catalogue, ChainArgument, ComputeCapability, Error, Granularity, KernelKind, LoadPath,
+    ParamType, SharedLayout,
+};
+
+#[test]
+fn chase_lookup_returns_the_kernel_of_that_path_and_granularity() {
+    for path in LoadPath::ALL {
+        for granularity in Granularity::ALL {
+            let kernel = catalogue::chase(path, granularity);
+            assert_eq!(kernel.kind(), KernelKind::Chase { path, granularity });
+            let expected = match granularity {
+                Granularity::Fine => format!("chase_fine_{}", path.name()),
+                Granularity::Coarse => format!("chase_{}", path.name()),
+            };
+            assert_eq!(kernel.entry(), expected);
+            assert_eq!(kernel.module().name(), "pchase");
+        }
+    }
+}
+
+#[test]
+fn entry_names_are_unique_and_found_by_name() {
+    let mut seen = HashSet::new();
+    for kernel in catalogue::kernels() {
+        assert!(
+            seen.insert(kernel.entry()),
+            "duplicate entry {}",
+            kernel.entry()
+        );
+        let found = catalogue::kernel_by_entry(kernel.entry()).expect("found");
+        assert!(std::ptr::eq(found, kernel));
+    }
+    assert_eq!(seen.len(), 2 * LoadPath::ALL.len() + 4);
+    assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
+}
+
+#[test]
+fn fine_and_coarse_parameters_follow_the_specification() {
+    let names =
+        |k: &pchase_kernels::Kernel| k.params().iter().map(|p| p.name()).collect::<Vec<_>>();
+    for path in LoadPath::ALL {
+        let fine = catalogue::chase(path, Granularity::Fine);
+        assert_eq!(
+            names(fine),
+            [
+                "chain",
+                "block_stride",
+                "shared_nodes_elems",
+                "warmup_steps",
+                "steps",
+                "out_latency",
+                "out_index",
+                "out_block"
+            ]
+        );
+        let coarse = catalogue::chase(path, Granularity::Coarse);
+        assert_eq!(
+            names(coarse),
+            [
+                "chain",
+                "block_stride",
+                "shared_nodes_elems",
+                "warmup_steps",
+                "steps",
+                "out_cycles",
+                "out_block"
+            ]
+        );
+        let types: Vec<ParamType> = fine.params().iter().map(|p| p.ty()).collect();
+        use ParamType::{U32, U64};
+        assert_eq!(types, [U64, U64, U32, U32, U32, U64, U64, U64]);
+    }
+    assert_eq!(
+        names(catalogue::init_chain()),
+        ["chain", "block_stride", "nodes", "stride"]
+    );
+    assert_eq!(names(catalogue::clock_overhead()), ["samples", "out"]);
+    assert_eq!(names(catalogue::sm_clock()), ["spin_cycles", "out"]);
+    assert_eq!(
+        names(catalogue::chase_fine_dsmem()),
+        names(catalogue::chase(LoadPath::Shared, Granularity::Fine))
+    );
+    assert_eq!(
+        catalogue::chase(LoadPath::Texture, Granularity::Fine).param_index("steps"),
+        Some(4)
+    );
+}
+
+#[test]
+fn chain_argument_depends_on_the_path() {
+    assert_eq!(
+        LoadPath::Texture.chain_argument(),
+        ChainArgument::TextureObject
+    );
+    assert_eq!(LoadPath::Constant.chain_argument(), ChainArgument::Unused);
+    assert_eq!(
+        LoadPath::GlobalNc.chain_argument(),
+        ChainArgument::DevicePointer
+    );
+}
+
+#[test]
+fn dynamic_shared_bytes_follow_each_layout() {
+    let steps = 1000;
+    let chain = 4096;
+    for path in LoadPath::ALL {
+        let fine = catalogue::chase(path, Granularity::Fine)
+            .dynamic_shared_bytes(steps, chain)
+            .unwrap();
+        let coarse = catalogue::chase(path, Granularity::Coarse)
+            .dynamic_shared_bytes(steps, chain)
+            .unwrap();
+        if path == LoadPath::Shared {
+            assert_eq!(fine, 8 * steps + 4 * chain);
+            assert_eq!(coarse, 4 * chain);
+        } else {
+            assert_eq!(fine, 8 * steps);
+            assert_eq!(coarse, 0);
+        }
+    }
+    assert_eq!(
+        catalogue::chase_fine_dsmem()
+            .dynamic_shared_bytes(steps, chain)
+            .unwrap(),
+        8 * steps + 4 * chain
+    );
+    assert_eq!(
+        catalogue::clock_overhead()
+            .dynamic_shared_bytes(steps, chain)
+            .unwrap(),
+        8 * steps
+    );
+    assert_eq!(
+        catalogue::sm_clock()
+            .dynamic_shared_bytes(steps, chain)
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        catalogue::init_chain()
+            .dynamic_shared_bytes(steps, chain)
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        SharedLayout::TimingsThenChain.chain_offset_bytes(steps),
+        Some(8 * u64::from(steps))
+    );
+    assert_eq!(SharedLayout::Chain.chain_offset_bytes(steps), Some(0));
+}
+
+#[test]
+fn dynamic_shared_bytes_beyond_u32_is_an_error() {
+    let kernel = catalogue::chase(LoadPath::Shared, Granularity::Fine);
+    let error = kernel.dynamic_shared_bytes(u32::MAX, u32::MAX).unwrap_err();
+    assert_eq!(
+        error,
+        Error::SharedMemoryOverflow {
+            entry: "chase_fine_shared",
+            steps: u32::MAX,
+            shared_chain_elems: u32::MAX
+        }
+    );
+    // The largest count that still fits.
+    let max_steps = u32::MAX / 8;
+    assert_eq!(
+        catalogue::clock_overhead().dynamic_shared_bytes(max_steps, 0),
+        Ok(8 * max_steps)
+    );
+    assert!(catalogue::clock_overhead()
+        .dynamic_shared_bytes(max_steps + 1, 0)
+        .is_err());
+}
+
+#[test]
+fn capability_checks_use_the_kernel_minimum() {
+    let maxwell = ComputeCapability::new(5, 0);
+    let ampere = ComputeCapability::new(8, 6);
+    let hopper = ComputeCapability::new(9, 0);
+    for kernel in catalogue::pchase_module().kernels() {
+        assert_eq!(
+            kernel.check_supported(maxwell),
+            Ok(()),
+            "{}",
+            kernel.entry()
+        );
+    }
+    let dsmem = catalogue::chase_fine_dsmem();
+    assert_eq!(dsmem.check_supported(hopper), Ok(()));
+    let error = dsmem.check_supported(ampere).unwrap_err();
+    assert_eq!(
+        error,
+        Error::UnsupportedCapability {
+            entry: "chase_fine_dsmem",
+            required: hopper,
+            found: ampere
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "kernel `chase_fine_dsmem` needs compute capability 9.0 or newer, the device has 8.6"
+    );
+    assert!(!catalogue::hopper_module().supports(ampere));
+    assert!(catalogue::pchase_module().supports(ComputeCapability::new(10, 0)));
+    assert!(!catalogue::pchase_module().supports(ComputeCapability::new(3, 5)));
+}
+
+#[test]
+fn modules_list_covers_every_kernel_module() {
+    let modules = catalogue::modules();
+    assert_eq!(modules.len(), 2);
+    for kernel in catalogue::kernels() {
+        assert!(modules.iter().any(|m| std::ptr::eq(*m, kernel.module())));
+    }
+    let per_module: usize = modules.iter().map(|m| m.kernels().count()).sum();
+    assert_eq!(per_module, catalogue::kernels().count());
+    assert_eq!(
+        catalogue::chase_fine_dsmem().cluster_dims(),
+        Some([2, 1, 1])
+    );
+}

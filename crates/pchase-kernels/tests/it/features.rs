@@ -1,0 +1,98 @@
+//! Instruction-set limits: only `hopper` uses sm_90 features, and `pchase` stays within what
+//! PTX ISA 7.0 on sm_50 offers.
+
+use pchase_kernels::{catalogue, ComputeCapability};
+
+use crate::ptx_text::{parse_module, Instruction, PtxModule};
+
+/// Opcode parts, registers and directives that need sm_90 (clusters, TMA, warpgroups).
+const SM_90_ONLY: &[&str] = &[
+    "mapa",
+    "::cluster",
+    "barrier.cluster",
+    "%cluster_ctarank",
+    "%cluster_nctarank",
+    "%clusterid",
+    "%nclusterid",
+    "%cluster_ctaid",
+    "%is_explicit_cluster",
+    ".reqnctapercluster",
+    ".explicitcluster",
+    ".maxclusterrank",
+    "elect.sync",
+    "cp.async.bulk",
+    "wgmma",
+    "setmaxnreg",
+    "stmatrix",
+    "fence.proxy",
+    "griddepcontrol",
+];
+
+fn mentions(module: &PtxModule, token: &str) -> bool {
+    module.entries.iter().any(|entry| {
+        entry.directives.iter().any(|d| d.contains(token))
+            || entry.instructions().any(|i: &Instruction| {
+                i.opcode.contains(token) || i.operands.iter().any(|o| o.contains(token))
+            })
+    }) || module.declarations.iter().any(|d| d.contains(token))
+}
+
+#[test]
+fn only_sm_90_modules_use_sm_90_features() {
+    for module in catalogue::modules() {
+        let parsed = parse_module(module.ptx());
+        let used: Vec<&str> = SM_90_ONLY
+            .iter()
+            .copied()
+            .filter(|token| mentions(&parsed, token))
+            .collect();
+        if module.min_capability() < ComputeCapability::SM_90 {
+            assert!(
+                used.is_empty(),
+                "{} uses sm_90 features {used:?}",
+                module.name()
+            );
+        } else {
+            assert!(
+                !used.is_empty(),
+                "{} is sm_90-only but uses no sm_90 feature",
+                module.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn pchase_uses_only_instructions_of_isa_7_0_on_sm_50() {
+    // Everything here exists since PTX ISA 3.1 on sm_35 or older (ld.global.nc: sm_32).
+    const ALLOWED: &[&str] = &[
+        "mov", "setp", "selp", "bra", "ret", "ld", "st", "tex", "cvta", "cvt", "mul", "add", "sub",
+        "shl", "or", "bar",
+    ];
+    let parsed = parse_module(catalogue::pchase_module().ptx());
+    for entry in &parsed.entries {
+        for instruction in entry.instructions() {
+            let root = instruction.opcode.split('.').next().unwrap_or_default();
+            assert!(
+                ALLOWED.contains(&root),
+                "{}: `{}` is not in the audited ISA 7.0 / sm_50 set",
+                entry.name,
+                instruction.opcode
+            );
+        }
+    }
+}
+
+#[test]
+fn only_kernels_that_copy_a_chain_use_a_barrier() {
+    for kernel in catalogue::kernels() {
+        let parsed = parse_module(kernel.module().ptx());
+        let barriers = parsed
+            .entry(kernel.entry())
+            .instructions()
+            .filter(|i| i.opcode.starts_with("bar"))
+            .count();
+        let copies_chain = kernel.shared_layout().chain_offset_bytes(1).is_some();
+        assert_eq!(barriers > 0, copies_chain, "{}", kernel.entry());
+    }
+}

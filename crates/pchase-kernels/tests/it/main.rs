@@ -1,0 +1,8 @@
+//! Integration tests of the kernel catalogue against the embedded PTX text.
+
+mod catalogue;
+mod entries;
+mod features;
+mod headers;
+mod ptx_text;
+mod timing_order;

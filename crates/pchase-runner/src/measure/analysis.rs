@@ -1,0 +1,131 @@
+//! Change-point decisions on swept latency curves, through the `cpd` crate.
+
+use cpd::{
+    ks_2samp, ks_critical_value, single_change_point, GeometricMapping, L2Cost, SearchOptions,
+};
+use ndarray::Array2;
+
+use super::probe::SizeSamples;
+use crate::error::RunnerError;
+
+/// The outcome of change-point detection on a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepDecision {
+    /// Index of the first swept size after the change.
+    pub change_index: usize,
+    /// Whether the two-sample Kolmogorov–Smirnov test confirmed the change.
+    pub accepted: bool,
+    /// The KS statistic D between the mapped series left and right of the change.
+    pub statistic: f64,
+    /// The KS test's p-value.
+    pub p_value: f64,
+    /// The thesis' critical value d_α for the two sides' sizes.
+    pub critical: f64,
+}
+
+fn cpd_error(e: cpd::CpdError) -> RunnerError {
+    RunnerError::WrongResult(format!("change-point detection: {e}"))
+}
+
+/// The sweep as a matrix: one row per size, the row's latencies sorted ascending.
+///
+/// Sorting turns each row into its empirical quantile function, so that rows of
+/// different sizes are compared quantile by quantile rather than load by load (the
+/// position of a miss in the chain differs between sizes).
+pub fn sweep_matrix(points: &[SizeSamples]) -> Result<Array2<f64>, RunnerError> {
+    let columns = points.iter().map(|p| p.latencies.len()).min().unwrap_or(0);
+    if points.len() < 4 || columns == 0 {
+        return Err(RunnerError::WrongResult(format!(
+            "a sweep of {} sizes with {columns} samples each is too short to analyse",
+            points.len()
+        )));
+    }
+    let mut matrix = Array2::zeros((points.len(), columns));
+    for (mut row, point) in matrix.rows_mut().into_iter().zip(points) {
+        let mut sorted: Vec<u32> = point.latencies[..columns].to_vec();
+        sorted.sort_unstable();
+        for (dst, src) in row.iter_mut().zip(sorted) {
+            *dst = f64::from(src);
+        }
+    }
+    Ok(matrix)
+}
+
+/// Reduces the sweep by the geometric mapping, finds the single change point of the
+/// distance series (L2 cost, exact) and tests it with the two-sample KS test at `alpha`.
+pub fn decide_sweep(points: &[SizeSamples], alpha: f64) -> Result<SweepDecision, RunnerError> {
+    let matrix = sweep_matrix(points)?;
+    let mapped = GeometricMapping::new()
+        .map(matrix.view())
+        .map_err(cpd_error)?;
+    let series = &mapped.distance;
+    let split = single_change_point(
+        &L2Cost::from_series(series).map_err(cpd_error)?,
+        SearchOptions::default(),
+    )
+    .map_err(cpd_error)?;
+    let t = split.change_point;
+    let (left, right) = series.split_at(t);
+    let test = ks_2samp(left, right).map_err(cpd_error)?;
+    let critical = ks_critical_value(alpha, left.len(), right.len()).map_err(cpd_error)?;
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    // Only a rise in latency is a cache filling up; a drop is noise or a warm-up effect.
+    let rises = mean(right) > mean(left);
+    Ok(SweepDecision {
+        change_index: t,
+        accepted: rises && test.statistic > critical && test.p_value < alpha,
+        statistic: test.statistic,
+        p_value: test.p_value,
+        critical,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(bytes: u64, hit: u32, miss: u32, misses: usize) -> SizeSamples {
+        let mut latencies = vec![hit; 64];
+        for (i, v) in latencies.iter_mut().enumerate() {
+            *v += (i % 3) as u32; // a little jitter
+        }
+        for v in latencies.iter_mut().take(misses) {
+            *v = miss;
+        }
+        SizeSamples {
+            bytes,
+            latencies,
+            smid: 0,
+        }
+    }
+
+    #[test]
+    fn a_step_is_found_and_accepted() {
+        let points: Vec<SizeSamples> = (0..24)
+            .map(|k| {
+                if k < 13 {
+                    point(1024 + 32 * k, 30, 0, 0)
+                } else {
+                    point(1024 + 32 * k, 30, 250, 64)
+                }
+            })
+            .collect();
+        let d = decide_sweep(&points, 0.01).unwrap();
+        assert_eq!(d.change_index, 13);
+        assert!(d.accepted);
+        assert!(d.statistic > d.critical);
+    }
+
+    #[test]
+    fn a_flat_curve_is_rejected() {
+        let points: Vec<SizeSamples> = (0..24).map(|k| point(1024 + 32 * k, 30, 0, 0)).collect();
+        let d = decide_sweep(&points, 0.01).unwrap();
+        assert!(!d.accepted, "{d:?}");
+    }
+
+    #[test]
+    fn too_short_sweeps_are_errors() {
+        let points: Vec<SizeSamples> = (0..2).map(|k| point(1024 + 32 * k, 30, 0, 0)).collect();
+        assert!(matches!(decide_sweep(&points, 0.01), Err(RunnerError::WrongResult(_))));
+    }
+}

@@ -1,0 +1,618 @@
+//! The benchmarks of the thesis' chapter 4, generic over [`Backend`]: whether L1 caches
+//! global loads; size, fetch granularity and latency of the L1 data, texture, read-only
+//! and constant caches; shared-memory latency; L2 and device-memory latency.
+//!
+//! A failing benchmark does not lose the others: each element's result is either a
+//! measurement or the reason it is missing.
+
+pub mod analysis;
+pub mod probe;
+pub mod search;
+pub mod report;
+pub mod stats;
+
+use std::{
+    collections::BTreeSet,
+    fmt,
+    str::FromStr,
+    time::{Duration, Instant},
+};
+
+use crate::{
+    backend::{Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath},
+    error::RunnerError,
+};
+use probe::{SizeProbe, CONSTANT_BANK_BYTES};
+pub use search::{RawCurve, SearchRange, SizeFinding};
+pub use topology::LatencySummary;
+
+/// A memory element the benchmarks measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Element {
+    /// The L1 data cache (`ld.global.ca`).
+    L1,
+    /// The texture cache (`tex.1d`).
+    Texture,
+    /// The read-only data cache (`ld.global.nc`).
+    ReadOnly,
+    /// The constant L1 cache.
+    ConstantL1,
+    /// The constant L1.5 cache.
+    ConstantL15,
+    /// Shared memory.
+    Shared,
+    /// The L2 cache (latency here; partitions in a later benchmark).
+    L2,
+    /// Device memory.
+    DeviceMemory,
+}
+
+impl Element {
+    /// Every element, in the order the benchmarks run.
+    pub const ALL: [Element; 8] = [
+        Element::L1,
+        Element::Texture,
+        Element::ReadOnly,
+        Element::ConstantL1,
+        Element::ConstantL15,
+        Element::Shared,
+        Element::L2,
+        Element::DeviceMemory,
+    ];
+
+    /// The name used on the command line (`--only l1,texture`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Element::L1 => "l1",
+            Element::Texture => "texture",
+            Element::ReadOnly => "readonly",
+            Element::ConstantL1 => "constant-l1",
+            Element::ConstantL15 => "constant-l15",
+            Element::Shared => "shared",
+            Element::L2 => "l2",
+            Element::DeviceMemory => "memory",
+        }
+    }
+}
+
+impl fmt::Display for Element {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Element {
+    type Err = RunnerError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Element::ALL
+            .into_iter()
+            .find(|e| e.name() == s)
+            .ok_or_else(|| {
+                RunnerError::InvalidRequest(format!(
+                    "unknown element `{s}`; expected one of {}",
+                    Element::ALL.map(Element::name).join(", ")
+                ))
+            })
+    }
+}
+
+/// Options of a measurement session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasureOptions {
+    /// Which elements to measure.
+    pub only: BTreeSet<Element>,
+    /// Timed loads per array size (each costs 8 bytes of shared memory).
+    pub samples: u32,
+    /// Significance level of the change-point test.
+    pub alpha: f64,
+    /// Stride of the size searches, bytes (one node per sector).
+    pub search_stride: u32,
+}
+
+impl Default for MeasureOptions {
+    fn default() -> Self {
+        MeasureOptions {
+            only: Element::ALL.into_iter().collect(),
+            // 6 KiB of timings: with the 1 KiB the driver reserves per block this fits
+            // the smallest non-zero carveout step, leaving the L1 its largest size.
+            samples: 768,
+            alpha: 0.01,
+            search_stride: 32,
+        }
+    }
+}
+
+/// A measured size with the carveout it was measured under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeAtCarveout {
+    /// The carveout requested.
+    pub carveout: Carveout,
+    /// What the search found.
+    pub finding: SizeFinding,
+}
+
+/// The fetch granularity seen as the spacing of misses in a 4-byte-stride chase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineFinding {
+    /// Bytes between consecutive misses (the most common spacing).
+    pub bytes: u64,
+    /// Share of spacings equal to `bytes`.
+    pub agreement: f64,
+    /// Misses observed.
+    pub misses: usize,
+}
+
+/// Everything measured for one element.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ElementResult {
+    /// Sizes (several for the L1: one per carveout).
+    pub sizes: Vec<SizeAtCarveout>,
+    /// Fetch granularity.
+    pub line: Option<LineFinding>,
+    /// Hit latency in cycles, with the clock overhead subtracted.
+    pub latency: Option<LatencySummary>,
+    /// Benchmarks of this element that failed, with the reason.
+    pub failures: Vec<String>,
+}
+
+/// Wall and GPU time of one benchmark.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timing {
+    /// What ran.
+    pub benchmark: String,
+    /// Host wall time.
+    pub wall: Duration,
+    /// Summed device time of its launches.
+    pub gpu: Duration,
+}
+
+/// The outcome of a session.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Measurements {
+    /// Measured SM clock, MHz.
+    pub sm_clock_mhz: Option<f64>,
+    /// Cycles the timing itself adds to each fine-grained sample.
+    pub clock_overhead: Option<u32>,
+    /// Whether L1 caches global loads (`.ca` clearly faster than `.cg`).
+    pub l1_caches_global_loads: Option<bool>,
+    /// Median `.ca` and `.cg` latencies behind that decision.
+    pub ca_cg_medians: Option<(f64, f64)>,
+    /// Per-element results.
+    pub elements: Vec<(Element, ElementResult)>,
+    /// Raw curves of the size sweeps.
+    pub curves: Vec<RawCurve>,
+    /// Timings per benchmark.
+    pub timings: Vec<Timing>,
+}
+
+impl Measurements {
+    /// The result of `element`, if it was measured.
+    pub fn element(&self, element: Element) -> Option<&ElementResult> {
+        self.elements
+            .iter()
+            .find(|(e, _)| *e == element)
+            .map(|(_, r)| r)
+    }
+
+    fn element_mut(&mut self, element: Element) -> &mut ElementResult {
+        if let Some(i) = self.elements.iter().position(|(e, _)| *e == element) {
+            &mut self.elements[i].1
+        } else {
+            self.elements.push((element, ElementResult::default()));
+            &mut self.elements.last_mut().expect("just pushed").1
+        }
+    }
+}
+
+/// A callback told the name of each benchmark as it starts.
+type Progress<'b> = Box<dyn FnMut(&str) + 'b>;
+
+/// Runs the benchmarks on one backend.
+pub struct Session<'b, B: Backend> {
+    backend: &'b mut B,
+    options: MeasureOptions,
+    results: Measurements,
+    progress: Option<Progress<'b>>,
+}
+
+impl<B: Backend> fmt::Debug for Session<'_, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("device", &self.backend.device().name)
+            .field("options", &self.options)
+            .field("results", &self.results)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which path and range each searched element uses.
+fn size_plan(element: Element, l1_const: Option<u64>) -> Option<(LoadPath, SearchRange)> {
+    match element {
+        Element::L1 => Some((
+            LoadPath::GlobalCa,
+            SearchRange {
+                start: 1024,
+                max: 2 * 1024 * 1024,
+            },
+        )),
+        Element::Texture => Some((
+            LoadPath::Texture,
+            SearchRange {
+                start: 1024,
+                max: 2 * 1024 * 1024,
+            },
+        )),
+        Element::ReadOnly => Some((
+            LoadPath::GlobalNc,
+            SearchRange {
+                start: 1024,
+                max: 2 * 1024 * 1024,
+            },
+        )),
+        Element::ConstantL1 => Some((
+            LoadPath::Constant,
+            SearchRange {
+                start: 256,
+                max: 32 * 1024,
+            },
+        )),
+        Element::ConstantL15 => {
+            // Start where the constant L1 surely misses, so the baseline is L1.5 hits.
+            let l1 = l1_const?;
+            Some((
+                LoadPath::Constant,
+                SearchRange {
+                    start: (4 * l1).next_power_of_two(),
+                    max: CONSTANT_BANK_BYTES,
+                },
+            ))
+        }
+        Element::Shared | Element::L2 | Element::DeviceMemory => None,
+    }
+}
+
+impl<'b, B: Backend> Session<'b, B> {
+    /// A session over `backend`.
+    pub fn new(backend: &'b mut B, options: MeasureOptions) -> Self {
+        Session {
+            backend,
+            options,
+            results: Measurements::default(),
+            progress: None,
+        }
+    }
+
+    /// Calls `progress` with the name of each benchmark as it starts.
+    pub fn with_progress(mut self, progress: impl FnMut(&str) + 'b) -> Self {
+        self.progress = Some(Box::new(progress));
+        self
+    }
+
+    fn start(&mut self, what: &str) {
+        log::info!("benchmark: {what}");
+        if let Some(p) = self.progress.as_mut() {
+            p(what);
+        }
+    }
+
+    /// Runs `f` as the benchmark `name`, recording its time.
+    fn timed<T>(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&mut Self, &mut Duration) -> Result<T, RunnerError>,
+    ) -> Result<T, RunnerError> {
+        self.start(name);
+        let wall = Instant::now();
+        let mut gpu = Duration::ZERO;
+        let result = f(self, &mut gpu);
+        self.results.timings.push(Timing {
+            benchmark: name.to_string(),
+            wall: wall.elapsed(),
+            gpu,
+        });
+        result
+    }
+
+    /// Runs every selected benchmark and returns what was measured.
+    ///
+    /// # Errors
+    /// Only for failures that make every benchmark meaningless (the clock calibration);
+    /// a failing benchmark is recorded in its element's `failures`.
+    pub fn run(mut self) -> Result<Measurements, RunnerError> {
+        let overhead = self.timed("clock calibration", |s, _| {
+            let overhead = s.backend.clock_overhead(256)?;
+            let mhz = s.backend.measure_sm_clock_mhz()?;
+            Ok((overhead, mhz))
+        })?;
+        self.results.clock_overhead = Some(overhead.0);
+        self.results.sm_clock_mhz = Some(overhead.1);
+
+        let only = self.options.only.clone();
+        if only.contains(&Element::L1) {
+            match self.timed("global-load caching", |s, gpu| s.global_caching(gpu)) {
+                Ok((caches, ca, cg)) => {
+                    self.results.l1_caches_global_loads = Some(caches);
+                    self.results.ca_cg_medians = Some((ca, cg));
+                }
+                Err(e) => self
+                    .results
+                    .element_mut(Element::L1)
+                    .failures
+                    .push(format!("global-load caching: {e}")),
+            }
+        }
+        for element in Element::ALL.into_iter().filter(|e| only.contains(e)) {
+            self.measure_element(element);
+        }
+        Ok(self.results)
+    }
+
+    fn measure_element(&mut self, element: Element) {
+        if element == Element::L1 && self.results.l1_caches_global_loads == Some(false) {
+            self.results
+                .element_mut(element)
+                .failures
+                .push("L1 does not cache global loads on this GPU: no size to measure".into());
+            return;
+        }
+        let constant_l1 = self
+            .results
+            .element(Element::ConstantL1)
+            .and_then(|r| r.sizes.first())
+            .and_then(|s| match s.finding {
+                SizeFinding::Exact { bytes, .. } => Some(bytes),
+                SizeFinding::AtLeast { .. } => None,
+            });
+        match size_plan(element, constant_l1) {
+            Some((path, range)) => self.measure_cache(element, path, range),
+            None if element == Element::ConstantL15 => self
+                .results
+                .element_mut(element)
+                .failures
+                .push("needs the constant L1 size, which was not measured".into()),
+            None => self.measure_latency_only(element),
+        }
+    }
+
+    fn measure_cache(&mut self, element: Element, path: LoadPath, range: SearchRange) {
+        // The unified L1 is measured where it has the most room (the smallest carveout
+        // that fits the timing buffer) and at the driver's default.
+        let carveouts: &[Carveout] = match element {
+            Element::L1 => &[Carveout::Percent(0), Carveout::DriverDefault],
+            _ => &[Carveout::Percent(0)],
+        };
+        for &carveout in carveouts {
+            let probe = SizeProbe {
+                path,
+                stride: self.options.search_stride,
+                steps: self.options.samples,
+                carveout,
+                warmup_passes: 1,
+            };
+            let name = format!("{element} size ({})", carveout_label(carveout));
+            let alpha = self.options.alpha;
+            match self.timed(&name, |s, gpu| {
+                search::find_size(s.backend, &probe, range, alpha, gpu)
+            }) {
+                Ok((finding, mut curve)) => {
+                    curve.name = format!("{element}-size-{}", carveout_label(carveout));
+                    self.results.curves.push(curve);
+                    self.results
+                        .element_mut(element)
+                        .sizes
+                        .push(SizeAtCarveout { carveout, finding });
+                }
+                Err(e) => self
+                    .results
+                    .element_mut(element)
+                    .failures
+                    .push(format!("{name}: {e}")),
+            }
+        }
+        let size = self.results.element(element).and_then(|r| {
+            r.sizes.first().map(|s| match s.finding {
+                SizeFinding::Exact { bytes, .. } | SizeFinding::AtLeast { bytes, .. } => bytes,
+            })
+        });
+        let exact = self.results.element(element).is_some_and(|r| {
+            r.sizes
+                .first()
+                .is_some_and(|s| matches!(s.finding, SizeFinding::Exact { .. }))
+        });
+        let Some(size) = size else { return };
+        if exact {
+            let name = format!("{element} line");
+            match self.timed(&name, |s, gpu| s.line_size(path, size, gpu)) {
+                Ok(line) => self.results.element_mut(element).line = Some(line),
+                Err(e) => self
+                    .results
+                    .element_mut(element)
+                    .failures
+                    .push(format!("{name}: {e}")),
+            }
+        }
+        let name = format!("{element} latency");
+        // Hits: half the measured size (at least one sector per node).
+        let bytes = (size / 2).max(256) / 32 * 32;
+        match self.timed(&name, |s, gpu| s.hit_latency(path, bytes, 32, gpu)) {
+            Ok(latency) => self.results.element_mut(element).latency = Some(latency),
+            Err(e) => self
+                .results
+                .element_mut(element)
+                .failures
+                .push(format!("{name}: {e}")),
+        }
+    }
+
+    fn measure_latency_only(&mut self, element: Element) {
+        let (path, bytes, stride) = match element {
+            Element::Shared => (LoadPath::Shared, 4096, 32),
+            // Larger than any L1, far smaller than any L2.
+            Element::L2 => (LoadPath::GlobalCg, 4 * 1024 * 1024, 32),
+            // Twice the L2, one node per 4 KiB page so every load misses the L2.
+            Element::DeviceMemory => {
+                let l2 = self.backend.device().l2_bytes.max(1 << 20);
+                (LoadPath::GlobalCg, 2 * l2.next_power_of_two(), 4096)
+            }
+            _ => return,
+        };
+        let name = format!("{element} latency");
+        match self.timed(&name, |s, gpu| s.hit_latency(path, bytes, stride, gpu)) {
+            Ok(latency) => self.results.element_mut(element).latency = Some(latency),
+            Err(e) => self
+                .results
+                .element_mut(element)
+                .failures
+                .push(format!("{name}: {e}")),
+        }
+    }
+
+    /// Fine-grained samples of one chain, warmed up by one pass.
+    fn fine_samples(
+        &mut self,
+        path: LoadPath,
+        chain: ChainSpec,
+        steps: u32,
+        carveout: Carveout,
+        gpu: &mut Duration,
+    ) -> Result<Vec<u32>, RunnerError> {
+        let request = ChaseRequest {
+            path,
+            mode: ChaseMode::Fine,
+            chains: vec![chain],
+            warmup_steps: u32::try_from(chain.nodes()).unwrap_or(u32::MAX),
+            steps,
+            carveout,
+        };
+        let run = self.backend.chase(&request)?;
+        *gpu += run.gpu_time;
+        run.blocks
+            .into_iter()
+            .next()
+            .map(|b| b.latencies)
+            .ok_or_else(|| RunnerError::WrongResult("a chase returned no block".into()))
+    }
+
+    fn hit_latency(
+        &mut self,
+        path: LoadPath,
+        bytes: u64,
+        stride: u32,
+        gpu: &mut Duration,
+    ) -> Result<LatencySummary, RunnerError> {
+        let overhead = f64::from(self.results.clock_overhead.unwrap_or(0));
+        let chain = ChainSpec::new(bytes, stride)?;
+        let samples = self.fine_samples(path, chain, self.options.samples, Carveout::Percent(0), gpu)?;
+        let cycles: Vec<f64> = samples
+            .iter()
+            .map(|&v| (f64::from(v) - overhead).max(0.0))
+            .collect();
+        LatencySummary::from_samples(&cycles)
+            .ok_or_else(|| RunnerError::WrongResult("no latency samples".into()))
+    }
+
+    fn global_caching(&mut self, gpu: &mut Duration) -> Result<(bool, f64, f64), RunnerError> {
+        let chain = ChainSpec::new(2048, 32)?;
+        let median = |mut v: Vec<u32>| {
+            v.sort_unstable();
+            f64::from(v[v.len() / 2])
+        };
+        let ca = median(self.fine_samples(LoadPath::GlobalCa, chain, 256, Carveout::Percent(0), gpu)?);
+        let cg = median(self.fine_samples(LoadPath::GlobalCg, chain, 256, Carveout::Percent(0), gpu)?);
+        // L1 hits are several times faster than L2 hits on every NVIDIA GPU; a `.ca`
+        // median within 20 % of `.cg` means both went to L2.
+        Ok((ca < 0.8 * cg, ca, cg))
+    }
+
+    /// The spacing of misses in a 4-byte-stride chase over twice the cache.
+    fn line_size(
+        &mut self,
+        path: LoadPath,
+        cache_bytes: u64,
+        gpu: &mut Duration,
+    ) -> Result<LineFinding, RunnerError> {
+        let mut bytes = (2 * cache_bytes).div_ceil(4) * 4;
+        if path == LoadPath::Constant {
+            bytes = bytes.min(CONSTANT_BANK_BYTES);
+        }
+        let chain = ChainSpec::new(bytes, 4)?;
+        let steps = self.options.samples.max(512);
+        let samples = self.fine_samples(path, chain, steps, Carveout::Percent(0), gpu)?;
+        line_from_misses(&samples)
+    }
+}
+
+/// The most common distance, in bytes, between slow loads of a 4-byte-stride chase.
+pub fn line_from_misses(samples: &[u32]) -> Result<LineFinding, RunnerError> {
+    let mut sorted: Vec<f64> = samples.iter().map(|&v| f64::from(v)).collect();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return Err(RunnerError::WrongResult("no samples for the line size".into()));
+    }
+    let p50 = stats::quantile(&sorted, 0.5);
+    let p99 = stats::quantile(&sorted, 0.99);
+    if p99 < p50 * 1.3 + 4.0 {
+        return Err(RunnerError::WrongResult(format!(
+            "no misses visible (median {p50} cycles, p99 {p99} cycles)"
+        )));
+    }
+    let threshold = (p50 + p99) / 2.0;
+    let misses: Vec<usize> = samples
+        .iter()
+        .enumerate()
+        .filter(|(_, &v)| f64::from(v) > threshold)
+        .map(|(i, _)| i)
+        .collect();
+    let mut counts = std::collections::BTreeMap::new();
+    for pair in misses.windows(2) {
+        *counts.entry(pair[1] - pair[0]).or_insert(0usize) += 1;
+    }
+    let total: usize = counts.values().sum();
+    let (&spacing, &count) = counts
+        .iter()
+        .max_by_key(|(spacing, count)| (**count, std::cmp::Reverse(**spacing)))
+        .ok_or_else(|| RunnerError::WrongResult("fewer than two misses".into()))?;
+    Ok(LineFinding {
+        bytes: 4 * spacing as u64,
+        agreement: count as f64 / total as f64,
+        misses: misses.len(),
+    })
+}
+
+/// A short label for a carveout.
+pub fn carveout_label(carveout: Carveout) -> String {
+    match carveout {
+        Carveout::DriverDefault => "driver default".to_string(),
+        Carveout::Percent(0) => "max L1".to_string(),
+        Carveout::Percent(p) => format!("{p}% shared"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_from_regular_misses() {
+        // A miss every 8 loads of 4 bytes: 32-byte sectors.
+        let samples: Vec<u32> = (0..512).map(|i| if i % 8 == 0 { 300 } else { 35 }).collect();
+        let line = line_from_misses(&samples).unwrap();
+        assert_eq!(line.bytes, 32);
+        assert_eq!(line.agreement, 1.0);
+        assert_eq!(line.misses, 64);
+    }
+
+    #[test]
+    fn no_misses_is_an_error() {
+        let samples = vec![35u32; 512];
+        assert!(line_from_misses(&samples).is_err());
+    }
+
+    #[test]
+    fn element_names_round_trip() {
+        for e in Element::ALL {
+            assert_eq!(e.name().parse::<Element>().unwrap(), e);
+        }
+        assert!("l3".parse::<Element>().is_err());
+    }
+}

@@ -1,0 +1,184 @@
+//! The search over array sizes: doubling to bracket the change, a many-way split (one
+//! size per SM in one launch) to narrow it, then a fine sweep at the stride's resolution
+//! that change-point detection decides.
+
+use std::time::Duration;
+
+use crate::{backend::Backend, error::RunnerError};
+
+use super::{
+    analysis::{decide_sweep, SweepDecision},
+    probe::{SizeProbe, SizeSamples},
+    stats::SlowLoadDetector,
+};
+
+/// Share of slow loads above the baseline's that counts as a change while bracketing.
+const MIN_SLOW_SHARE: f64 = 0.02;
+
+/// Sizes on each side of the bracket in the final sweep.
+const SWEEP_MARGIN: u64 = 12;
+
+/// What the size search found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SizeFinding {
+    /// The change point was found and accepted by the test: the cache holds `bytes`
+    /// (the largest array without misses), to within `resolution` bytes.
+    Exact {
+        /// Largest array size that still hits.
+        bytes: u64,
+        /// Distance between swept sizes.
+        resolution: u64,
+        /// The test's decision.
+        decision: SweepDecision,
+    },
+    /// No change up to `bytes`: the cache is at least this large.
+    AtLeast {
+        /// Largest size tried.
+        bytes: u64,
+        /// Why no number: no change seen, or a change the test rejected.
+        reason: String,
+    },
+}
+
+/// A raw latency-versus-size curve kept for plots and `--keep-raw`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawCurve {
+    /// What was swept (e.g. "l1-size").
+    pub name: String,
+    /// The swept sizes and their samples.
+    pub points: Vec<SizeSamples>,
+    /// Index of the detected change in `points`, if any.
+    pub change_index: Option<usize>,
+}
+
+/// Bounds of a size search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchRange {
+    /// First size tried; must hit (the baseline).
+    pub start: u64,
+    /// Largest size worth trying.
+    pub max: u64,
+}
+
+/// Runs the size search of `probe` within `range`.
+///
+/// Returns the finding and the final sweep's curve.
+pub fn find_size<B: Backend>(
+    backend: &mut B,
+    probe: &SizeProbe,
+    range: SearchRange,
+    alpha: f64,
+    gpu_time: &mut Duration,
+) -> Result<(SizeFinding, RawCurve), RunnerError> {
+    let stride = u64::from(probe.stride);
+    let round = |b: u64| (b / stride).max(1) * stride;
+    let start = round(range.start);
+    if range.max <= start {
+        return Err(RunnerError::InvalidRequest(format!(
+            "size search from {start} B to {} B is empty",
+            range.max
+        )));
+    }
+
+    // 1. Doubling, all sizes in one launch.
+    let mut doubling = vec![start];
+    while let Some(&last) = doubling.last() {
+        let next = round(last * 2);
+        if next > range.max {
+            break;
+        }
+        doubling.push(next);
+    }
+    if *doubling.last().unwrap_or(&start) < range.max {
+        doubling.push(round(range.max));
+    }
+    let samples = probe.run(backend, &doubling, gpu_time)?;
+    let detector = SlowLoadDetector::new(&samples[0].latencies, MIN_SLOW_SHARE)
+        .ok_or_else(|| RunnerError::WrongResult("baseline without samples".into()))?;
+    let Some(first_changed) = samples.iter().position(|s| detector.changed(&s.latencies)) else {
+        let bytes = *doubling.last().unwrap_or(&start);
+        return Ok((
+            SizeFinding::AtLeast {
+                bytes,
+                reason: format!("no latency change up to {bytes} B"),
+            },
+            RawCurve {
+                name: String::new(),
+                points: samples,
+                change_index: None,
+            },
+        ));
+    };
+    if first_changed == 0 {
+        return Err(RunnerError::WrongResult(format!(
+            "{}: the smallest size ({start} B) already misses; the cache is smaller than the search start",
+            probe.path
+        )));
+    }
+    let mut lo = doubling[first_changed - 1];
+    let mut hi = doubling[first_changed];
+
+    // 2. Narrow with as many sizes per launch as there are SMs.
+    let ways = u64::from(backend.device().sm_count.clamp(2, 128));
+    while (hi - lo) / stride > 2 * SWEEP_MARGIN {
+        let step = round((hi - lo) / (ways + 1)).max(stride);
+        let sizes: Vec<u64> = (1..=ways)
+            .map(|k| lo + k * step)
+            .filter(|&s| s < hi)
+            .collect();
+        if sizes.is_empty() {
+            break;
+        }
+        let samples = probe.run(backend, &sizes, gpu_time)?;
+        match samples.iter().position(|s| detector.changed(&s.latencies)) {
+            Some(0) => hi = sizes[0],
+            Some(k) => {
+                lo = sizes[k - 1];
+                hi = sizes[k];
+            }
+            None => lo = *sizes.last().expect("non-empty"),
+        }
+    }
+
+    // 3. Fine sweep at the stride around the bracket, decided by change-point detection.
+    let first = lo.saturating_sub(SWEEP_MARGIN * stride).max(start);
+    let last = hi + SWEEP_MARGIN * stride;
+    let sizes: Vec<u64> = (0..)
+        .map(|k| first + k * stride)
+        .take_while(|&s| s <= last)
+        .collect();
+    let points = probe.run(backend, &sizes, gpu_time)?;
+    let mut decision = decide_sweep(&points, alpha)?;
+    if decision.accepted {
+        // In a set-associative cache the share of misses rises over a few sizes, one
+        // set overflowing after another, and the best mean-shift split lands inside that
+        // ramp. The capacity is where the first set overflows: walk back to the first
+        // size of the run of changed sizes that ends at the split.
+        let mut first = decision.change_index;
+        while first > 1 && detector.changed(&points[first - 1].latencies) {
+            first -= 1;
+        }
+        decision.change_index = first;
+    }
+    let curve = RawCurve {
+        name: String::new(),
+        change_index: decision.accepted.then_some(decision.change_index),
+        points,
+    };
+    let finding = if decision.accepted {
+        SizeFinding::Exact {
+            bytes: sizes[decision.change_index - 1],
+            resolution: stride,
+            decision,
+        }
+    } else {
+        SizeFinding::AtLeast {
+            bytes: lo,
+            reason: format!(
+                "the change point at {} B was rejected (KS D = {:.3}, critical {:.3})",
+                sizes[decision.change_index], decision.statistic, decision.critical
+            ),
+        }
+    };
+    Ok((finding, curve))
+}

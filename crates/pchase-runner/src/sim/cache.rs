@@ -1,0 +1,232 @@
+//! One physical cache: sets of ways at line granularity, sector fills, and a replacement
+//! policy.
+//!
+//! Each set keeps its valid lines in a small slice ordered from most to least recently
+//! used, so LRU is a rotation of a few entries and a lookup is a short linear scan; no
+//! load allocates.
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::RngExt;
+
+use super::profile::{Associativity, Replacement};
+
+/// The shape of one cache instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Capacity in bytes.
+    pub size: u64,
+    /// Line size in bytes (power of two).
+    pub line: u32,
+    /// Sector size in bytes (power of two, ≤ line, ≤ 64 sectors per line).
+    pub sector: u32,
+    /// Ways per set.
+    pub ways: u64,
+    /// Replacement policy.
+    pub replacement: Replacement,
+}
+
+impl Geometry {
+    /// The geometry of a validated cache of `size` bytes.
+    pub fn new(
+        size: u64,
+        line: u32,
+        sector: u32,
+        associativity: Associativity,
+        replacement: Replacement,
+    ) -> Geometry {
+        let ways = match associativity {
+            Associativity::Ways(n) => u64::from(n),
+            Associativity::Full => size / u64::from(line),
+        };
+        Geometry {
+            size,
+            line,
+            sector,
+            ways,
+            replacement,
+        }
+    }
+}
+
+/// A tag and the sectors of its line that are present.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    line: u64,
+    sectors: u64,
+}
+
+/// A set-associative cache (fully associative is one set).
+#[derive(Debug, Clone)]
+pub(crate) struct Cache {
+    geometry: Geometry,
+    line_shift: u32,
+    sector_shift: u32,
+    sector_index_mask: u64,
+    sets: u64,
+    /// `sets − 1` when the number of sets is a power of two, so the set index is a mask.
+    set_mask: Option<u64>,
+    /// Ways a set may fill: all of them, less the reserved ways of an early-miss policy.
+    usable_ways: usize,
+    random: bool,
+    entries: Vec<Entry>,
+    valid: Vec<u32>,
+    /// Whether any access happened since the last reset (skips clearing a clean cache).
+    dirty: bool,
+}
+
+impl Cache {
+    /// An empty cache of the given (validated) geometry.
+    pub fn new(geometry: Geometry) -> Cache {
+        let lines = geometry.size / u64::from(geometry.line);
+        let sets = lines / geometry.ways;
+        let usable_ways = match geometry.replacement {
+            Replacement::EarlyMiss { reserved_ways } => geometry.ways - u64::from(reserved_ways),
+            Replacement::Lru | Replacement::Random => geometry.ways,
+        };
+        let usable_ways = usize::try_from(usable_ways).unwrap_or(usize::MAX);
+        let set_count = usize::try_from(sets).unwrap_or(usize::MAX);
+        Cache {
+            geometry,
+            line_shift: geometry.line.trailing_zeros(),
+            sector_shift: geometry.sector.trailing_zeros(),
+            sector_index_mask: u64::from(geometry.line / geometry.sector) - 1,
+            sets,
+            set_mask: sets.is_power_of_two().then(|| sets - 1),
+            usable_ways,
+            random: matches!(geometry.replacement, Replacement::Random),
+            entries: vec![
+                Entry {
+                    line: 0,
+                    sectors: 0
+                };
+                set_count * usable_ways
+            ],
+            valid: vec![0; set_count],
+            dirty: false,
+        }
+    }
+
+    /// The geometry this cache was built with.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// Empties the cache (a cold start).
+    pub fn reset(&mut self) {
+        if self.dirty {
+            self.valid.fill(0);
+            self.dirty = false;
+        }
+    }
+
+    /// Looks up the sector holding byte address `addr`; returns whether it was present.
+    /// On a miss the sector is filled (its line allocated first if absent), evicting by the
+    /// replacement policy.
+    #[inline]
+    pub fn access(&mut self, addr: u64, rng: &mut Xoshiro256PlusPlus) -> bool {
+        self.dirty = true;
+        let line = addr >> self.line_shift;
+        let sector_bit = 1u64 << ((addr >> self.sector_shift) & self.sector_index_mask);
+        let set = match self.set_mask {
+            Some(mask) => line & mask,
+            None => line % self.sets,
+        };
+        // `set < sets`, and `sets` was allocated, so it fits in usize.
+        let set = set as usize;
+        let base = set * self.usable_ways;
+        let valid = self.valid[set] as usize;
+        let slots = &mut self.entries[base..base + self.usable_ways];
+        if let Some(i) = slots[..valid].iter().position(|e| e.line == line) {
+            let hit = slots[i].sectors & sector_bit != 0;
+            slots[i].sectors |= sector_bit;
+            if !self.random {
+                slots[..=i].rotate_right(1);
+            }
+            return hit;
+        }
+        let fresh = Entry {
+            line,
+            sectors: sector_bit,
+        };
+        if valid < self.usable_ways {
+            if self.random {
+                slots[valid] = fresh;
+            } else {
+                slots[..=valid].rotate_right(1);
+                slots[0] = fresh;
+            }
+            self.valid[set] += 1;
+        } else if self.random {
+            let victim = rng.random_range(0..self.usable_ways);
+            slots[victim] = fresh;
+        } else {
+            // The last entry is the least recently used: it falls off the end.
+            slots.rotate_right(1);
+            slots[0] = fresh;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    fn rng() -> Xoshiro256PlusPlus {
+        Xoshiro256PlusPlus::seed_from_u64(1)
+    }
+
+    #[test]
+    fn sector_miss_then_hit_within_one_line() {
+        let g = Geometry::new(1024, 128, 32, Associativity::Ways(2), Replacement::Lru);
+        let mut c = Cache::new(g);
+        let mut r = rng();
+        assert!(!c.access(0, &mut r));
+        assert!(c.access(4, &mut r), "same sector");
+        assert!(!c.access(32, &mut r), "next sector of the same line misses");
+        assert!(c.access(32, &mut r));
+        c.reset();
+        assert!(!c.access(0, &mut r), "cold after reset");
+    }
+
+    #[test]
+    fn lru_evicts_least_recently_used_of_a_set() {
+        // 2 sets × 2 ways × 64 B lines: lines 0, 2, 4 map to set 0.
+        let g = Geometry::new(256, 64, 64, Associativity::Ways(2), Replacement::Lru);
+        let mut c = Cache::new(g);
+        let mut r = rng();
+        for addr in [0, 128] {
+            assert!(!c.access(addr, &mut r));
+        }
+        assert!(c.access(0, &mut r)); // 0 is now most recent
+        assert!(!c.access(256, &mut r)); // evicts 128
+        assert!(c.access(0, &mut r));
+        assert!(!c.access(128, &mut r));
+    }
+
+    #[test]
+    fn early_miss_keeps_only_the_unreserved_ways() {
+        let g = Geometry::new(
+            256,
+            64,
+            64,
+            Associativity::Full,
+            Replacement::EarlyMiss { reserved_ways: 1 },
+        );
+        let mut c = Cache::new(g);
+        let mut r = rng();
+        for addr in [0, 64, 128] {
+            assert!(!c.access(addr, &mut r));
+        }
+        assert!(c.access(0, &mut r));
+        assert!(!c.access(192, &mut r)); // the fourth line evicts one of the three
+        let hits = [0, 64, 128, 192]
+            .iter()
+            .filter(|&&a| c.access(a, &mut r))
+            .count();
+        // LRU over three ways: 0 hits, then 64, 128 and 192 each evict the line needed next.
+        assert_eq!(hits, 1, "four lines never fit in three usable ways");
+    }
+}

@@ -1,0 +1,331 @@
+//! Differences between two topologies that go beyond their uncertainty.
+//!
+//! Two GPUs of one node, or a GPU against its last result, never measure
+//! identically; what matters is a change larger than the noise. The rules:
+//!
+//! - latencies differ when the means are further apart than
+//!   [`DiffOptions::sigmas`] combined standard errors *and* than
+//!   [`DiffOptions::relative_tolerance`] of the larger mean (the second guard
+//!   keeps huge sample counts from flagging a 0.1-cycle drift);
+//! - sizes from the API and counts differ when they are not equal; benchmarked
+//!   sizes are intervals (a bound is open on one side, the change-point
+//!   resolution widens an exact value, the relative tolerance widens both) and
+//!   differ when the intervals do not overlap;
+//! - a quantity present on one side only is a change, and so is any change of
+//!   the device identity or the shared-cache groups.
+//!
+//! ```
+//! use topology::*;
+//! let device = DeviceInfo::new("GPU", ComputeCapability::new(8, 0), 108);
+//! let mut a = Topology::new(device.clone());
+//! let mut b = Topology::new(device);
+//! let lat = |mean: f64| Latency::measured(LatencySummary {
+//!     mean: Cycles(mean), p50: Cycles(mean), p95: Cycles(mean + 2.0), stdev: Cycles(2.0), samples: 256,
+//! });
+//! a.element_mut(ElementKind::L2).set_latency(lat(220.0));
+//! b.element_mut(ElementKind::L2).set_latency(lat(220.3)); // noise
+//! assert!(diff::diff(&a, &b).is_empty());
+//! b.element_mut(ElementKind::L2).set_latency(lat(260.0)); // a real change
+//! let d = diff::diff(&a, &b);
+//! assert_eq!(d.changes.len(), 1);
+//! assert_eq!(d.changes[0].path, "elements.l2.latency");
+//! ```
+
+use std::fmt;
+
+use crate::model::{ElementKind, Topology};
+use crate::quantity::{Count, Latency, Provenance, Size, SizeBound};
+
+/// How strict the comparison is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DiffOptions {
+    /// How many combined standard errors two latency means must be apart.
+    pub sigmas: f64,
+    /// The smallest relative change that counts (0.02 = 2 %).
+    pub relative_tolerance: f64,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            sigmas: 3.0,
+            relative_tolerance: 0.02,
+        }
+    }
+}
+
+/// One change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The field, spelled as in the file formats (`elements.l1_data.size`).
+    pub path: String,
+    /// The value in the first topology (`-` when absent).
+    pub before: String,
+    /// The value in the second topology (`-` when absent).
+    pub after: String,
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} → {}", self.path, self.before, self.after)
+    }
+}
+
+/// The changes from one topology to another.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TopologyDiff {
+    /// The changes beyond the uncertainty, in document order.
+    pub changes: Vec<Change>,
+    /// How many quantities differed but within their uncertainty.
+    pub within_uncertainty: usize,
+}
+
+impl TopologyDiff {
+    /// Whether nothing changed beyond the uncertainty.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
+impl fmt::Display for TopologyDiff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.changes.is_empty() {
+            writeln!(f, "no changes beyond the uncertainty")?;
+        }
+        for change in &self.changes {
+            writeln!(f, "{change}")?;
+        }
+        if self.within_uncertainty > 0 {
+            writeln!(
+                f,
+                "({} further difference(s) within the uncertainty)",
+                self.within_uncertainty
+            )?;
+        }
+        Ok(())
+    }
+}
+
+struct Differ {
+    options: DiffOptions,
+    result: TopologyDiff,
+}
+
+fn show<T: fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+impl Differ {
+    fn change(&mut self, path: String, before: String, after: String) {
+        self.result.changes.push(Change {
+            path,
+            before,
+            after,
+        });
+    }
+
+    fn exact<T: PartialEq + fmt::Display>(&mut self, path: &str, a: Option<T>, b: Option<T>) {
+        if a != b {
+            self.change(path.to_owned(), show(a), show(b));
+        }
+    }
+
+    fn latency(&mut self, path: String, a: Option<&Latency>, b: Option<&Latency>) {
+        match (a, b) {
+            (None, None) => {}
+            (Some(a), Some(b)) => {
+                let delta = (a.mean.0 - b.mean.0).abs();
+                if delta == 0.0 {
+                    return;
+                }
+                let error = a
+                    .summary()
+                    .standard_error()
+                    .hypot(b.summary().standard_error());
+                let largest = a.mean.0.abs().max(b.mean.0.abs());
+                if delta > self.options.sigmas * error
+                    && delta > self.options.relative_tolerance * largest
+                {
+                    let show = |l: &Latency| format!("{:.1} ± {:.1} cycles", l.mean.0, l.stdev.0);
+                    self.change(path, show(a), show(b));
+                } else {
+                    self.result.within_uncertainty += 1;
+                }
+            }
+            (a, b) => {
+                let show = |l: Option<&Latency>| show(l.map(|l| format!("{:.1} cycles", l.mean.0)));
+                self.change(path, show(a), show(b));
+            }
+        }
+    }
+
+    /// The interval of sizes consistent with `size`, widened by its resolution
+    /// and the relative tolerance.
+    fn interval(&self, size: &Size) -> (f64, f64) {
+        let resolution = size
+            .evidence
+            .as_ref()
+            .and_then(|e| e.resolution)
+            .map_or(0.0, |r| r.0 as f64);
+        let tolerance = self.options.relative_tolerance;
+        let low = size.bound.lower().0 as f64 - resolution;
+        let high = size
+            .bound
+            .upper()
+            .map_or(f64::INFINITY, |h| h.0 as f64 + resolution);
+        (low * (1.0 - tolerance), high * (1.0 + tolerance))
+    }
+
+    fn size(&mut self, path: String, a: Option<&Size>, b: Option<&Size>) {
+        match (a, b) {
+            (None, None) => {}
+            (Some(a), Some(b)) => {
+                if a.bound == b.bound {
+                    return;
+                }
+                let both_api = a.provenance == Provenance::Api && b.provenance == Provenance::Api;
+                let exact_pair = matches!(
+                    (a.bound, b.bound),
+                    (SizeBound::Exact(_), SizeBound::Exact(_))
+                );
+                let (a_low, a_high) = self.interval(a);
+                let (b_low, b_high) = self.interval(b);
+                let disjoint = a_high < b_low || b_high < a_low;
+                if (both_api && exact_pair) || disjoint {
+                    self.change(path, a.to_string(), b.to_string());
+                } else {
+                    self.result.within_uncertainty += 1;
+                }
+            }
+            (a, b) => self.change(path, show(a), show(b)),
+        }
+    }
+
+    fn count(&mut self, path: String, a: Option<Count>, b: Option<Count>) {
+        self.exact(&path, a.map(|c| c.value), b.map(|c| c.value));
+    }
+}
+
+/// The changes from `before` to `after` with the default options.
+pub fn diff(before: &Topology, after: &Topology) -> TopologyDiff {
+    diff_with(before, after, DiffOptions::default())
+}
+
+/// The changes from `before` to `after`.
+pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> TopologyDiff {
+    let mut d = Differ {
+        options,
+        result: TopologyDiff::default(),
+    };
+    let (da, db) = (&before.device, &after.device);
+    d.exact("device.name", Some(&da.name), Some(&db.name));
+    d.exact(
+        "device.compute_capability",
+        Some(da.compute_capability),
+        Some(db.compute_capability),
+    );
+    d.exact("device.sm_count", Some(da.sm_count), Some(db.sm_count));
+    d.exact("device.memory_bytes", da.memory_bytes, db.memory_bytes);
+    d.exact("device.l2_bytes", da.l2_bytes, db.l2_bytes);
+    d.exact(
+        "device.memory_bus_width_bits",
+        da.memory_bus_width_bits,
+        db.memory_bus_width_bits,
+    );
+    d.exact(
+        "device.limits.shared_memory_per_sm_bytes",
+        da.limits.shared_memory_per_sm_bytes,
+        db.limits.shared_memory_per_sm_bytes,
+    );
+
+    for kind in ElementKind::ALL {
+        let (ea, eb) = (before.element(kind), after.element(kind));
+        if ea.is_none() && eb.is_none() {
+            continue;
+        }
+        let base = format!("elements.{}", kind.key());
+        let field = |name: &str| format!("{base}.{name}");
+        d.size(
+            field("size"),
+            ea.and_then(|e| e.size.as_ref()),
+            eb.and_then(|e| e.size.as_ref()),
+        );
+        d.size(
+            field("line_size"),
+            ea.and_then(|e| e.line_size.as_ref()),
+            eb.and_then(|e| e.line_size.as_ref()),
+        );
+        d.size(
+            field("fetch_granularity"),
+            ea.and_then(|e| e.fetch_granularity.as_ref()),
+            eb.and_then(|e| e.fetch_granularity.as_ref()),
+        );
+        d.latency(
+            field("latency"),
+            ea.and_then(|e| e.latency.as_ref()),
+            eb.and_then(|e| e.latency.as_ref()),
+        );
+        d.count(
+            field("count_per_sm"),
+            ea.and_then(|e| e.count_per_sm),
+            eb.and_then(|e| e.count_per_sm),
+        );
+        d.exact(
+            &field("global_loads_cached"),
+            ea.and_then(|e| e.global_loads_cached),
+            eb.and_then(|e| e.global_loads_cached),
+        );
+        let (pa, pb) = (
+            ea.and_then(|e| e.partitions.as_ref()),
+            eb.and_then(|e| e.partitions.as_ref()),
+        );
+        if pa.is_some() || pb.is_some() {
+            d.count(
+                field("partitions.count"),
+                pa.and_then(|p| p.count),
+                pb.and_then(|p| p.count),
+            );
+            d.size(
+                field("partitions.size_each"),
+                pa.and_then(|p| p.size_each.as_ref()),
+                pb.and_then(|p| p.size_each.as_ref()),
+            );
+            d.latency(
+                field("partitions.near_latency"),
+                pa.and_then(|p| p.near_latency.as_ref()),
+                pb.and_then(|p| p.near_latency.as_ref()),
+            );
+            d.latency(
+                field("partitions.far_latency"),
+                pa.and_then(|p| p.far_latency.as_ref()),
+                pb.and_then(|p| p.far_latency.as_ref()),
+            );
+        }
+    }
+
+    let groups = |t: &Topology| {
+        let mut groups: Vec<String> = t
+            .shared_physical_caches
+            .iter()
+            .map(|g| {
+                let mut keys: Vec<&str> = g.members.iter().map(|k| k.key()).collect();
+                keys.sort_unstable();
+                keys.join("+")
+            })
+            .collect();
+        groups.sort();
+        groups
+    };
+    let (ga, gb) = (groups(before), groups(after));
+    if ga != gb {
+        let show = |g: Vec<String>| {
+            if g.is_empty() {
+                "none".to_owned()
+            } else {
+                g.join(", ")
+            }
+        };
+        d.change("shared_physical_caches".into(), show(ga), show(gb));
+    }
+    d.result
+}

@@ -1,0 +1,144 @@
+//! Reading and writing topologies as JSON and TOML, and the JSON Schema.
+//!
+//! Both formats go through one path: the text is parsed into a generic tree,
+//! the `schema_version` is checked before anything else (so a file of a newer
+//! major gets that error, not a confusing one about a renamed field), the tree
+//! is deserialised with the path of every field tracked, and the result is
+//! validated. Writing validates first, so whatever is written loads again.
+
+use std::path::Path;
+
+use crate::error::{Error, Format};
+use crate::model::{SchemaVersion, Topology};
+
+impl Topology {
+    /// Reads and validates a topology from JSON.
+    pub fn from_json_str(text: &str) -> Result<Topology, Error> {
+        let tree: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Syntax {
+            format: Format::Json,
+            message: e.to_string(),
+        })?;
+        from_tree(tree)
+    }
+
+    /// Reads and validates a topology from TOML.
+    pub fn from_toml_str(text: &str) -> Result<Topology, Error> {
+        let tree: serde_json::Value = toml::from_str(text).map_err(|e| Error::Syntax {
+            format: Format::Toml,
+            message: e.to_string(),
+        })?;
+        from_tree(tree)
+    }
+
+    /// Validates and writes the topology as pretty-printed JSON.
+    pub fn to_json_string(&self) -> Result<String, Error> {
+        self.validate()?;
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| Error::Serialize {
+            format: Format::Json,
+            message: e.to_string(),
+        })?;
+        text.push('\n');
+        Ok(text)
+    }
+
+    /// Validates and writes the topology as TOML.
+    pub fn to_toml_string(&self) -> Result<String, Error> {
+        self.validate()?;
+        toml::to_string_pretty(self).map_err(|e| Error::Serialize {
+            format: Format::Toml,
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads a `.json` or `.toml` file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Topology, Error> {
+        let path = path.as_ref();
+        let format = format_of(path)?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        match format {
+            Format::Json => Topology::from_json_str(&text),
+            Format::Toml => Topology::from_toml_str(&text),
+        }
+    }
+
+    /// Writes a `.json` or `.toml` file.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), Error> {
+        let path = path.as_ref();
+        let text = match format_of(path)? {
+            Format::Json => self.to_json_string()?,
+            Format::Toml => self.to_toml_string()?,
+        };
+        std::fs::write(path, text).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+}
+
+fn format_of(path: &Path) -> Result<Format, Error> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) if ext.eq_ignore_ascii_case("json") => Ok(Format::Json),
+        Some(ext) if ext.eq_ignore_ascii_case("toml") => Ok(Format::Toml),
+        _ => Err(Error::UnknownExtension {
+            path: path.to_owned(),
+        }),
+    }
+}
+
+fn from_tree(tree: serde_json::Value) -> Result<Topology, Error> {
+    let Some(document) = tree.as_object() else {
+        return Err(Error::Field {
+            path: ".".into(),
+            message: "expected a table/object".into(),
+        });
+    };
+    let version = document
+        .get("schema_version")
+        .ok_or(Error::MissingSchemaVersion)?;
+    let version: SchemaVersion = version
+        .as_str()
+        .ok_or_else(|| "must be a string like \"1.0\"".to_owned())
+        .and_then(str::parse)
+        .map_err(|message| Error::Field {
+            path: "schema_version".into(),
+            message,
+        })?;
+    if version.major != SchemaVersion::CURRENT.major {
+        return Err(Error::UnsupportedSchemaVersion {
+            found: version,
+            supported: SchemaVersion::CURRENT.major,
+        });
+    }
+    let topology: Topology = serde_path_to_error::deserialize(tree).map_err(|e| Error::Field {
+        path: e.path().to_string(),
+        message: e.inner().to_string(),
+    })?;
+    topology.validate()?;
+    Ok(topology)
+}
+
+/// The JSON Schema (draft 2020-12) of the topology file format, generated from
+/// the types; `docs/schema/topology.schema.json` is this document.
+///
+/// The schema checks structure, types and units; the contradictions that
+/// [`Topology::validate`] finds (a line larger than its cache) are beyond it.
+pub fn json_schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(Topology);
+    schema.insert(
+        "$id".into(),
+        "https://example.invalid/memtopo/topology.schema.json".into(),
+    );
+    schema.insert(
+        "description".into(),
+        format!(
+            "The memory topology of one GPU, as written by memtopo (schema version {}). \
+             Generated from the `topology` crate; do not edit.",
+            SchemaVersion::CURRENT
+        )
+        .into(),
+    );
+    schema.to_value()
+}

@@ -1,0 +1,856 @@
+//! The topology model: device information, memory elements, relations and notes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::quantity::{Bandwidth, Conditions, Count, Latency, Size};
+use crate::units::{Bytes, Megahertz, Nanoseconds};
+
+/// The version of the file format, `major.minor`.
+///
+/// A reader accepts every minor version of its major (minor versions only add
+/// optional fields) and rejects any other major.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SchemaVersion {
+    /// Incompatible changes bump this.
+    pub major: u32,
+    /// Additive changes bump this.
+    pub minor: u32,
+}
+
+impl SchemaVersion {
+    /// The version this crate writes.
+    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 0 };
+}
+
+impl fmt::Display for SchemaVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl FromStr for SchemaVersion {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("schema version must look like \"1.0\", found \"{text}\"");
+        let (major, minor) = text.split_once('.').ok_or_else(bad)?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(major) || !digits(minor) {
+            return Err(bad());
+        }
+        Ok(SchemaVersion {
+            major: major.parse().map_err(|_| bad())?,
+            minor: minor.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+impl Serialize for SchemaVersion {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SchemaVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for SchemaVersion {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SchemaVersion".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^1\\.[0-9]+$",
+            "description": "major.minor; this schema describes major 1"
+        })
+    }
+}
+
+/// A CUDA compute capability, e.g. 9.0.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub struct ComputeCapability {
+    /// The major version (the architecture generation).
+    pub major: u32,
+    /// The minor version.
+    pub minor: u32,
+}
+
+impl ComputeCapability {
+    /// A compute capability.
+    pub const fn new(major: u32, minor: u32) -> Self {
+        ComputeCapability { major, minor }
+    }
+}
+
+impl fmt::Display for ComputeCapability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// Limits reported by the API. All optional: a simulated device may not have them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Limits {
+    /// Shared memory per SM, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory_per_sm_bytes: Option<Bytes>,
+    /// Shared memory a block may use without opting in, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory_per_block_bytes: Option<Bytes>,
+    /// Shared memory a block may use after opting in, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory_per_block_optin_bytes: Option<Bytes>,
+    /// Shared memory the system reserves per block, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_shared_memory_per_block_bytes: Option<Bytes>,
+    /// Total constant memory, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_constant_memory_bytes: Option<Bytes>,
+    /// The largest persisting-L2 set-aside, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persisting_l2_max_bytes: Option<Bytes>,
+    /// 32-bit registers per SM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers_per_sm: Option<u32>,
+    /// 32-bit registers per block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers_per_block: Option<u32>,
+    /// Threads per SM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_threads_per_sm: Option<u32>,
+    /// Threads per block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_threads_per_block: Option<u32>,
+    /// Resident blocks per SM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_blocks_per_sm: Option<u32>,
+    /// Threads per warp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warp_size: Option<u32>,
+}
+
+/// What the API says about the device. Every value here has provenance `api`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DeviceInfo {
+    /// The marketing name, e.g. `"NVIDIA H200"`.
+    pub name: String,
+    /// The compute capability.
+    pub compute_capability: ComputeCapability,
+    /// The number of streaming multiprocessors.
+    pub sm_count: u32,
+    /// CUDA cores per SM, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores_per_sm: Option<u32>,
+    /// The nominal (boost) SM clock in MHz. Nanoseconds use the *measured* clock
+    /// of [`Conditions::sm_clock_mhz`] and fall back to this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<Megahertz>,
+    /// The memory clock in MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_clock_mhz: Option<Megahertz>,
+    /// Device memory, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<Bytes>,
+    /// The memory bus width in bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bus_width_bits: Option<u32>,
+    /// The L2 size the API reports, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_bytes: Option<Bytes>,
+    /// The kernel driver release, e.g. `"550.54.15"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<String>,
+    /// `cudaDriverGetVersion`, e.g. 12020 for CUDA 12.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_driver_api_version: Option<u32>,
+    /// `cudaRuntimeGetVersion`, e.g. 12020.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_runtime_version: Option<u32>,
+    /// Per-SM and per-block limits.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+impl DeviceInfo {
+    /// Device information with the three values every topology needs; the rest
+    /// start empty and are set field by field.
+    pub fn new(
+        name: impl Into<String>,
+        compute_capability: ComputeCapability,
+        sm_count: u32,
+    ) -> Self {
+        DeviceInfo {
+            name: name.into(),
+            compute_capability,
+            sm_count,
+            cores_per_sm: None,
+            sm_clock_mhz: None,
+            memory_clock_mhz: None,
+            memory_bytes: None,
+            memory_bus_width_bits: None,
+            l2_bytes: None,
+            driver_version: None,
+            cuda_driver_api_version: None,
+            cuda_runtime_version: None,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A memory element of the GPU: the logical caches and memories a load can hit.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ElementKind {
+    /// The L1 data cache (`ld.global.ca`).
+    L1Data,
+    /// The texture cache (`tex.1d`).
+    Texture,
+    /// The read-only data cache (`ld.global.nc`).
+    ReadOnly,
+    /// The first-level constant cache.
+    ConstantL1,
+    /// The second-level constant cache ("L1.5").
+    ConstantL15,
+    /// Shared memory.
+    SharedMemory,
+    /// The L2 cache.
+    L2,
+    /// Device (global) memory.
+    DeviceMemory,
+}
+
+impl ElementKind {
+    /// Every kind, from the SM outwards.
+    pub const ALL: [ElementKind; 8] = [
+        ElementKind::L1Data,
+        ElementKind::Texture,
+        ElementKind::ReadOnly,
+        ElementKind::ConstantL1,
+        ElementKind::ConstantL15,
+        ElementKind::SharedMemory,
+        ElementKind::L2,
+        ElementKind::DeviceMemory,
+    ];
+
+    /// The key in files, e.g. `"constant_l15"`.
+    pub fn key(self) -> &'static str {
+        match self {
+            ElementKind::L1Data => "l1_data",
+            ElementKind::Texture => "texture",
+            ElementKind::ReadOnly => "read_only",
+            ElementKind::ConstantL1 => "constant_l1",
+            ElementKind::ConstantL15 => "constant_l15",
+            ElementKind::SharedMemory => "shared_memory",
+            ElementKind::L2 => "l2",
+            ElementKind::DeviceMemory => "device_memory",
+        }
+    }
+
+    /// The name in reports, e.g. `"Constant L1.5"`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            ElementKind::L1Data => "L1 data",
+            ElementKind::Texture => "Texture",
+            ElementKind::ReadOnly => "Read-only",
+            ElementKind::ConstantL1 => "Constant L1",
+            ElementKind::ConstantL15 => "Constant L1.5",
+            ElementKind::SharedMemory => "Shared memory",
+            ElementKind::L2 => "L2",
+            ElementKind::DeviceMemory => "Device memory",
+        }
+    }
+
+    /// The short name used in "shared with" columns (as in the thesis: L1D, TXT, RO).
+    pub fn abbreviation(self) -> &'static str {
+        match self {
+            ElementKind::L1Data => "L1D",
+            ElementKind::Texture => "TXT",
+            ElementKind::ReadOnly => "RO",
+            ElementKind::ConstantL1 => "C1",
+            ElementKind::ConstantL15 => "C1.5",
+            ElementKind::SharedMemory => "SMEM",
+            ElementKind::L2 => "L2",
+            ElementKind::DeviceMemory => "DRAM",
+        }
+    }
+
+    /// Whether each SM has its own copy (so a count per SM makes sense).
+    pub fn is_per_sm(self) -> bool {
+        !matches!(self, ElementKind::L2 | ElementKind::DeviceMemory)
+    }
+}
+
+impl fmt::Display for ElementKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.display_name())
+    }
+}
+
+/// A named quantity of an element, used to say which one a note is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuantityKind {
+    /// The capacity.
+    Size,
+    /// The cache line.
+    LineSize,
+    /// The fetch granularity (sector).
+    FetchGranularity,
+    /// The load latency.
+    Latency,
+    /// The number per SM.
+    CountPerSm,
+    /// Which logical caches share the physical one.
+    SharedWith,
+    /// The L2 partitions.
+    Partitions,
+    /// The bandwidth.
+    Bandwidth,
+    /// Associativity, sets, replacement.
+    Geometry,
+}
+
+impl fmt::Display for QuantityKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QuantityKind::Size => "size",
+            QuantityKind::LineSize => "line size",
+            QuantityKind::FetchGranularity => "fetch granularity",
+            QuantityKind::Latency => "latency",
+            QuantityKind::CountPerSm => "count per SM",
+            QuantityKind::SharedWith => "shared with",
+            QuantityKind::Partitions => "partitions",
+            QuantityKind::Bandwidth => "bandwidth",
+            QuantityKind::Geometry => "geometry",
+        })
+    }
+}
+
+/// The L2 cache as one SM sees it: split into partitions, one near and the
+/// others far, each with its own latency.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct L2Partitions {
+    /// How many partitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Count>,
+    /// The size of each partition (the near one as measured from one SM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_each: Option<Size>,
+    /// The latency of a hit in the near partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_latency: Option<Latency>,
+    /// The latency of a hit in a far partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub far_latency: Option<Latency>,
+}
+
+impl L2Partitions {
+    /// How many cycles slower a far hit is than a near one (difference of means).
+    pub fn far_penalty(&self) -> Option<f64> {
+        Some(self.far_latency.as_ref()?.mean.0 - self.near_latency.as_ref()?.mean.0)
+    }
+
+    /// How many times slower a far hit is than a near one (ratio of means).
+    pub fn far_ratio(&self) -> Option<f64> {
+        let near = self.near_latency.as_ref()?.mean.0;
+        (near > 0.0).then(|| self.far_latency.as_ref().map(|far| far.mean.0 / near))?
+    }
+}
+
+/// The L1 size measured at one shared-memory carveout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CarveoutL1Size {
+    /// The carveout in percent of the maximum shared memory.
+    pub carveout_percent: u8,
+    /// The shared memory per SM at this carveout, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory_bytes: Option<Bytes>,
+    /// The L1 size measured at this carveout.
+    pub l1_size: Size,
+}
+
+/// A cache replacement policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplacementPolicy {
+    /// Least recently used.
+    Lru,
+    /// First in, first out.
+    Fifo,
+    /// Random.
+    Random,
+    /// A policy that starts missing before the cache is full (Volta+ L1).
+    EarlyEviction,
+    /// Anything else, described.
+    Other(String),
+}
+
+/// The organisation of a cache, for later benchmarks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CacheGeometry {
+    /// Ways per set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub associativity: Option<Count>,
+    /// The number of sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sets: Option<Count>,
+    /// The replacement policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<ReplacementPolicy>,
+}
+
+/// Read and write bandwidth of an element.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Bandwidths {
+    /// Read bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<Bandwidth>,
+    /// Write bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<Bandwidth>,
+}
+
+/// One memory element and what is known about it. Every quantity is optional:
+/// a missing one is "not measured", with the reason in [`Topology::notes`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Element {
+    /// The capacity (of one copy, for per-SM elements).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Size>,
+    /// The cache line size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_size: Option<Size>,
+    /// The fetch granularity (sector size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch_granularity: Option<Size>,
+    /// The load latency of a hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    /// How many copies each SM has (Kepler has 4 texture caches per SM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count_per_sm: Option<Count>,
+    /// The next level a miss goes to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backed_by: Option<ElementKind>,
+    /// Bandwidth (later work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Bandwidths>,
+    /// Associativity, sets, replacement (later work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geometry: Option<CacheGeometry>,
+    /// L1 data only: whether global loads are cached in L1 at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_loads_cached: Option<bool>,
+    /// L1 data only: the L1 size at each shared-memory carveout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub size_per_carveout: Vec<CarveoutL1Size>,
+    /// L2 only: the partitions as one SM sees them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<L2Partitions>,
+}
+
+impl Element {
+    /// Sets the size.
+    pub fn set_size(&mut self, size: Size) -> &mut Self {
+        self.size = Some(size);
+        self
+    }
+
+    /// Sets the line size.
+    pub fn set_line_size(&mut self, line: Size) -> &mut Self {
+        self.line_size = Some(line);
+        self
+    }
+
+    /// Sets the fetch granularity.
+    pub fn set_fetch_granularity(&mut self, granularity: Size) -> &mut Self {
+        self.fetch_granularity = Some(granularity);
+        self
+    }
+
+    /// Sets the latency.
+    pub fn set_latency(&mut self, latency: Latency) -> &mut Self {
+        self.latency = Some(latency);
+        self
+    }
+
+    /// Sets the count per SM.
+    pub fn set_count_per_sm(&mut self, count: Count) -> &mut Self {
+        self.count_per_sm = Some(count);
+        self
+    }
+
+    /// Sets the level that serves this one's misses.
+    pub fn set_backed_by(&mut self, next: ElementKind) -> &mut Self {
+        self.backed_by = Some(next);
+        self
+    }
+
+    /// Sets whether global loads are cached (L1 data only).
+    pub fn set_global_loads_cached(&mut self, cached: bool) -> &mut Self {
+        self.global_loads_cached = Some(cached);
+        self
+    }
+
+    /// Records the L1 size at one carveout, replacing an earlier entry for it.
+    pub fn set_size_at_carveout(&mut self, entry: CarveoutL1Size) -> &mut Self {
+        self.size_per_carveout
+            .retain(|e| e.carveout_percent != entry.carveout_percent);
+        self.size_per_carveout.push(entry);
+        self.size_per_carveout.sort_by_key(|e| e.carveout_percent);
+        self
+    }
+
+    /// The partitions, created empty if absent (L2 only).
+    pub fn partitions_mut(&mut self) -> &mut L2Partitions {
+        self.partitions.get_or_insert_with(L2Partitions::default)
+    }
+
+    /// The bandwidths, created empty if absent.
+    pub fn bandwidth_mut(&mut self) -> &mut Bandwidths {
+        self.bandwidth.get_or_insert_with(Bandwidths::default)
+    }
+
+    /// The geometry, created empty if absent.
+    pub fn geometry_mut(&mut self) -> &mut CacheGeometry {
+        self.geometry.get_or_insert_with(CacheGeometry::default)
+    }
+
+    /// Whether this element has no quantity at all.
+    pub fn is_empty(&self) -> bool {
+        *self == Element::default()
+    }
+}
+
+/// The memory elements, one optional entry per [`ElementKind`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Elements {
+    /// The L1 data cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l1_data: Option<Element>,
+    /// The texture cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub texture: Option<Element>,
+    /// The read-only cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<Element>,
+    /// The constant L1 cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constant_l1: Option<Element>,
+    /// The constant L1.5 cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constant_l15: Option<Element>,
+    /// Shared memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory: Option<Element>,
+    /// The L2 cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2: Option<Element>,
+    /// Device memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_memory: Option<Element>,
+}
+
+impl Elements {
+    fn slot(&self, kind: ElementKind) -> &Option<Element> {
+        match kind {
+            ElementKind::L1Data => &self.l1_data,
+            ElementKind::Texture => &self.texture,
+            ElementKind::ReadOnly => &self.read_only,
+            ElementKind::ConstantL1 => &self.constant_l1,
+            ElementKind::ConstantL15 => &self.constant_l15,
+            ElementKind::SharedMemory => &self.shared_memory,
+            ElementKind::L2 => &self.l2,
+            ElementKind::DeviceMemory => &self.device_memory,
+        }
+    }
+
+    fn slot_mut(&mut self, kind: ElementKind) -> &mut Option<Element> {
+        match kind {
+            ElementKind::L1Data => &mut self.l1_data,
+            ElementKind::Texture => &mut self.texture,
+            ElementKind::ReadOnly => &mut self.read_only,
+            ElementKind::ConstantL1 => &mut self.constant_l1,
+            ElementKind::ConstantL15 => &mut self.constant_l15,
+            ElementKind::SharedMemory => &mut self.shared_memory,
+            ElementKind::L2 => &mut self.l2,
+            ElementKind::DeviceMemory => &mut self.device_memory,
+        }
+    }
+
+    /// The element of `kind`, if present.
+    pub fn get(&self, kind: ElementKind) -> Option<&Element> {
+        self.slot(kind).as_ref()
+    }
+
+    /// The element of `kind`, created empty if absent.
+    pub fn get_or_insert(&mut self, kind: ElementKind) -> &mut Element {
+        self.slot_mut(kind).get_or_insert_with(Element::default)
+    }
+
+    /// Removes and returns the element of `kind`.
+    pub fn remove(&mut self, kind: ElementKind) -> Option<Element> {
+        self.slot_mut(kind).take()
+    }
+
+    /// The present elements, from the SM outwards.
+    pub fn iter(&self) -> impl Iterator<Item = (ElementKind, &Element)> + '_ {
+        ElementKind::ALL
+            .into_iter()
+            .filter_map(|kind| self.get(kind).map(|e| (kind, e)))
+    }
+}
+
+/// A group of logical caches that are one physical cache (e.g. on Volta the L1
+/// data, texture and read-only caches).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SharedPhysicalCache {
+    /// The logical caches, at least two, each in at most one group.
+    pub members: Vec<ElementKind>,
+    /// Where the finding came from.
+    pub provenance: crate::quantity::Provenance,
+}
+
+/// One level of address translation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TlbLevel {
+    /// The level, 1 for the first.
+    pub level: u8,
+    /// The address range it covers (entries × page size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Size>,
+    /// The page size it translates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<Size>,
+    /// The latency added by a miss in this level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_latency: Option<Latency>,
+}
+
+/// How much a note matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteSeverity {
+    /// Context for the reader.
+    Info,
+    /// A value may be off (e.g. Volta's L1 misses before it is full).
+    Warning,
+    /// A value was not measured; the note gives the reason.
+    NotMeasured,
+}
+
+/// A measurement note: what failed, what to distrust, what was skipped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Note {
+    /// How much it matters.
+    pub severity: NoteSeverity,
+    /// The element it is about, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<ElementKind>,
+    /// The quantity it is about, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantity: Option<QuantityKind>,
+    /// The text.
+    pub message: String,
+}
+
+/// The memory topology of one GPU.
+///
+/// Build one step by step, as the runner does:
+///
+/// ```
+/// use topology::*;
+///
+/// let mut topo = Topology::new(DeviceInfo::new("NVIDIA H200", ComputeCapability::new(9, 0), 132));
+/// topo.device.limits.shared_memory_per_sm_bytes = Some(Bytes(233_472));
+/// topo.conditions.sm_clock_mhz = Some(Megahertz(1980.0));
+///
+/// let latency = LatencySummary::from_samples(&[38.0, 38.0, 39.0, 38.0]).unwrap();
+/// topo.element_mut(ElementKind::L1Data)
+///     .set_size(Size::measured(Bytes(238_848), ChangePointEvidence { confidence: Some(0.97), ..Default::default() }))
+///     .set_line_size(Size::exact(Bytes(128), Provenance::Benchmark))
+///     .set_latency(Latency::measured(latency))
+///     .set_count_per_sm(Count::new(1, Provenance::Benchmark));
+/// topo.element_mut(ElementKind::Texture).set_line_size(Size::exact(Bytes(128), Provenance::Benchmark));
+/// topo.share_physical_cache([ElementKind::L1Data, ElementKind::Texture], Provenance::Benchmark);
+/// topo.not_measured(ElementKind::ConstantL15, Some(QuantityKind::Size), "kernel launch failed");
+///
+/// topo.validate().unwrap();
+/// assert!((topo.latency_ns(ElementKind::L1Data).unwrap().get() - 19.32).abs() < 0.01);
+/// assert_eq!(topo.shared_with(ElementKind::Texture), vec![ElementKind::L1Data]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Topology {
+    /// The file format version.
+    pub schema_version: SchemaVersion,
+    /// What the API says about the device.
+    pub device: DeviceInfo,
+    /// The conditions of the run; quantities override them where they differ.
+    #[serde(default)]
+    pub conditions: Conditions,
+    /// The memory elements.
+    #[serde(default)]
+    pub elements: Elements,
+    /// Groups of logical caches that are one physical cache.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_physical_caches: Vec<SharedPhysicalCache>,
+    /// Address-translation levels (later work).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tlb: Vec<TlbLevel>,
+    /// Notes and warnings, including why a value was not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+}
+
+impl Topology {
+    /// An empty topology of `device` at the current schema version.
+    pub fn new(device: DeviceInfo) -> Self {
+        Topology {
+            schema_version: SchemaVersion::CURRENT,
+            device,
+            conditions: Conditions::default(),
+            elements: Elements::default(),
+            shared_physical_caches: Vec::new(),
+            tlb: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The element of `kind`, if present.
+    pub fn element(&self, kind: ElementKind) -> Option<&Element> {
+        self.elements.get(kind)
+    }
+
+    /// The element of `kind` for updating, created empty if absent.
+    pub fn element_mut(&mut self, kind: ElementKind) -> &mut Element {
+        self.elements.get_or_insert(kind)
+    }
+
+    /// Records that `members` are one physical cache. A member already in another
+    /// group moves that whole group into this one, so groups stay disjoint.
+    pub fn share_physical_cache(
+        &mut self,
+        members: impl IntoIterator<Item = ElementKind>,
+        provenance: crate::quantity::Provenance,
+    ) {
+        let mut merged: Vec<ElementKind> = members.into_iter().collect();
+        self.shared_physical_caches.retain(|group| {
+            if group.members.iter().any(|m| merged.contains(m)) {
+                merged.extend(group.members.iter().copied());
+                false
+            } else {
+                true
+            }
+        });
+        merged.sort();
+        merged.dedup();
+        self.shared_physical_caches.push(SharedPhysicalCache {
+            members: merged,
+            provenance,
+        });
+    }
+
+    /// The logical caches that share `kind`'s physical cache (without `kind`).
+    pub fn shared_with(&self, kind: ElementKind) -> Vec<ElementKind> {
+        self.shared_physical_caches
+            .iter()
+            .find(|group| group.members.contains(&kind))
+            .map(|group| {
+                group
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|m| *m != kind)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Adds a note.
+    pub fn add_note(&mut self, note: Note) {
+        self.notes.push(note);
+    }
+
+    /// Records that `quantity` of `kind` (or the whole element, for `None`) was
+    /// not measured, and why.
+    pub fn not_measured(
+        &mut self,
+        kind: ElementKind,
+        quantity: Option<QuantityKind>,
+        reason: impl Into<String>,
+    ) {
+        self.notes.push(Note {
+            severity: NoteSeverity::NotMeasured,
+            element: Some(kind),
+            quantity,
+            message: reason.into(),
+        });
+    }
+
+    /// Adds a warning, optionally about one element.
+    pub fn warn(&mut self, element: Option<ElementKind>, message: impl Into<String>) {
+        self.notes.push(Note {
+            severity: NoteSeverity::Warning,
+            element,
+            quantity: None,
+            message: message.into(),
+        });
+    }
+
+    /// Why `quantity` of `kind` was not measured, if a note says so. A note about
+    /// the whole element answers for every quantity of it.
+    pub fn not_measured_reason(&self, kind: ElementKind, quantity: QuantityKind) -> Option<&str> {
+        self.notes
+            .iter()
+            .filter(|n| n.severity == NoteSeverity::NotMeasured && n.element == Some(kind))
+            .find(|n| n.quantity.is_none() || n.quantity == Some(quantity))
+            .map(|n| n.message.as_str())
+    }
+
+    /// The clock that converts `latency`'s cycles to nanoseconds: its own measured
+    /// clock, else the run's measured clock, else the nominal one.
+    pub fn clock_for(&self, latency: &Latency) -> Option<Megahertz> {
+        latency
+            .conditions
+            .as_ref()
+            .and_then(|c| c.sm_clock_mhz)
+            .or(self.conditions.sm_clock_mhz)
+            .or(self.device.sm_clock_mhz)
+    }
+
+    /// The mean latency of `kind` in nanoseconds, if it and a clock are known.
+    pub fn latency_ns(&self, kind: ElementKind) -> Option<Nanoseconds> {
+        let latency = self.element(kind)?.latency.as_ref()?;
+        Some(latency.mean_ns(self.clock_for(latency)?))
+    }
+
+    /// The L2 partitions, if measured.
+    pub fn l2_partitions(&self) -> Option<&L2Partitions> {
+        self.element(ElementKind::L2)?.partitions.as_ref()
+    }
+
+    /// Checks every invariant of the model; the error lists each violation with
+    /// the path of the field.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        let violations = crate::validate::violations(self);
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::Error::Invalid { violations })
+        }
+    }
+}

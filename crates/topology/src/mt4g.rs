@@ -1,0 +1,367 @@
+//! Export in the JSON layout of MT4G v1.x, so sys-sage and other MT4G
+//! consumers can read memtopo results.
+//!
+//! The layout follows MT4G 1.2's output: `general`, `compute`, `memory`
+//! (`l1`, `texture`, `readOnly`, `constant.l1`, `constant["l1.5"]`, `shared`,
+//! `l2`, `main`) and `meta`. A benchmarked size becomes
+//! `{"size", "unit": "bytes", "method": "p-chase", "randomized": false, "confidence"}`,
+//! an API value `{"value", "unit"}`, a latency
+//! `{"mean", "p50", "p95", "stdev", "measurements", "sampleSize", "method", "unit"}`.
+//!
+//! What the layout cannot express, and how the export degrades:
+//! - bounds: MT4G has no "at least"; a bound is exported as its value with
+//!   confidence 0, which is how MT4G itself marks the constant L1.5 size it
+//!   cannot bracket (a range exports its lower end);
+//! - provenance beyond "p-chase" vs API, test statistics and p-values (only a
+//!   confidence field exists; it is 0 when absent);
+//! - measurement conditions (carveout, measured SM clock) and nanoseconds;
+//! - L2 partitions: only `segmentSize` (the size of one) exists; the count and
+//!   the near/far latencies are dropped, `latency` is the near one if no
+//!   overall L2 latency was measured;
+//! - the L1 size per carveout, geometry, TLB levels, notes and not-measured
+//!   reasons, and the backing relation (used only to derive `missPenalty`);
+//! - `sampleSize` (samples taken) vs `measurements` (samples kept): memtopo
+//!   keeps one count, written to both.
+
+use serde_json::{json, Map, Value};
+
+use crate::model::{Element, ElementKind, Topology};
+use crate::quantity::{Latency, Provenance, Size};
+use crate::units::Bytes;
+
+fn api_value(value: impl Into<Value>, unit: &str) -> Value {
+    json!({ "unit": unit, "value": value.into() })
+}
+
+fn size_value(size: &Size) -> Value {
+    let value = size.bound.lower().0;
+    match size.provenance {
+        Provenance::Api => api_value(value, "bytes"),
+        Provenance::Benchmark | Provenance::Derived => {
+            let confidence = match size.bound.exact() {
+                Some(_) => size
+                    .evidence
+                    .as_ref()
+                    .and_then(|e| e.confidence)
+                    .unwrap_or(0.0),
+                None => 0.0,
+            };
+            json!({
+                "confidence": confidence,
+                "method": "p-chase",
+                "randomized": false,
+                "size": value,
+                "unit": "bytes",
+            })
+        }
+    }
+}
+
+fn latency_value(latency: &Latency) -> Value {
+    json!({
+        "mean": latency.mean.0,
+        "measurements": latency.samples,
+        "method": "p-chase",
+        "p50": latency.p50.0,
+        "p95": latency.p95.0,
+        "sampleSize": latency.samples,
+        "stdev": latency.stdev.0,
+        "unit": "cycles",
+    })
+}
+
+fn bytes_value(bytes: Bytes) -> Value {
+    api_value(bytes.0, "bytes")
+}
+
+fn mt4g_name(kind: ElementKind) -> &'static str {
+    match kind {
+        ElementKind::L1Data => "L1",
+        ElementKind::Texture => "Texture",
+        ElementKind::ReadOnly => "Read Only",
+        ElementKind::ConstantL1 => "Constant L1",
+        ElementKind::ConstantL15 => "Constant L1.5",
+        ElementKind::SharedMemory => "Shared",
+        ElementKind::L2 => "L2",
+        ElementKind::DeviceMemory => "Main",
+    }
+}
+
+/// The fields common to MT4G's cache objects.
+fn cache_object(topo: &Topology, kind: ElementKind, element: &Element) -> Map<String, Value> {
+    let mut object = Map::new();
+    if let Some(count) = element.count_per_sm {
+        object.insert("amountPerMultiprocessor".into(), count.value.into());
+    }
+    if let Some(granularity) = &element.fetch_granularity {
+        object.insert("fetchGranularity".into(), size_value(granularity));
+    }
+    let latency = element.latency.as_ref().or_else(|| {
+        element
+            .partitions
+            .as_ref()
+            .and_then(|p| p.near_latency.as_ref())
+    });
+    if let Some(latency) = latency {
+        object.insert("latency".into(), latency_value(latency));
+        // MT4G's miss penalty is the latency of the next level minus this one's.
+        let next = element
+            .backed_by
+            .and_then(|next| topo.element(next))
+            .and_then(|next| next.latency.as_ref());
+        if let Some(next) = next {
+            object.insert(
+                "missPenalty".into(),
+                api_value(next.mean.0 - latency.mean.0, "cycles"),
+            );
+        }
+    }
+    if let Some(line) = &element.line_size {
+        object.insert("lineSize".into(), size_value(line));
+    }
+    let shared = topo.shared_with(kind);
+    if !shared.is_empty() {
+        let names: Vec<Value> = shared.iter().map(|k| mt4g_name(*k).into()).collect();
+        object.insert("sharedWith".into(), names.into());
+    }
+    if let Some(size) = &element.size {
+        object.insert("size".into(), size_value(size));
+    }
+    if let Some(bandwidth) = &element.bandwidth {
+        if let Some(read) = &bandwidth.read {
+            object.insert("readBandwidth".into(), api_value(read.value, "GiB/s"));
+        }
+        if let Some(write) = &bandwidth.write {
+            object.insert("writeBandwidth".into(), api_value(write.value, "GiB/s"));
+        }
+    }
+    object
+}
+
+fn insert_some(object: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(value) = value {
+        object.insert(key.into(), value);
+    }
+}
+
+/// The topology in MT4G v1.x's JSON layout.
+///
+/// ```
+/// use topology::*;
+/// let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 132));
+/// topo.element_mut(ElementKind::ConstantL15)
+///     .set_size(Size::at_least(Bytes(65_537), Provenance::Benchmark));
+/// let doc = mt4g::export(&topo);
+/// assert_eq!(doc["memory"]["constant"]["l1.5"]["size"]["size"], 65_537);
+/// assert_eq!(doc["memory"]["constant"]["l1.5"]["size"]["confidence"], 0.0);
+/// assert_eq!(doc["general"]["computeCapability"]["major"], 9);
+/// ```
+pub fn export(topo: &Topology) -> Value {
+    let d = &topo.device;
+    let l = &d.limits;
+
+    let mut compute = Map::new();
+    compute.insert("multiProcessorCount".into(), d.sm_count.into());
+    insert_some(
+        &mut compute,
+        "maxBlocksPerMultiProcessor",
+        l.max_blocks_per_sm.map(Into::into),
+    );
+    insert_some(
+        &mut compute,
+        "maxThreadsPerBlock",
+        l.max_threads_per_block.map(Into::into),
+    );
+    insert_some(
+        &mut compute,
+        "maxThreadsPerMultiProcessor",
+        l.max_threads_per_sm.map(Into::into),
+    );
+    insert_some(
+        &mut compute,
+        "numberOfCoresPerMultiProcessor",
+        d.cores_per_sm.map(Into::into),
+    );
+    insert_some(
+        &mut compute,
+        "regsPerBlock",
+        l.registers_per_block.map(Into::into),
+    );
+    insert_some(
+        &mut compute,
+        "regsPerMultiProcessor",
+        l.registers_per_sm.map(Into::into),
+    );
+    insert_some(&mut compute, "warpSize", l.warp_size.map(Into::into));
+
+    let mut general = Map::new();
+    // MT4G reports clocks as integer kHz.
+    insert_some(
+        &mut general,
+        "clockRate",
+        d.sm_clock_mhz
+            .map(|c| api_value((c.0 * 1000.0).round() as u64, "kHz")),
+    );
+    general.insert(
+        "computeCapability".into(),
+        json!({ "major": d.compute_capability.major, "minor": d.compute_capability.minor }),
+    );
+    general.insert("name".into(), d.name.clone().into());
+    general.insert("vendor".into(), "NVIDIA".into());
+
+    let mut memory = Map::new();
+    let plain = [
+        (ElementKind::L1Data, "l1"),
+        (ElementKind::Texture, "texture"),
+        (ElementKind::ReadOnly, "readOnly"),
+    ];
+    for (kind, key) in plain {
+        if let Some(element) = topo.element(kind) {
+            let mut object = cache_object(topo, kind, element);
+            if kind == ElementKind::L1Data {
+                insert_some(
+                    &mut object,
+                    "globalL1CacheSupported",
+                    element.global_loads_cached.map(Into::into),
+                );
+            }
+            memory.insert(key.into(), object.into());
+        }
+    }
+
+    let mut constant = Map::new();
+    if let Some(element) = topo.element(ElementKind::ConstantL1) {
+        constant.insert(
+            "l1".into(),
+            cache_object(topo, ElementKind::ConstantL1, element).into(),
+        );
+    }
+    if let Some(element) = topo.element(ElementKind::ConstantL15) {
+        let mut object = cache_object(topo, ElementKind::ConstantL15, element);
+        // MT4G's L1.5 object has neither a per-SM count, a line size nor a miss penalty.
+        for key in ["amountPerMultiprocessor", "lineSize", "missPenalty"] {
+            object.remove(key);
+        }
+        constant.insert("l1.5".into(), object.into());
+    }
+    insert_some(
+        &mut constant,
+        "totalConstMem",
+        l.total_constant_memory_bytes.map(bytes_value),
+    );
+    if !constant.is_empty() {
+        memory.insert("constant".into(), constant.into());
+    }
+
+    let mut shared = Map::new();
+    if let Some(latency) = topo
+        .element(ElementKind::SharedMemory)
+        .and_then(|e| e.latency.as_ref())
+    {
+        shared.insert("latency".into(), latency_value(latency));
+    }
+    insert_some(
+        &mut shared,
+        "reservedSharedMemPerBlock",
+        l.reserved_shared_memory_per_block_bytes.map(bytes_value),
+    );
+    insert_some(
+        &mut shared,
+        "sharedMemPerBlock",
+        l.shared_memory_per_block_bytes.map(bytes_value),
+    );
+    let per_sm = l.shared_memory_per_sm_bytes.or_else(|| {
+        topo.element(ElementKind::SharedMemory)?
+            .size
+            .as_ref()?
+            .bound
+            .exact()
+    });
+    insert_some(
+        &mut shared,
+        "sharedMemPerMultiProcessor",
+        per_sm.map(bytes_value),
+    );
+    if !shared.is_empty() {
+        memory.insert("shared".into(), shared.into());
+    }
+
+    let mut l2 = topo
+        .element(ElementKind::L2)
+        .map(|e| cache_object(topo, ElementKind::L2, e))
+        .unwrap_or_default();
+    l2.remove("amountPerMultiprocessor");
+    // MT4G writes the L2 total as an API value.
+    let total = d
+        .l2_bytes
+        .or_else(|| topo.element(ElementKind::L2)?.size.as_ref()?.bound.exact());
+    if let Some(total) = total {
+        l2.insert("size".into(), bytes_value(total));
+    }
+    insert_some(
+        &mut l2,
+        "persistingL2CacheMaxSize",
+        l.persisting_l2_max_bytes.map(bytes_value),
+    );
+    if let Some(each) = topo.l2_partitions().and_then(|p| p.size_each.as_ref()) {
+        l2.insert("segmentSize".into(), size_value(each));
+    }
+    if !l2.is_empty() {
+        memory.insert("l2".into(), l2.into());
+    }
+
+    let mut main = topo
+        .element(ElementKind::DeviceMemory)
+        .map(|e| cache_object(topo, ElementKind::DeviceMemory, e))
+        .unwrap_or_default();
+    main.remove("size");
+    main.remove("amountPerMultiprocessor");
+    insert_some(
+        &mut main,
+        "memoryBusWidth",
+        d.memory_bus_width_bits.map(|b| api_value(b, "bit")),
+    );
+    insert_some(
+        &mut main,
+        "memoryClockRate",
+        d.memory_clock_mhz
+            .map(|c| api_value((c.0 * 1000.0).round() as u64, "kHz")),
+    );
+    insert_some(&mut main, "totalGlobalMem", d.memory_bytes.map(bytes_value));
+    if !main.is_empty() {
+        memory.insert("main".into(), main.into());
+    }
+
+    let mut meta = Map::new();
+    insert_some(
+        &mut meta,
+        "driver",
+        d.cuda_driver_api_version.map(Into::into),
+    );
+    insert_some(&mut meta, "runtime", d.cuda_runtime_version.map(Into::into));
+    insert_some(
+        &mut meta,
+        "timestamp",
+        topo.conditions.date.clone().map(Into::into),
+    );
+
+    json!({
+        "compute": compute,
+        "general": general,
+        "memory": memory,
+        "meta": meta,
+    })
+}
+
+/// [`export`] as pretty-printed JSON text (four-space indent, as MT4G writes).
+pub fn export_string(topo: &Topology) -> String {
+    let mut buffer = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut serializer = serde_json::Serializer::with_formatter(&mut buffer, formatter);
+    // Serialising a `Value` into memory cannot fail.
+    serde::Serialize::serialize(&export(topo), &mut serializer)
+        .expect("serialising a JSON value into a Vec cannot fail");
+    let mut text = String::from_utf8(buffer).expect("serde_json writes UTF-8");
+    text.push('\n');
+    text
+}

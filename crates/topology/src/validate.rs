@@ -1,0 +1,411 @@
+//! The invariants of a topology that types alone cannot keep.
+//!
+//! Each check pushes a [`Violation`] with the dotted path of the field, in the
+//! same spelling as the file formats, so an error points at the line to fix.
+
+use crate::error::Violation;
+use crate::model::{Element, ElementKind, SchemaVersion, Topology};
+use crate::quantity::{ChangePointEvidence, Conditions, Latency, Size, SizeBound};
+
+struct Checker {
+    violations: Vec<Violation>,
+}
+
+impl Checker {
+    fn fail(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.violations.push(Violation {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn positive_finite(&mut self, path: String, value: f64) {
+        if !(value.is_finite() && value > 0.0) {
+            self.fail(
+                path,
+                format!("must be a positive finite number, found {value}"),
+            );
+        }
+    }
+
+    fn probability(&mut self, path: String, value: f64) {
+        if !(0.0..=1.0).contains(&value) {
+            self.fail(path, format!("must lie in [0, 1], found {value}"));
+        }
+    }
+
+    fn conditions(&mut self, path: &str, conditions: &Conditions) {
+        if let Some(percent) = conditions.shared_memory_carveout_percent {
+            if percent > 100 {
+                self.fail(
+                    format!("{path}.shared_memory_carveout_percent"),
+                    format!("must be at most 100, found {percent}"),
+                );
+            }
+        }
+        if let Some(clock) = conditions.sm_clock_mhz {
+            self.positive_finite(format!("{path}.sm_clock_mhz"), clock.0);
+        }
+        if let Some(date) = &conditions.date {
+            if !looks_like_date(date) {
+                self.fail(
+                    format!("{path}.date"),
+                    format!("must start with a date YYYY-MM-DD, found \"{date}\""),
+                );
+            }
+        }
+    }
+
+    fn evidence(&mut self, path: &str, evidence: &ChangePointEvidence) {
+        if let Some(p) = evidence.p_value {
+            self.probability(format!("{path}.p_value"), p);
+        }
+        if let Some(c) = evidence.confidence {
+            self.probability(format!("{path}.confidence"), c);
+        }
+        if let Some(s) = evidence.statistic {
+            if !s.is_finite() {
+                self.fail(
+                    format!("{path}.statistic"),
+                    format!("must be finite, found {s}"),
+                );
+            }
+        }
+    }
+
+    fn size(&mut self, path: &str, size: &Size) {
+        match size.bound {
+            SizeBound::Exact(v) | SizeBound::AtLeast(v) | SizeBound::AtMost(v) if v.0 == 0 => {
+                self.fail(format!("{path}.value"), "a size must be at least one byte");
+            }
+            SizeBound::Between(low, high) if low > high => self.fail(
+                format!("{path}.upper"),
+                format!(
+                    "the range {} – {} is empty: upper is below value",
+                    low.0, high.0
+                ),
+            ),
+            _ => {}
+        }
+        if let Some(evidence) = &size.evidence {
+            self.evidence(&format!("{path}.evidence"), evidence);
+        }
+        if let Some(conditions) = &size.conditions {
+            self.conditions(&format!("{path}.conditions"), conditions);
+        }
+    }
+
+    fn latency(&mut self, path: &str, latency: &Latency) {
+        for (name, value) in [
+            ("mean", latency.mean.0),
+            ("p50", latency.p50.0),
+            ("p95", latency.p95.0),
+            ("stdev", latency.stdev.0),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                self.fail(
+                    format!("{path}.{name}"),
+                    format!("must be finite and ≥ 0, found {value}"),
+                );
+            }
+        }
+        if latency.p50.0 > latency.p95.0 {
+            self.fail(
+                format!("{path}.p95"),
+                format!(
+                    "the 95th percentile {} is below the median {}",
+                    latency.p95.0, latency.p50.0
+                ),
+            );
+        }
+        if latency.samples == 0 {
+            self.fail(
+                format!("{path}.samples"),
+                "a latency needs at least one sample",
+            );
+        }
+        if let Some(conditions) = &latency.conditions {
+            self.conditions(&format!("{path}.conditions"), conditions);
+        }
+    }
+
+    /// A smaller structure (a line) must fit in a larger one (its cache).
+    fn fits(&mut self, path: &str, inner: &Size, inner_name: &str, outer: &Size, outer_name: &str) {
+        if let Some(upper) = outer.bound.upper() {
+            let lower = inner.bound.lower();
+            if lower > upper {
+                self.fail(
+                    path.to_owned(),
+                    format!("the {inner_name} ({lower}) is larger than the {outer_name} ({upper})"),
+                );
+            }
+        }
+    }
+
+    fn element(&mut self, topology: &Topology, kind: ElementKind, element: &Element) {
+        let base = format!("elements.{}", kind.key());
+        let field = |name: &str| format!("{base}.{name}");
+        if let Some(size) = &element.size {
+            self.size(&field("size"), size);
+        }
+        if let Some(line) = &element.line_size {
+            self.size(&field("line_size"), line);
+            if let Some(size) = &element.size {
+                self.fits(&field("line_size"), line, "line size", size, "cache size");
+            }
+        }
+        if let Some(granularity) = &element.fetch_granularity {
+            self.size(&field("fetch_granularity"), granularity);
+            if let Some(line) = &element.line_size {
+                self.fits(
+                    &field("fetch_granularity"),
+                    granularity,
+                    "fetch granularity",
+                    line,
+                    "line size",
+                );
+            }
+        }
+        if let Some(latency) = &element.latency {
+            self.latency(&field("latency"), latency);
+        }
+        if let Some(count) = &element.count_per_sm {
+            if !kind.is_per_sm() {
+                self.fail(
+                    field("count_per_sm"),
+                    format!("{kind} is not private to an SM"),
+                );
+            } else if count.value == 0 {
+                self.fail(
+                    field("count_per_sm"),
+                    "an element that exists has at least one copy per SM",
+                );
+            }
+        }
+        if let Some(next) = element.backed_by {
+            if next == kind {
+                self.fail(field("backed_by"), "an element cannot back itself");
+            } else if topology.element(next).is_none() {
+                self.fail(
+                    field("backed_by"),
+                    format!("names {}, which is not among the elements", next.key()),
+                );
+            }
+        }
+        if let Some(bandwidth) = &element.bandwidth {
+            for (name, value) in [("read", &bandwidth.read), ("write", &bandwidth.write)] {
+                if let Some(value) = value {
+                    self.positive_finite(field(&format!("bandwidth.{name}.value")), value.value);
+                }
+            }
+        }
+        if let Some(geometry) = &element.geometry {
+            for (name, count) in [
+                ("associativity", geometry.associativity),
+                ("sets", geometry.sets),
+            ] {
+                if count.is_some_and(|c| c.value == 0) {
+                    self.fail(field(&format!("geometry.{name}")), "must be at least 1");
+                }
+            }
+        }
+        if element.global_loads_cached.is_some() && kind != ElementKind::L1Data {
+            self.fail(
+                field("global_loads_cached"),
+                "only the L1 data cache caches global loads",
+            );
+        }
+        if !element.size_per_carveout.is_empty() && kind != ElementKind::L1Data {
+            self.fail(
+                field("size_per_carveout"),
+                "only the L1 data cache depends on the carveout",
+            );
+        }
+        let mut seen = Vec::new();
+        for (i, entry) in element.size_per_carveout.iter().enumerate() {
+            let path = format!("{base}.size_per_carveout[{i}]");
+            if entry.carveout_percent > 100 {
+                self.fail(
+                    format!("{path}.carveout_percent"),
+                    format!("must be at most 100, found {}", entry.carveout_percent),
+                );
+            }
+            if seen.contains(&entry.carveout_percent) {
+                self.fail(
+                    format!("{path}.carveout_percent"),
+                    format!("carveout {} % appears twice", entry.carveout_percent),
+                );
+            }
+            seen.push(entry.carveout_percent);
+            self.size(&format!("{path}.l1_size"), &entry.l1_size);
+        }
+        if let Some(partitions) = &element.partitions {
+            if kind != ElementKind::L2 {
+                self.fail(field("partitions"), "only the L2 cache has partitions");
+            }
+            let path = field("partitions");
+            if partitions.count.is_some_and(|c| c.value == 0) {
+                self.fail(format!("{path}.count"), "must be at least 1");
+            }
+            if let Some(each) = &partitions.size_each {
+                self.size(&format!("{path}.size_each"), each);
+                let total = element
+                    .size
+                    .as_ref()
+                    .and_then(|s| s.bound.upper())
+                    .or(topology.device.l2_bytes);
+                if let Some(total) = total {
+                    let count = partitions.count.map_or(1, |c| u64::from(c.value));
+                    let lower = each.bound.lower().0.saturating_mul(count);
+                    if lower > total.0 {
+                        self.fail(
+                            format!("{path}.size_each"),
+                            format!(
+                                "{count} partition(s) of {} add up to more than the L2 total ({total})",
+                                each.bound.lower()
+                            ),
+                        );
+                    }
+                }
+            }
+            if let Some(near) = &partitions.near_latency {
+                self.latency(&format!("{path}.near_latency"), near);
+            }
+            if let Some(far) = &partitions.far_latency {
+                self.latency(&format!("{path}.far_latency"), far);
+            }
+            if let (Some(near), Some(far)) = (&partitions.near_latency, &partitions.far_latency) {
+                if near.mean.0 > far.mean.0 {
+                    self.fail(
+                        format!("{path}.far_latency.mean"),
+                        format!(
+                            "the far partition ({}) is faster than the near one ({})",
+                            far.mean, near.mean
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn looks_like_date(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() >= 10
+        && bytes[..10].iter().enumerate().all(|(i, b)| match i {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        })
+}
+
+/// Every violation in `topology`, in document order.
+pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
+    let mut check = Checker {
+        violations: Vec::new(),
+    };
+    if topology.schema_version.major != SchemaVersion::CURRENT.major {
+        check.fail(
+            "schema_version",
+            format!(
+                "major version {} is not {}",
+                topology.schema_version.major,
+                SchemaVersion::CURRENT.major
+            ),
+        );
+    }
+    let device = &topology.device;
+    if device.name.trim().is_empty() {
+        check.fail("device.name", "must not be empty");
+    }
+    if device.sm_count == 0 {
+        check.fail("device.sm_count", "a GPU has at least one SM");
+    }
+    for (name, clock) in [
+        ("sm_clock_mhz", device.sm_clock_mhz),
+        ("memory_clock_mhz", device.memory_clock_mhz),
+    ] {
+        if let Some(clock) = clock {
+            check.positive_finite(format!("device.{name}"), clock.0);
+        }
+    }
+    check.conditions("conditions", &topology.conditions);
+    for (kind, element) in topology.elements.iter() {
+        check.element(topology, kind, element);
+    }
+    check_backing_cycles(&mut check, topology);
+    let mut grouped: Vec<ElementKind> = Vec::new();
+    for (i, group) in topology.shared_physical_caches.iter().enumerate() {
+        let path = format!("shared_physical_caches[{i}].members");
+        if group.members.len() < 2 {
+            check.fail(
+                path.clone(),
+                "a shared physical cache has at least two logical caches",
+            );
+        }
+        for member in &group.members {
+            if grouped.contains(member) {
+                check.fail(
+                    path.clone(),
+                    format!("{} appears in more than one group", member.key()),
+                );
+            }
+            grouped.push(*member);
+            if !member.is_per_sm() {
+                check.fail(
+                    path.clone(),
+                    format!("{} is not an SM-private cache", member.key()),
+                );
+            }
+        }
+    }
+    for (i, level) in topology.tlb.iter().enumerate() {
+        let path = format!("tlb[{i}]");
+        if level.level == 0 {
+            check.fail(format!("{path}.level"), "levels count from 1");
+        }
+        if let Some(coverage) = &level.coverage {
+            check.size(&format!("{path}.coverage"), coverage);
+            if let Some(page) = &level.page_size {
+                check.fits(
+                    &format!("{path}.page_size"),
+                    page,
+                    "page size",
+                    coverage,
+                    "coverage",
+                );
+            }
+        }
+        if let Some(page) = &level.page_size {
+            check.size(&format!("{path}.page_size"), page);
+        }
+        if let Some(latency) = &level.miss_latency {
+            check.latency(&format!("{path}.miss_latency"), latency);
+        }
+    }
+    for (i, note) in topology.notes.iter().enumerate() {
+        if note.message.trim().is_empty() {
+            check.fail(format!("notes[{i}].message"), "must not be empty");
+        }
+    }
+    check.violations
+}
+
+fn check_backing_cycles(check: &mut Checker, topology: &Topology) {
+    for (start, _) in topology.elements.iter() {
+        let mut current = start;
+        // A chain longer than the number of kinds must revisit one.
+        for _ in 0..ElementKind::ALL.len() {
+            match topology.element(current).and_then(|e| e.backed_by) {
+                Some(next) if next == start => {
+                    check.fail(
+                        format!("elements.{}.backed_by", start.key()),
+                        "the backing chain returns to this element",
+                    );
+                    break;
+                }
+                Some(next) => current = next,
+                None => break,
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Renders compared with committed golden files (`UPDATE_GOLDEN=1` rewrites them).
+
+use topology::render;
+
+use crate::fixtures::{check_golden, h200_illustrative, k20c_partial};
+
+#[test]
+fn table_of_h200_matches_golden() {
+    check_golden("h200-table.txt", &render::table(&h200_illustrative()));
+}
+
+#[test]
+fn table_of_k20c_matches_golden() {
+    check_golden("k20c-table.txt", &render::table(&k20c_partial()));
+}
+
+#[test]
+fn markdown_of_h200_matches_golden() {
+    check_golden("h200-report.md", &render::markdown(&h200_illustrative()));
+}
+
+#[test]
+fn markdown_of_k20c_matches_golden() {
+    check_golden("k20c-report.md", &render::markdown(&k20c_partial()));
+}
+
+#[test]
+fn svg_of_h200_matches_golden() {
+    check_golden("h200-diagram.svg", &render::svg(&h200_illustrative()));
+}
+
+#[test]
+fn svg_of_k20c_matches_golden() {
+    check_golden("k20c-diagram.svg", &render::svg(&k20c_partial()));
+}
+
+#[test]
+fn table_has_one_row_per_element_with_thesis_columns() {
+    let text = render::table(&k20c_partial());
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name} in\n{text}"))
+    };
+    let texture: Vec<&str> = row("Texture")
+        .split("  ")
+        .filter(|c| !c.trim().is_empty())
+        .collect();
+    assert_eq!(
+        texture.iter().map(|c| c.trim()).collect::<Vec<_>>(),
+        [
+            "Texture",
+            "12.012 KiB",
+            "32 B",
+            "111.0 ± 1.5",
+            "157.2",
+            "RO",
+            "4"
+        ]
+    );
+    assert!(row("Constant L1.5").contains("not measured [1]"));
+    assert!(text.contains("[1] Constant L1.5 latency: not measured: kernel launch failed"));
+    assert_eq!(text.lines().filter(|l| l.starts_with("L1 data")).count(), 1);
+}
+
+#[test]
+fn table_shows_l2_partitions_as_rows() {
+    let text = render::table(&h200_illustrative());
+    let near = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("near partition"))
+        .unwrap();
+    assert!(near.contains("25 MiB") && near.contains("219.3"), "{near}");
+    let far = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("far partition"))
+        .unwrap();
+    assert!(far.contains("392.5"), "{far}");
+}
+
+#[test]
+fn svg_is_well_formed_enough_to_parse() {
+    let svg = render::svg(&h200_illustrative());
+    // Every opened element is closed: count tags of the kinds we emit.
+    for tag in ["text", "svg"] {
+        let open = svg.matches(&format!("<{tag}")).count();
+        let close = svg.matches(&format!("</{tag}>")).count();
+        assert_eq!(open, close, "<{tag}> opened {open} times, closed {close}");
+    }
+    assert!(svg.contains("near partition") && svg.contains("far partition"));
+    assert!(svg.contains("≥ 64 KiB"));
+    assert!(svg.contains("L1D + TXT + RO (one cache)"));
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the `topology` crate (one binary, topic modules).
+
+mod diff;
+mod fixtures;
+mod formats;
+mod golden;
+mod mt4g;
+mod proptests;
+mod schema;
+mod validation;

@@ -1,0 +1,240 @@
+//! Loading rejects bad documents with errors that name the field.
+
+use serde_json::{json, Value};
+use topology::*;
+
+use crate::fixtures::{h200_illustrative, k20c_partial};
+
+fn h200_json() -> Value {
+    serde_json::from_str(&h200_illustrative().to_json_string().unwrap()).unwrap()
+}
+
+fn load(value: &Value) -> Result<Topology, Error> {
+    Topology::from_json_str(&value.to_string())
+}
+
+fn assert_names(err: &Error, path: &str) {
+    assert!(
+        err.field_paths().contains(&path),
+        "expected {path} in {:?}: {err}",
+        err.field_paths()
+    );
+    assert!(
+        err.to_string().contains(path),
+        "message does not name {path}: {err}"
+    );
+}
+
+#[test]
+fn a_newer_major_version_is_rejected() {
+    let mut doc = h200_json();
+    doc["schema_version"] = "2.0".into();
+    let err = load(&doc).unwrap_err();
+    assert!(
+        matches!(err, Error::UnsupportedSchemaVersion { found, supported: 1 } if found.major == 2),
+        "{err}"
+    );
+    assert_names(&err, "schema_version");
+}
+
+#[test]
+fn a_missing_or_malformed_schema_version_is_rejected() {
+    let mut doc = h200_json();
+    doc.as_object_mut().unwrap().remove("schema_version");
+    assert!(matches!(
+        load(&doc).unwrap_err(),
+        Error::MissingSchemaVersion
+    ));
+    for bad in [json!(1.0), json!("1"), json!("one.two"), json!("1.")] {
+        doc["schema_version"] = bad.clone();
+        let err = load(&doc).unwrap_err();
+        assert_names(&err, "schema_version");
+    }
+}
+
+#[test]
+fn a_missing_field_is_named_with_its_path() {
+    let mut doc = h200_json();
+    doc["elements"]["l1_data"]["latency"]
+        .as_object_mut()
+        .unwrap()
+        .remove("p95");
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.l1_data.latency");
+    assert!(err.to_string().contains("p95"), "{err}");
+
+    let mut doc = h200_json();
+    doc["device"].as_object_mut().unwrap().remove("sm_count");
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "device");
+    assert!(err.to_string().contains("sm_count"), "{err}");
+}
+
+#[test]
+fn a_wrong_unit_is_rejected() {
+    let mut doc = h200_json();
+    doc["elements"]["l2"]["latency"]["unit"] = "ns".into();
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.l2.latency.unit");
+
+    let mut doc = h200_json();
+    doc["elements"]["l2"]["size"]["unit"] = "KiB".into();
+    let err = load(&doc).unwrap_err();
+    assert!(err.to_string().contains("elements.l2.size"), "{err}");
+}
+
+#[test]
+fn a_wrong_type_is_named() {
+    let mut doc = h200_json();
+    doc["elements"]["texture"]["count_per_sm"]["value"] = json!(-1);
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.texture.count_per_sm.value");
+}
+
+#[test]
+fn partitions_larger_than_the_total_are_a_contradiction() {
+    let mut doc = h200_json();
+    doc["elements"]["l2"]["partitions"]["size_each"]["value"] = json!(40 * 1024 * 1024);
+    let err = load(&doc).unwrap_err();
+    assert!(matches!(err, Error::Invalid { .. }));
+    assert_names(&err, "elements.l2.partitions.size_each");
+    assert!(err.to_string().contains("more than the L2 total"), "{err}");
+}
+
+#[test]
+fn partitions_are_checked_against_the_api_total_when_no_size_was_measured() {
+    let mut topo = k20c_partial();
+    topo.elements.l2.as_mut().unwrap().size = None;
+    topo.element_mut(ElementKind::L2).partitions_mut().size_each =
+        Some(Size::exact(Bytes::mib(2), Provenance::Benchmark));
+    let err = topo.validate().unwrap_err();
+    assert_names(&err, "elements.l2.partitions.size_each");
+}
+
+#[test]
+fn a_line_larger_than_its_cache_is_a_contradiction() {
+    let mut doc = h200_json();
+    doc["elements"]["constant_l1"]["line_size"]["value"] = json!(4096);
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.constant_l1.line_size");
+    assert!(
+        err.to_string().contains("larger than the cache size"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_line_against_a_lower_bound_is_not_a_contradiction() {
+    // The L1.5 is only known to be ≥ 64 KiB: any line fits.
+    let mut topo = h200_illustrative();
+    topo.element_mut(ElementKind::ConstantL15)
+        .set_line_size(Size::exact(Bytes::mib(1), Provenance::Benchmark));
+    topo.validate().unwrap();
+}
+
+#[test]
+fn a_far_partition_faster_than_the_near_one_is_a_contradiction() {
+    let mut doc = h200_json();
+    doc["elements"]["l2"]["partitions"]["far_latency"]["mean"] = json!(100.0);
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.l2.partitions.far_latency.mean");
+}
+
+#[test]
+fn kind_specific_fields_on_the_wrong_element_are_rejected() {
+    let mut topo = k20c_partial();
+    topo.element_mut(ElementKind::Texture)
+        .partitions_mut()
+        .count = Some(Count::new(2, Provenance::Derived));
+    topo.element_mut(ElementKind::L2)
+        .set_count_per_sm(Count::new(1, Provenance::Api));
+    topo.element_mut(ElementKind::ReadOnly)
+        .set_global_loads_cached(true);
+    let err = topo.validate().unwrap_err();
+    for path in [
+        "elements.texture.partitions",
+        "elements.read_only.global_loads_cached",
+        "elements.l2.count_per_sm",
+    ] {
+        assert_names(&err, path);
+    }
+}
+
+#[test]
+fn relations_are_checked() {
+    let mut topo = k20c_partial();
+    topo.shared_physical_caches.push(SharedPhysicalCache {
+        members: vec![ElementKind::ReadOnly, ElementKind::L2],
+        provenance: Provenance::Benchmark,
+    });
+    topo.element_mut(ElementKind::L2)
+        .set_backed_by(ElementKind::L2);
+    topo.element_mut(ElementKind::L1Data)
+        .set_backed_by(ElementKind::ConstantL1);
+    topo.element_mut(ElementKind::ConstantL1)
+        .set_backed_by(ElementKind::L1Data);
+    let err = topo.validate().unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("read_only appears in more than one group"),
+        "{message}"
+    );
+    assert!(
+        message.contains("l2 is not an SM-private cache"),
+        "{message}"
+    );
+    assert_names(&err, "shared_physical_caches[1].members");
+    assert_names(&err, "elements.l2.backed_by");
+    assert_names(&err, "elements.l1_data.backed_by");
+    assert_names(&err, "elements.constant_l1.backed_by");
+}
+
+#[test]
+fn out_of_range_statistics_and_conditions_are_named() {
+    let mut doc = h200_json();
+    doc["elements"]["l1_data"]["size"]["evidence"]["p_value"] = json!(1.5);
+    doc["conditions"]["shared_memory_carveout_percent"] = json!(120);
+    doc["conditions"]["date"] = json!("yesterday");
+    doc["elements"]["l1_data"]["latency"]["p50"] = json!(90.0);
+    let err = load(&doc).unwrap_err();
+    for path in [
+        "elements.l1_data.size.evidence.p_value",
+        "conditions.shared_memory_carveout_percent",
+        "conditions.date",
+        "elements.l1_data.latency.p95",
+    ] {
+        assert_names(&err, path);
+    }
+}
+
+#[test]
+fn a_between_bound_needs_an_upper_end() {
+    let mut doc = h200_json();
+    doc["elements"]["constant_l15"]["size"]["bound"] = json!("between");
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.constant_l15.size");
+    assert!(err.to_string().contains("upper"), "{err}");
+    doc["elements"]["constant_l15"]["size"]["upper"] = json!(1024);
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.constant_l15.size.upper");
+}
+
+#[test]
+fn toml_errors_name_fields_too() {
+    let text = h200_illustrative().to_toml_string().unwrap();
+    let broken = text.replacen("sm_count = 132", "sm_count = 0", 1);
+    assert_ne!(broken, text);
+    let err = Topology::from_toml_str(&broken).unwrap_err();
+    assert_names(&err, "device.sm_count");
+    let err = Topology::from_toml_str("schema_version = \"1.0\"\n[device\n").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Syntax {
+                format: Format::Toml,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

@@ -1,0 +1,537 @@
+//! Templates of the pointer-chase kernels: the six load paths of module `pchase` at both
+//! granularities, and the distributed-shared-memory chase of module `hopper`.
+//!
+//! Register roles shared by every template:
+//! `%r_j` the current chain index (relative to the block's chain), `%r_k` the loop counter,
+//! `%r_dyn` the start of dynamic shared memory, `%r_slat`/`%r_sidx` the write cursors of the
+//! latency and index arrays, `%r_schain` the shared copy of the chain.
+
+use pchase_kernels::{Granularity, Kernel, LoadPath, ParamType};
+
+use super::writer::EntryWriter;
+use super::DYNAMIC_SHARED;
+
+/// How one chase step addresses and loads the next index into `%r_j`.
+struct Access {
+    /// Instructions computing the address of element `%r_j`; kept outside the timed window.
+    address: &'static [&'static str],
+    /// The load itself, writing `%r_j`.
+    load: &'static str,
+}
+
+const GLOBAL_ADDRESS: &[&str] = &[
+    // 64-bit byte offset: index * 4 without 32-bit overflow for chains above 4 GiB.
+    "mul.wide.u32 %rd_off, %r_j, 4",
+    "add.s64 %rd_addr, %rd_base, %rd_off",
+];
+
+const SHARED_ADDRESS: &[&str] = &[
+    "shl.b32 %r_soff, %r_j, 2",
+    "add.u32 %r_saddr, %r_schain, %r_soff",
+];
+
+fn access(path: LoadPath) -> Access {
+    match path {
+        LoadPath::GlobalCa => Access {
+            address: GLOBAL_ADDRESS,
+            load: "ld.global.ca.u32 %r_j, [%rd_addr]",
+        },
+        LoadPath::GlobalCg => Access {
+            address: GLOBAL_ADDRESS,
+            load: "ld.global.cg.u32 %r_j, [%rd_addr]",
+        },
+        LoadPath::GlobalNc => Access {
+            address: GLOBAL_ADDRESS,
+            load: "ld.global.nc.u32 %r_j, [%rd_addr]",
+        },
+        LoadPath::Texture => Access {
+            // Texel coordinate = block's first element + index; the texture returns the
+            // element in .x (`%r_j`), the other components are unused.
+            address: &["add.u32 %r_coord, %r_first, %r_j"],
+            load: "tex.1d.v4.u32.s32 {%r_j, %r_tex_y, %r_tex_z, %r_tex_w}, [%rd_chain, {%r_coord}]",
+        },
+        LoadPath::Constant => Access {
+            address: GLOBAL_ADDRESS,
+            load: "ld.const.u32 %r_j, [%rd_addr]",
+        },
+        LoadPath::Shared => Access {
+            address: SHARED_ADDRESS,
+            load: "ld.shared.u32 %r_j, [%r_saddr]",
+        },
+    }
+}
+
+/// The remote chain is read through a generic address (`mapa.u64`), as CUDA C++ does for
+/// `cluster.map_shared_rank`: with a 32-bit `.shared::cluster` address ptxas converts it to a
+/// generic one at every access (`S2R SR_SWINHI` inside the timed window on sm_90); with a
+/// generic base that conversion happens once, before the loop, and the timed window holds
+/// only the load (`LD.E`), its dependent store and the clock reads.
+const DSMEM_ACCESS: Access = Access {
+    address: &[
+        "mul.wide.u32 %rd_off, %r_j, 4",
+        "add.s64 %rd_addr, %rd_remote, %rd_off",
+    ],
+    load: "ld.u32 %r_j, [%rd_addr]",
+};
+
+fn bra(w: &mut EntryWriter, predicate: &str, label: &str) {
+    w.ins(&format!(
+        "{predicate}bra {}",
+        EntryWriter::label_name(label)
+    ));
+}
+
+/// `for k in 0..%r_warmup { j = chain[j] }`, untimed, continuing from the current `%r_j`.
+fn warmup_loop(w: &mut EntryWriter, access: &Access) {
+    w.comment("Warm-up pass: untimed dependent loads that fill the caches. The timed pass");
+    w.comment(
+        "continues from the index it ends on, so these loads are live and cannot be dropped.",
+    );
+    w.ins("mov.u32 %r_k, 0");
+    w.ins("setp.eq.u32 %p_loop, %r_warmup, 0");
+    bra(w, "@%p_loop ", "warmup_done");
+    w.label("warmup");
+    for instruction in access.address {
+        w.ins(instruction);
+    }
+    w.ins(access.load);
+    w.ins("add.u32 %r_k, %r_k, 1");
+    w.ins("setp.lt.u32 %p_loop, %r_k, %r_warmup");
+    bra(w, "@%p_loop ", "warmup");
+    w.label("warmup_done");
+}
+
+/// The fine-grained timed pass: per step, address, clock, load, dependent shared store of the
+/// loaded index, clock, latency store. Expects `%r_slat`/`%r_sidx` at the arrays' starts.
+fn fine_timed_loop(w: &mut EntryWriter, access: &Access) {
+    w.comment("Timed pass. The store of the loaded index to shared memory uses the load's");
+    w.comment("result, so it waits for the load to complete; the second clock read comes after");
+    w.comment("that store and therefore after the load.");
+    w.ins("mov.u32 %r_k, 0");
+    w.ins("setp.eq.u32 %p_loop, %r_steps, 0");
+    bra(w, "@%p_loop ", "timed_done");
+    w.label("timed");
+    // Every step must run the same instruction sequence: unrolled copies get different
+    // scheduling (ptxas reads the first clock into a uniform register in unrolled bodies),
+    // which would make the overhead calibrated by `clock_overhead` vary per step.
+    w.pragma("nounroll");
+    for instruction in access.address {
+        w.ins(instruction);
+    }
+    w.ins("mov.u32 %r_t0, %clock");
+    w.ins(access.load);
+    w.ins("st.shared.u32 [%r_sidx], %r_j");
+    w.ins("mov.u32 %r_t1, %clock");
+    // %clock is 32 bits; the unsigned difference is right across one wrap-around.
+    w.ins("sub.u32 %r_lat, %r_t1, %r_t0");
+    w.ins("st.shared.u32 [%r_slat], %r_lat");
+    w.ins("add.u32 %r_sidx, %r_sidx, 4");
+    w.ins("add.u32 %r_slat, %r_slat, 4");
+    w.ins("add.u32 %r_k, %r_k, 1");
+    w.ins("setp.lt.u32 %p_loop, %r_k, %r_steps");
+    bra(w, "@%p_loop ", "timed");
+    w.label("timed_done");
+}
+
+/// Sets `%r_slat` and `%r_sidx` to the latency and index arrays at the start of dynamic
+/// shared memory (`[latency; count][index; count]`, `count` in `%r_count_reg`).
+fn timing_cursors(w: &mut EntryWriter, count_reg: &str) {
+    w.ins("mov.u32 %r_slat, %r_dyn");
+    w.ins(&format!("shl.b32 %r_index_offset, {count_reg}, 2"));
+    w.ins("add.u32 %r_sidx, %r_dyn, %r_index_offset");
+}
+
+/// Copies `count` latencies and indices from shared memory to `out_latency`/`out_index` at
+/// row `%r_row` (`row * count` elements in).
+fn copy_timings_out(w: &mut EntryWriter, count_reg: &str, with_index: bool) {
+    w.comment("Copy the recorded timings to global memory (outside the timed pass).");
+    w.ins("ld.param.u64 %rd_out_latency, [param_out_latency]");
+    w.ins("cvta.to.global.u64 %rd_out_latency, %rd_out_latency");
+    w.ins(&format!("mul.wide.u32 %rd_row_elems, %r_row, {count_reg}"));
+    w.ins("shl.b64 %rd_row_bytes, %rd_row_elems, 2");
+    w.ins("add.s64 %rd_olat, %rd_out_latency, %rd_row_bytes");
+    if with_index {
+        w.ins("ld.param.u64 %rd_out_index, [param_out_index]");
+        w.ins("cvta.to.global.u64 %rd_out_index, %rd_out_index");
+        w.ins("add.s64 %rd_oidx, %rd_out_index, %rd_row_bytes");
+    }
+    timing_cursors(w, count_reg);
+    w.ins("mov.u32 %r_k, 0");
+    w.ins(&format!("setp.eq.u32 %p_loop, {count_reg}, 0"));
+    bra(w, "@%p_loop ", "copy_out_done");
+    w.label("copy_out");
+    w.ins("ld.shared.u32 %r_value, [%r_slat]");
+    w.ins("st.global.u32 [%rd_olat], %r_value");
+    w.ins("add.u32 %r_slat, %r_slat, 4");
+    w.ins("add.s64 %rd_olat, %rd_olat, 4");
+    if with_index {
+        w.ins("ld.shared.u32 %r_value, [%r_sidx]");
+        w.ins("st.global.u32 [%rd_oidx], %r_value");
+        w.ins("add.u32 %r_sidx, %r_sidx, 4");
+        w.ins("add.s64 %rd_oidx, %rd_oidx, 4");
+    }
+    w.ins("add.u32 %r_k, %r_k, 1");
+    w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count_reg}"));
+    bra(w, "@%p_loop ", "copy_out");
+    w.label("copy_out_done");
+}
+
+/// Copies `%r_shared_nodes` elements from the global chain at `%rd_base` into shared memory at
+/// `%r_schain`, every thread of the block taking every `%ntid.x`-th element.
+fn copy_chain_to_shared(w: &mut EntryWriter) {
+    w.comment("All threads of the block copy the chain into shared memory, strided by blockDim.x.");
+    w.ins("mov.u32 %r_ntid, %ntid.x");
+    w.ins("mov.u32 %r_i, %r_tid");
+    w.ins("setp.ge.u32 %p_loop, %r_i, %r_shared_nodes");
+    bra(w, "@%p_loop ", "fill_done");
+    w.label("fill");
+    w.ins("mul.wide.u32 %rd_fill_off, %r_i, 4");
+    w.ins("add.s64 %rd_fill_addr, %rd_base, %rd_fill_off");
+    w.ins("ld.global.u32 %r_value, [%rd_fill_addr]");
+    w.ins("shl.b32 %r_fill_soff, %r_i, 2");
+    w.ins("add.u32 %r_fill_saddr, %r_schain, %r_fill_soff");
+    w.ins("st.shared.u32 [%r_fill_saddr], %r_value");
+    w.ins("add.u32 %r_i, %r_i, %r_ntid");
+    w.ins("setp.lt.u32 %p_loop, %r_i, %r_shared_nodes");
+    bra(w, "@%p_loop ", "fill");
+    w.label("fill_done");
+}
+
+/// Loads `chain` and `block_stride` and sets `%rd_base` to the global address of element
+/// `row * block_stride` (`%r_row` must hold the row).
+fn global_chain_base(w: &mut EntryWriter) {
+    w.load_param("%rd_chain", "chain", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_chain, %rd_chain");
+    w.ins("shl.b64 %rd_first_bytes, %rd_first, 2");
+    w.ins("add.s64 %rd_base, %rd_chain, %rd_first_bytes");
+}
+
+/// `%rd_first` = `%r_row * block_stride` (elements), 64-bit.
+fn first_element(w: &mut EntryWriter) {
+    w.load_param("%rd_block_stride", "block_stride", ParamType::U64);
+    w.ins("cvt.u64.u32 %rd_row, %r_row");
+    w.ins("mul.lo.u64 %rd_first, %rd_row, %rd_block_stride");
+}
+
+/// `chase_<path>` / `chase_fine_<path>`.
+pub fn chase_entry(
+    kernel: &'static Kernel,
+    path: LoadPath,
+    granularity: Granularity,
+) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    let access = access(path);
+    let fine = granularity == Granularity::Fine;
+    let uses_shared_chain = path == LoadPath::Shared;
+
+    w.comment(&format!(
+        "{} chase through {} ({}). Thread 0 of each block chases the block's chain,",
+        if fine { "Fine-grained" } else { "Coarse" },
+        path.name(),
+        access.load.split(' ').next().unwrap_or_default(),
+    ));
+    w.comment(
+        "which starts at element ctaid.x * block_stride; indices are relative to that start.",
+    );
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
+    if !uses_shared_chain {
+        bra(&mut w, "@%p_idle ", "exit");
+    }
+    w.ins("mov.u32 %r_row, %ctaid.x");
+    w.load_param("%r_warmup", "warmup_steps", ParamType::U32);
+    w.load_param("%r_steps", "steps", ParamType::U32);
+    first_element(&mut w);
+    match path {
+        LoadPath::GlobalCa | LoadPath::GlobalCg | LoadPath::GlobalNc | LoadPath::Shared => {
+            global_chain_base(&mut w);
+        }
+        LoadPath::Constant => {
+            w.comment("The chain is the module's constant array; the `chain` parameter is unused.");
+            let constant = pchase_kernels::catalogue::constant_chain();
+            w.ins(&format!("mov.u64 %rd_const, {}", constant.name()));
+            w.ins("shl.b64 %rd_first_bytes, %rd_first, 2");
+            w.ins("add.s64 %rd_base, %rd_const, %rd_first_bytes");
+        }
+        LoadPath::Texture => {
+            w.comment("`chain` is the texture object; texel coordinates are 32-bit.");
+            w.load_param("%rd_chain", "chain", ParamType::U64);
+            w.ins("cvt.u32.u64 %r_first, %rd_first");
+        }
+    }
+    if fine || uses_shared_chain {
+        w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    }
+    if uses_shared_chain {
+        w.load_param("%r_shared_nodes", "shared_nodes_elems", ParamType::U32);
+        if fine {
+            w.comment("The chain copy follows the latency and index arrays (8 * steps bytes).");
+            w.ins("shl.b32 %r_timing_bytes, %r_steps, 3");
+            w.ins("add.u32 %r_schain, %r_dyn, %r_timing_bytes");
+        } else {
+            w.ins("mov.u32 %r_schain, %r_dyn");
+        }
+        copy_chain_to_shared(&mut w);
+        w.ins("bar.sync 0");
+        w.comment("Only thread 0 chases; the others leave after the barrier.");
+        bra(&mut w, "@%p_idle ", "exit");
+    }
+    w.ins("mov.u32 %r_smid, %smid");
+    w.ins("mov.u32 %r_j, 0");
+    w.blank();
+    warmup_loop(&mut w, &access);
+    w.blank();
+    w.load_param("%rd_out_block", "out_block", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out_block, %rd_out_block");
+    w.ins("mul.wide.u32 %rd_block_off, %r_row, 8");
+    w.ins("add.s64 %rd_block_out, %rd_out_block, %rd_block_off");
+    if fine {
+        timing_cursors(&mut w, "%r_steps");
+        fine_timed_loop(&mut w, &access);
+        w.blank();
+        copy_timings_out(&mut w, "%r_steps", true);
+        w.ins("st.global.u32 [%rd_block_out+4], %r_j");
+    } else {
+        w.comment("Timed pass as a whole: one %clock64 interval over `steps` dependent loads.");
+        w.ins("mov.u32 %r_k, 0");
+        w.ins("mov.u64 %rd_c0, %clock64");
+        w.ins("setp.eq.u32 %p_loop, %r_steps, 0");
+        bra(&mut w, "@%p_loop ", "timed_done");
+        w.label("timed");
+        for instruction in access.address {
+            w.ins(instruction);
+        }
+        w.ins(access.load);
+        w.ins("add.u32 %r_k, %r_k, 1");
+        w.ins("setp.lt.u32 %p_loop, %r_k, %r_steps");
+        bra(&mut w, "@%p_loop ", "timed");
+        w.label("timed_done");
+        w.comment("Storing the final index needs the last load's result: the closing clock read");
+        w.comment("comes after it, so the last load is inside the interval.");
+        w.ins("st.global.u32 [%rd_block_out+4], %r_j");
+        w.ins("mov.u64 %rd_c1, %clock64");
+        w.ins("sub.u64 %rd_cycles, %rd_c1, %rd_c0");
+        w.load_param("%rd_out_cycles", "out_cycles", ParamType::U64);
+        w.ins("cvta.to.global.u64 %rd_out_cycles, %rd_out_cycles");
+        w.ins("add.s64 %rd_cycles_out, %rd_out_cycles, %rd_block_off");
+        w.ins("st.global.u64 [%rd_cycles_out], %rd_cycles");
+    }
+    w.ins("st.global.u32 [%rd_block_out], %r_smid");
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
+
+/// `chase_fine_dsmem`: block rank 1 of each two-block cluster fills its shared memory with
+/// the chain, block rank 0 chases it remotely through a `mapa` address.
+pub fn dsmem_entry(kernel: &'static Kernel) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    let dims = kernel.cluster_dims().ok_or_else(|| {
+        format!(
+            "kernel `{}` has no cluster shape in the catalogue",
+            kernel.entry()
+        )
+    })?;
+    if dims != [2, 1, 1] {
+        return Err(format!(
+            "kernel `{}`: the template is written for clusters of 2x1x1 blocks, the catalogue says {dims:?}",
+            kernel.entry()
+        ));
+    }
+    // Both directives, as nvcc writes them for __cluster_dims__: a plain cuLaunchKernel then
+    // launches clusters of two blocks.
+    w.directive(".explicitcluster");
+    w.directive(&format!(
+        ".reqnctapercluster {}, {}, {}",
+        dims[0], dims[1], dims[2]
+    ));
+
+    w.comment("Cluster c (blocks 2c and 2c+1) chases the chain at element c * block_stride.");
+    w.comment("Rank 1 copies it into its own shared memory; thread 0 of rank 0 chases it there.");
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("mov.u32 %r_rank, %cluster_ctarank");
+    w.ins("mov.u32 %r_row, %clusterid.x");
+    w.ins("mov.u32 %r_block, %ctaid.x");
+    w.load_param("%r_warmup", "warmup_steps", ParamType::U32);
+    w.load_param("%r_steps", "steps", ParamType::U32);
+    w.load_param("%r_shared_nodes", "shared_nodes_elems", ParamType::U32);
+    first_element(&mut w);
+    global_chain_base(&mut w);
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    w.comment(
+        "Layout as chase_fine_shared: [latency; steps][index; steps][chain; shared_nodes_elems].",
+    );
+    w.ins("shl.b32 %r_timing_bytes, %r_steps, 3");
+    w.ins("add.u32 %r_schain, %r_dyn, %r_timing_bytes");
+    w.ins("setp.ne.u32 %p_filler, %r_rank, 0");
+    w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
+    bra(&mut w, "@!%p_filler ", "filled");
+    copy_chain_to_shared(&mut w);
+    w.label("filled");
+    w.comment("Release the filled chain to the cluster; acquire it in rank 0.");
+    w.ins("barrier.cluster.arrive");
+    w.ins("barrier.cluster.wait");
+    bra(&mut w, "@%p_idle ", "release");
+    w.ins("mov.u32 %r_smid, %smid");
+    w.load_param("%rd_out_block", "out_block", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out_block, %rd_out_block");
+    w.ins("mul.wide.u32 %rd_block_off, %r_block, 8");
+    w.ins("add.s64 %rd_block_out, %rd_out_block, %rd_block_off");
+    w.ins("st.global.u32 [%rd_block_out], %r_smid");
+    bra(&mut w, "@!%p_filler ", "chase");
+    w.comment("Rank 1 does not chase: its index word is u32::MAX.");
+    w.ins("mov.u32 %r_no_index, 0xFFFFFFFF");
+    w.ins("st.global.u32 [%rd_block_out+4], %r_no_index");
+    bra(&mut w, "", "release");
+    w.label("chase");
+    w.comment("Generic address of the chain in the shared memory of rank 1.");
+    w.ins("cvt.u64.u32 %rd_schain, %r_schain");
+    w.ins("cvta.shared.u64 %rd_schain_generic, %rd_schain");
+    w.ins("mapa.u64 %rd_remote, %rd_schain_generic, 1");
+    w.ins("mov.u32 %r_j, 0");
+    w.blank();
+    warmup_loop(&mut w, &DSMEM_ACCESS);
+    w.blank();
+    timing_cursors(&mut w, "%r_steps");
+    fine_timed_loop(&mut w, &DSMEM_ACCESS);
+    w.blank();
+    copy_timings_out(&mut w, "%r_steps", true);
+    w.ins("st.global.u32 [%rd_block_out+4], %r_j");
+    w.label("release");
+    w.comment("Every thread of both blocks arrives again, so rank 1 (and its shared memory)");
+    w.comment("stays resident until rank 0 has finished reading it.");
+    w.ins("barrier.cluster.arrive");
+    w.ins("barrier.cluster.wait");
+    w.ins("ret");
+    w.finish()
+}
+
+/// `clock_overhead`: the fine loop without the load, storing the counter instead of an index.
+pub fn clock_overhead_entry(kernel: &'static Kernel) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    w.comment("Thread 0 of block 0 times `samples` clock / shared store / clock sequences, the");
+    w.comment("fine kernels' measurement without the load, to calibrate its overhead.");
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("mov.u32 %r_block, %ctaid.x");
+    w.ins("or.b32 %r_any, %r_tid, %r_block");
+    w.ins("setp.ne.u32 %p_idle, %r_any, 0");
+    bra(&mut w, "@%p_idle ", "exit");
+    w.load_param("%r_samples", "samples", ParamType::U32);
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    timing_cursors(&mut w, "%r_samples");
+    w.ins("mov.u32 %r_k, 0");
+    w.ins("setp.eq.u32 %p_loop, %r_samples, 0");
+    bra(&mut w, "@%p_loop ", "timed_done");
+    w.label("timed");
+    w.pragma("nounroll");
+    w.ins("mov.u32 %r_t0, %clock");
+    w.ins("st.shared.u32 [%r_sidx], %r_k");
+    w.ins("mov.u32 %r_t1, %clock");
+    w.ins("sub.u32 %r_lat, %r_t1, %r_t0");
+    w.ins("st.shared.u32 [%r_slat], %r_lat");
+    w.ins("add.u32 %r_sidx, %r_sidx, 4");
+    w.ins("add.u32 %r_slat, %r_slat, 4");
+    w.ins("add.u32 %r_k, %r_k, 1");
+    w.ins("setp.lt.u32 %p_loop, %r_k, %r_samples");
+    bra(&mut w, "@%p_loop ", "timed");
+    w.label("timed_done");
+    w.blank();
+    w.comment("Copy the samples out (out is u32[samples]).");
+    w.load_param("%rd_out", "out", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out, %rd_out");
+    w.ins("mov.u32 %r_slat, %r_dyn");
+    w.ins("mov.u32 %r_k, 0");
+    w.ins("setp.eq.u32 %p_loop, %r_samples, 0");
+    bra(&mut w, "@%p_loop ", "exit");
+    w.label("copy_out");
+    w.ins("ld.shared.u32 %r_value, [%r_slat]");
+    w.ins("st.global.u32 [%rd_out], %r_value");
+    w.ins("add.u32 %r_slat, %r_slat, 4");
+    w.ins("add.s64 %rd_out, %rd_out, 4");
+    w.ins("add.u32 %r_k, %r_k, 1");
+    w.ins("setp.lt.u32 %p_loop, %r_k, %r_samples");
+    bra(&mut w, "@%p_loop ", "copy_out");
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
+
+/// `sm_clock`: `%globaltimer` and `%clock64` at both ends of a `%clock64` spin.
+pub fn sm_clock_entry(kernel: &'static Kernel) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    w.comment("Thread 0 of block 0 reads the global nanosecond timer and the SM cycle counter,");
+    w.comment("spins `spin_cycles` cycles, and reads both again (in mirrored order).");
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("mov.u32 %r_block, %ctaid.x");
+    w.ins("or.b32 %r_any, %r_tid, %r_block");
+    w.ins("setp.ne.u32 %p_idle, %r_any, 0");
+    bra(&mut w, "@%p_idle ", "exit");
+    w.load_param("%rd_spin", "spin_cycles", ParamType::U64);
+    w.load_param("%rd_out", "out", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out, %rd_out");
+    w.ins("mov.u64 %rd_g0, %globaltimer");
+    w.ins("mov.u64 %rd_c0, %clock64");
+    w.label("spin");
+    w.ins("mov.u64 %rd_now, %clock64");
+    w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_c0");
+    w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_spin");
+    bra(&mut w, "@%p_loop ", "spin");
+    w.ins("mov.u64 %rd_c1, %clock64");
+    w.ins("mov.u64 %rd_g1, %globaltimer");
+    w.ins("st.global.u64 [%rd_out], %rd_g0");
+    w.ins("st.global.u64 [%rd_out+8], %rd_c0");
+    w.ins("st.global.u64 [%rd_out+16], %rd_g1");
+    w.ins("st.global.u64 [%rd_out+24], %rd_c1");
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
+
+/// `init_chain`: `chain[y * block_stride + k * stride] = ((k + 1) % nodes[y]) * stride`.
+pub fn init_chain_entry(kernel: &'static Kernel) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    w.comment("Array y = ctaid.y; node k runs over a grid-stride loop in x. Counters are 64-bit");
+    w.comment("so k + grid size cannot wrap around for arrays near 2^32 nodes.");
+    w.load_param("%rd_chain", "chain", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_chain, %rd_chain");
+    w.load_param("%rd_block_stride", "block_stride", ParamType::U64);
+    w.load_param("%rd_nodes_ptr", "nodes", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_nodes_ptr, %rd_nodes_ptr");
+    w.load_param("%r_stride", "stride", ParamType::U32);
+    w.ins("mov.u32 %r_y, %ctaid.y");
+    w.ins("mul.wide.u32 %rd_nodes_off, %r_y, 4");
+    w.ins("add.s64 %rd_nodes_addr, %rd_nodes_ptr, %rd_nodes_off");
+    w.ins("ld.global.u32 %r_nodes, [%rd_nodes_addr]");
+    w.ins("cvt.u64.u32 %rd_nodes, %r_nodes");
+    w.ins("cvt.u64.u32 %rd_y, %r_y");
+    w.ins("mul.lo.u64 %rd_first, %rd_y, %rd_block_stride");
+    w.ins("shl.b64 %rd_first_bytes, %rd_first, 2");
+    w.ins("add.s64 %rd_base, %rd_chain, %rd_first_bytes");
+    w.ins("cvt.u64.u32 %rd_stride, %r_stride");
+    w.ins("mov.u32 %r_ctaid, %ctaid.x");
+    w.ins("mov.u32 %r_ntid, %ntid.x");
+    w.ins("mov.u32 %r_nctaid, %nctaid.x");
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("mul.wide.u32 %rd_k, %r_ctaid, %r_ntid");
+    w.ins("cvt.u64.u32 %rd_tid, %r_tid");
+    w.ins("add.s64 %rd_k, %rd_k, %rd_tid");
+    w.ins("mul.wide.u32 %rd_grid_threads, %r_nctaid, %r_ntid");
+    w.ins("setp.ge.u64 %p_loop, %rd_k, %rd_nodes");
+    bra(&mut w, "@%p_loop ", "exit");
+    w.label("node");
+    w.ins("add.s64 %rd_next, %rd_k, 1");
+    w.ins("setp.eq.u64 %p_wrap, %rd_next, %rd_nodes");
+    w.ins("selp.b64 %rd_next, 0, %rd_next, %p_wrap");
+    w.ins("cvt.u32.u64 %r_next, %rd_next");
+    w.ins("mul.lo.u32 %r_value, %r_next, %r_stride");
+    w.ins("mul.lo.u64 %rd_elem, %rd_k, %rd_stride");
+    w.ins("shl.b64 %rd_elem_bytes, %rd_elem, 2");
+    w.ins("add.s64 %rd_addr, %rd_base, %rd_elem_bytes");
+    w.ins("st.global.u32 [%rd_addr], %r_value");
+    w.ins("add.s64 %rd_k, %rd_k, %rd_grid_threads");
+    w.ins("setp.lt.u64 %p_loop, %rd_k, %rd_nodes");
+    bra(&mut w, "@%p_loop ", "node");
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
