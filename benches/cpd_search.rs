@@ -2,7 +2,9 @@
 //! at n = 10⁶ (goal: under 10 ms), and PELT / dynamic programming with the L2
 //! and RBF costs on seeded piecewise-constant series.
 
-use cpd::{dynp, pelt, single_change_point, Gamma, L2Cost, RbfCost, SearchOptions};
+use cpd::{
+    dynp, pelt, single_change_point, single_change_point_l2, Gamma, L2Cost, RbfCost, SearchOptions,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -12,7 +14,13 @@ fn piecewise(n: usize, segments: usize, seed: u64) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..n)
         .map(|i| {
-            let level = (i * segments / n) as f64 * 3.0 * if (i * segments / n) % 2 == 0 { 1.0 } else { -1.0 };
+            let level = (i * segments / n) as f64
+                * 3.0
+                * if (i * segments / n) % 2 == 0 {
+                    1.0
+                } else {
+                    -1.0
+                };
             level + rng.random::<f64>() - 0.5
         })
         .collect()
@@ -21,6 +29,9 @@ fn piecewise(n: usize, segments: usize, seed: u64) -> Vec<f64> {
 fn single(c: &mut Criterion) {
     let series = piecewise(1_000_000, 2, 1);
     c.bench_function("single_l2_n1e6", |b| {
+        b.iter(|| single_change_point_l2(&series, SearchOptions::default()).unwrap())
+    });
+    c.bench_function("single_l2_generic_cost_n1e6", |b| {
         b.iter(|| {
             let cost = L2Cost::from_series(&series).unwrap();
             single_change_point(&cost, SearchOptions::default()).unwrap()

@@ -50,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Every level: PELT with a BIC penalty scaled by the noise variance.
     let noise = cpd::estimate_noise_variance(&latencies)?.max(1e-6);
     let penalty = Penalty::Bic.per_change_point(latencies.len(), 1, noise)?;
-    let levels = pelt(&cost, penalty, SearchOptions::new(1, 1))?;
+    let levels = pelt(&cost, penalty, SearchOptions::new(2, 1))?;
     let boundaries: Vec<f64> = levels.change_points().iter().map(|&t| sizes[t]).collect();
     println!("all level changes start at sizes (KiB): {boundaries:?}");
     Ok(())

@@ -60,7 +60,10 @@ fn main() {
         }
         "eval" => {
             let cost = fit(&signal, &args[4], &args[5]);
-            let ends: Vec<usize> = args[6].split(',').map(|e| e.parse().expect("end")).collect();
+            let ends: Vec<usize> = args[6]
+                .split(',')
+                .map(|e| e.parse().expect("end"))
+                .collect();
             println!("{{\"cost\": {}}}", cpd::sum_of_costs(cost.as_ref(), &ends));
         }
         other => panic!("unknown mode {other}"),

@@ -44,6 +44,7 @@ fn run() -> Result<(), RunnerError> {
             warmup_steps: 128,
             steps: 512,
             carveout: Carveout::DriverDefault,
+            flush_l2: false,
         };
         let run = gpu.chase(&request)?;
         let block = &run.blocks[0];

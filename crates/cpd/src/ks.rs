@@ -186,17 +186,17 @@ pub fn ks_exact_p_value(
 fn check_sizes(n: usize, m: usize) -> Result<()> {
     if n == 0 || m == 0 {
         return Err(CpdError::Empty {
-            what: if n == 0 { "left sample" } else { "right sample" },
+            what: if n == 0 {
+                "left sample"
+            } else {
+                "right sample"
+            },
         });
     }
     Ok(())
 }
 
-fn exact_p_value_lattice(
-    n: usize,
-    m: usize,
-    h: u64,
-) -> std::result::Result<f64, ExactInfeasible> {
+fn exact_p_value_lattice(n: usize, m: usize, h: u64) -> std::result::Result<f64, ExactInfeasible> {
     if n.max(m) > EXACT_MAX_SAMPLE_SIZE {
         return Err(ExactInfeasible::SampleTooLarge);
     }

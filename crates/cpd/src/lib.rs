@@ -46,16 +46,19 @@
 //! ```
 //! use cpd::{dynp, pelt, L2Cost, Penalty, SearchOptions};
 //!
+//! // A pseudo-random noise in (−1, 1).
+//! let noise = |i: usize| ((i as f64 * 12.9898).sin() * 43758.5453).fract();
 //! let latency: Vec<f64> = (0..60)
-//!     .map(|i| match i { 0..=19 => 30.0, 20..=39 => 90.0, _ => 400.0 } + (i % 3) as f64)
+//!     .map(|i| match i { 0..=19 => 30.0, 20..=39 => 90.0, _ => 400.0 } + noise(i))
 //!     .collect();
 //! let cost = L2Cost::from_series(&latency)?;
 //! let two = dynp(&cost, 2, SearchOptions::default())?;
 //! assert_eq!(two.change_points(), &[20, 40]);
 //!
-//! let noise = cpd::estimate_noise_variance(&latency)?;
-//! let penalty = Penalty::Bic.per_change_point(latency.len(), 1, noise)?;
-//! let free = pelt(&cost, penalty, SearchOptions::default())?;
+//! // The noise is uniform on (−1, 1), of variance 1/3; with measured data,
+//! // `cpd::estimate_noise_variance` estimates it.
+//! let penalty = Penalty::Mbic.per_change_point(latency.len(), 1, 1.0 / 3.0)?;
+//! let free = pelt(&cost, penalty, SearchOptions::new(5, 1))?;
 //! assert_eq!(free.change_points(), &[20, 40]);
 //! # Ok::<(), cpd::CpdError>(())
 //! ```
@@ -76,15 +79,15 @@ pub use cost::{
 pub use error::{CpdError, Result};
 pub use ks::{
     ks_2samp, ks_asymptotic_p_value, ks_critical_value, ks_exact_p_value,
-    ks_max_split_permutation_test, ExactInfeasible, KsTest, MaxSplitKsTest, PValueMethod,
+    ks_max_split_permutation_test, ks_statistic, ExactInfeasible, KsTest, MaxSplitKsTest,
+    PValueMethod,
 };
 pub use penalty::{estimate_noise_variance, Penalty};
 pub use reduce::{
-    mean_reduction, GeometricMapping, GeometricSegmentation, GeometricSeries,
-    GeometricSingleChange,
+    mean_reduction, GeometricMapping, GeometricSegmentation, GeometricSeries, GeometricSingleChange,
 };
 pub use search::{
-    binseg, dynp, pelt, single_change_point, BinsegStop, SearchOptions, Segmentation,
-    SingleChangePoint,
+    binseg, dynp, pelt, single_change_point, single_change_point_l2, BinsegStop, SearchOptions,
+    Segmentation, SingleChangePoint,
 };
 pub use signal::series_to_signal;

@@ -6,7 +6,7 @@ use ndarray::ArrayView2;
 
 use crate::cost::L2Cost;
 use crate::error::{CpdError, Result};
-use crate::search::{pelt, single_change_point, SearchOptions, Segmentation, SingleChangePoint};
+use crate::search::{pelt, single_change_point_l2, SearchOptions, Segmentation, SingleChangePoint};
 use crate::signal::validate_signal;
 
 /// The geometric mapping of Grundy, Killick and Mihaylov (2020, "High-dimensional
@@ -165,8 +165,8 @@ impl GeometricMapping {
     ) -> Result<GeometricSingleChange> {
         let mapped = self.map(samples)?;
         Ok(GeometricSingleChange {
-            distance: single_change_point(&L2Cost::from_series(&mapped.distance)?, options)?,
-            angle: single_change_point(&L2Cost::from_series(&mapped.angle)?, options)?,
+            distance: single_change_point_l2(&mapped.distance, options)?,
+            angle: single_change_point_l2(&mapped.angle, options)?,
         })
     }
 
@@ -180,11 +180,18 @@ impl GeometricMapping {
         options: SearchOptions,
     ) -> Result<GeometricSegmentation> {
         let mapped = self.map(samples)?;
-        let distance = pelt(&L2Cost::from_series(&mapped.distance)?, distance_penalty, options)?;
+        let distance = pelt(
+            &L2Cost::from_series(&mapped.distance)?,
+            distance_penalty,
+            options,
+        )?;
         let angle = pelt(&L2Cost::from_series(&mapped.angle)?, angle_penalty, options)?;
         let mut combined: Vec<usize> = distance.change_points().to_vec();
         for &t in angle.change_points() {
-            if combined.iter().all(|&c| c.abs_diff(t) >= options.min_size.max(1)) {
+            if combined
+                .iter()
+                .all(|&c| c.abs_diff(t) >= options.min_size.max(1))
+            {
                 combined.push(t);
             }
         }
@@ -221,8 +228,6 @@ pub(crate) fn median_absolute_deviation(values: &[f64]) -> f64 {
     }
     let mut scratch = values.to_vec();
     let median = crate::cost::median_in_place(&mut scratch);
-    scratch
-        .iter_mut()
-        .for_each(|v| *v = (*v - median).abs());
+    scratch.iter_mut().for_each(|v| *v = (*v - median).abs());
     crate::cost::median_in_place(&mut scratch)
 }

@@ -11,22 +11,21 @@ fn summary(curve: &RawCurve) -> Vec<(u64, f64, f64)> {
         .points
         .iter()
         .map(|p| {
-            let mut sorted = p.latencies.clone();
-            sorted.sort_unstable();
-            let mean =
-                sorted.iter().map(|&v| f64::from(v)).sum::<f64>() / sorted.len().max(1) as f64;
-            let median = sorted.get(sorted.len() / 2).map_or(0.0, |&v| f64::from(v));
+            let mut sorted = p.values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let mean = sorted.iter().sum::<f64>() / sorted.len().max(1) as f64;
+            let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
             (p.bytes, mean, median)
         })
         .collect()
 }
 
-/// One CSV row per size and sample.
+/// One CSV row per size and replica.
 fn csv(curve: &RawCurve) -> String {
-    let mut out = String::from("bytes,sample,latency_cycles,smid\n");
+    let mut out = String::from("bytes,replica,smid,mean_cycles_per_load\n");
     for p in &curve.points {
-        for (i, l) in p.latencies.iter().enumerate() {
-            let _ = writeln!(out, "{},{i},{l},{}", p.bytes, p.smid);
+        for (i, (v, smid)) in p.values.iter().zip(&p.smids).enumerate() {
+            let _ = writeln!(out, "{},{i},{smid},{v:.4}", p.bytes);
         }
     }
     out

@@ -93,6 +93,9 @@ pub struct ChaseRequest {
     pub steps: u32,
     /// The shared-memory carveout to set for the launch.
     pub carveout: Carveout,
+    /// Evict the chains from the L2 before the chase (by writing a buffer twice the L2's
+    /// size), so that loads without a warm-up go to device memory.
+    pub flush_l2: bool,
 }
 
 impl ChaseRequest {
@@ -105,6 +108,7 @@ impl ChaseRequest {
             warmup_steps: u32::try_from(chain.nodes()).unwrap_or(u32::MAX),
             steps,
             carveout: Carveout::DriverDefault,
+            flush_l2: false,
         }
     }
 }

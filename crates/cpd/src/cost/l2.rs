@@ -36,9 +36,7 @@ impl L2Cost {
     pub fn new(signal: ArrayView2<'_, f64>) -> Result<Self> {
         validate_signal(signal)?;
         let (n, d) = signal.dim();
-        let means: Vec<f64> = (0..d)
-            .map(|j| signal.column(j).sum() / n as f64)
-            .collect();
+        let means: Vec<f64> = (0..d).map(|j| signal.column(j).sum() / n as f64).collect();
         let mut prefix_sum = vec![0.0; (n + 1) * d];
         let mut prefix_sq = vec![0.0; n + 1];
         for (t, row) in signal.rows().into_iter().enumerate() {

@@ -15,12 +15,12 @@ mod normal;
 mod rank;
 mod rbf;
 
+pub(crate) use l1::median_in_place;
 pub use l1::L1Cost;
 pub use l2::L2Cost;
 pub use normal::NormalCost;
 pub use rank::RankCost;
 pub use rbf::{Gamma, RbfCost};
-pub(crate) use l1::median_in_place;
 
 /// A cost of contiguous segments of one fitted signal.
 ///

@@ -65,9 +65,7 @@ impl NormalCost {
             });
         }
         let (n, d) = signal.dim();
-        let means: Vec<f64> = (0..d)
-            .map(|j| signal.column(j).sum() / n as f64)
-            .collect();
+        let means: Vec<f64> = (0..d).map(|j| signal.column(j).sum() / n as f64).collect();
         let mut prefix_sum = vec![0.0; (n + 1) * d];
         let mut prefix_outer = vec![0.0; (n + 1) * d * d];
         let mut centred = vec![0.0; d];
@@ -107,8 +105,9 @@ impl SegmentCost for NormalCost {
         let d = self.n_dims;
         let len = (end - start) as f64;
         let mean = |j: usize| (self.prefix_sum[end * d + j] - self.prefix_sum[start * d + j]) / len;
-        let second =
-            |k: usize| (self.prefix_outer[end * d * d + k] - self.prefix_outer[start * d * d + k]) / len;
+        let second = |k: usize| {
+            (self.prefix_outer[end * d * d + k] - self.prefix_outer[start * d * d + k]) / len
+        };
         if d == 1 {
             let m = mean(0);
             // Rounding may make a constant segment's variance slightly negative.

@@ -46,7 +46,10 @@ impl RankCost {
         }
         // Centred ranks have mean exactly zero, so the covariance is E[r rᵀ].
         let cov = DMatrix::from_fn(d, d, |i, j| {
-            (0..n).map(|t| ranks[t * d + i] * ranks[t * d + j]).sum::<f64>() / n as f64
+            (0..n)
+                .map(|t| ranks[t * d + i] * ranks[t * d + j])
+                .sum::<f64>()
+                / n as f64
         });
         let inverse = pseudo_inverse_symmetric(cov);
         let mut prefix_rank = vec![0.0; (n + 1) * d];
@@ -123,7 +126,10 @@ pub(crate) fn average_ranks(values: &[f64]) -> Vec<f64> {
 fn pseudo_inverse_symmetric(matrix: DMatrix<f64>) -> DMatrix<f64> {
     let d = matrix.nrows();
     let eigen = SymmetricEigen::new(matrix);
-    let largest = eigen.eigenvalues.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    let largest = eigen
+        .eigenvalues
+        .iter()
+        .fold(0.0_f64, |m, v| m.max(v.abs()));
     let cutoff = 1e-15 * largest;
     let mut inverse = DMatrix::zeros(d, d);
     for (k, &value) in eigen.eigenvalues.iter().enumerate() {

@@ -108,7 +108,10 @@ impl RbfCost {
     #[inline]
     fn kernel(&self, i: usize, j: usize) -> f64 {
         let d = self.n_dims;
-        let (a, b) = (&self.values[i * d..i * d + d], &self.values[j * d..j * d + d]);
+        let (a, b) = (
+            &self.values[i * d..i * d + d],
+            &self.values[j * d..j * d + d],
+        );
         let sq: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
         (-self.gamma * sq).exp()
     }

@@ -14,6 +14,9 @@ pub enum BinsegStop {
     Penalty(f64),
 }
 
+/// A segment's best change point and the cost it removes.
+type BestSplit = (usize, f64);
+
 /// Binary segmentation: repeatedly applies the best single split to whichever
 /// current segment gains most from it. Fast (O(n · depth) cost evaluations for
 /// L2) but greedy, so not always optimal; use [`crate::dynp`] or
@@ -52,7 +55,7 @@ pub fn binseg<C: SegmentCost + ?Sized>(
         }
     };
     // Each segment with its best split (change point and gain), if it has one.
-    let best_split = |start: usize, end: usize| -> Option<(usize, f64)> {
+    let best_split = |start: usize, end: usize| -> Option<BestSplit> {
         let splits = admissible_splits(start, end, min_size, options.jump);
         if splits.is_empty() {
             return None;
@@ -70,7 +73,7 @@ pub fn binseg<C: SegmentCost + ?Sized>(
         }
         best
     };
-    let mut segments: Vec<(usize, usize, Option<(usize, f64)>)> = vec![(0, n, best_split(0, n))];
+    let mut segments: Vec<(usize, usize, Option<BestSplit>)> = vec![(0, n, best_split(0, n))];
     loop {
         let n_changes = segments.len() - 1;
         if let BinsegStop::ChangePoints(k) = stop {

@@ -72,7 +72,11 @@ fn segment_neighbourhood<C: SegmentCost + ?Sized>(
     let prune = cost.is_split_superadditive();
     // Positions are multiples of `jump`; a position's slot is `pos / jump`, and
     // an end n off the grid gets the slot after the last grid position.
-    let final_slot = if n % jump == 0 { n / jump } else { n / jump + 1 };
+    let final_slot = if n % jump == 0 {
+        n / jump
+    } else {
+        n / jump + 1
+    };
     let slots = final_slot + 1;
     // best[k][slot]: least cost of cutting 0..pos into k + 1 segments.
     let mut best = vec![vec![f64::INFINITY; slots]; layers];
@@ -144,7 +148,11 @@ fn segment_neighbourhood<C: SegmentCost + ?Sized>(
             let mut value = f64::INFINITY;
             let mut arg = usize::MAX;
             for c in &candidates[k] {
-                let prev = if k == 0 { 0.0 } else { best[k - 1][c.start / jump] };
+                let prev = if k == 0 {
+                    0.0
+                } else {
+                    best[k - 1][c.start / jump]
+                };
                 let v = prev + cost_at[c.start / jump];
                 if v < value {
                     value = v;

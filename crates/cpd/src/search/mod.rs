@@ -19,7 +19,7 @@ mod single;
 pub use binseg::{binseg, BinsegStop};
 pub use dynp::dynp;
 pub use pelt::pelt;
-pub use single::{single_change_point, SingleChangePoint};
+pub use single::{single_change_point, single_change_point_l2, SingleChangePoint};
 
 use crate::cost::SegmentCost;
 use crate::error::{CpdError, Result};
@@ -104,7 +104,11 @@ pub struct Segmentation {
 
 impl Segmentation {
     /// Builds a segmentation from its ends, evaluating the cost of each segment.
-    pub fn from_ends<C: SegmentCost + ?Sized>(cost: &C, segment_ends: Vec<usize>, penalty: f64) -> Self {
+    pub fn from_ends<C: SegmentCost + ?Sized>(
+        cost: &C,
+        segment_ends: Vec<usize>,
+        penalty: f64,
+    ) -> Self {
         let segment_costs = crate::cost::segment_costs(cost, &segment_ends);
         let n_changes = segment_ends.len().saturating_sub(1);
         let objective = segment_costs.iter().sum::<f64>() + penalty * n_changes as f64;
@@ -157,7 +161,12 @@ pub(crate) fn check_length(n: usize, min_size: usize) -> Result<()> {
 
 /// Admissible change points inside `start..end`: multiples of `jump` leaving at
 /// least `min_size` samples on each side.
-pub(crate) fn admissible_splits(start: usize, end: usize, min_size: usize, jump: usize) -> Vec<usize> {
+pub(crate) fn admissible_splits(
+    start: usize,
+    end: usize,
+    min_size: usize,
+    jump: usize,
+) -> Vec<usize> {
     let first = (start + min_size).div_ceil(jump) * jump;
     if end < min_size {
         return Vec::new();

@@ -38,7 +38,11 @@ pub fn pelt<C: SegmentCost + ?Sized>(
     check_length(n, min_size)?;
     let jump = options.jump;
     let prune = cost.is_split_superadditive();
-    let final_slot = if n % jump == 0 { n / jump } else { n / jump + 1 };
+    let final_slot = if n % jump == 0 {
+        n / jump
+    } else {
+        n / jump + 1
+    };
     let mut best = vec![f64::INFINITY; final_slot + 1];
     let mut back = vec![usize::MAX; final_slot + 1];
     best[0] = -penalty;

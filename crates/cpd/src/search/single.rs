@@ -87,3 +87,80 @@ pub fn single_change_point<C: SegmentCost + ?Sized>(
         n_samples: n,
     })
 }
+
+/// The exact best single change point of a series under the L2 cost, in two
+/// streaming passes and O(1) extra memory — the fast path of
+/// [`single_change_point`] with [`crate::L2Cost`] (same result, ties to the
+/// smallest split), for long series.
+///
+/// Minimising `c(0, t) + c(t, n)` is maximising `S_t²/t + (S_n − S_t)²/(n − t)`
+/// with `S_t` the running sum of the series centred on its mean.
+///
+/// ```
+/// use cpd::{single_change_point_l2, SearchOptions};
+/// let split = single_change_point_l2(&[1.0, 1.2, 0.8, 5.0, 5.1], SearchOptions::default())?;
+/// assert_eq!(split.change_point, 3);
+/// # Ok::<(), cpd::CpdError>(())
+/// ```
+pub fn single_change_point_l2(series: &[f64], options: SearchOptions) -> Result<SingleChangePoint> {
+    crate::signal::validate_series(series, "series")?;
+    let cost = LengthOnly(series.len());
+    let min_size = options.effective_min_size(&cost)?;
+    let n = series.len();
+    check_length(n, min_size)?;
+    let jump = options.jump;
+    let first = min_size.div_ceil(jump) * jump;
+    if first + min_size > n {
+        return Err(crate::error::CpdError::TooManyChangePoints {
+            requested: 1,
+            max: 0,
+        });
+    }
+    let mean = series.iter().sum::<f64>() / n as f64;
+    let (mut total, mut total_sq) = (0.0, 0.0);
+    for &x in series {
+        total += x - mean;
+        total_sq += (x - mean) * (x - mean);
+    }
+    let mut running = 0.0;
+    let (mut best_t, mut best_explained, mut best_left) = (first, f64::NEG_INFINITY, 0.0);
+    for (i, &x) in series[..n - min_size].iter().enumerate() {
+        running += x - mean;
+        let t = i + 1;
+        if t >= first && t % jump == 0 {
+            let right = total - running;
+            let explained = running * running / t as f64 + right * right / (n - t) as f64;
+            if explained > best_explained {
+                (best_t, best_explained, best_left) = (t, explained, running);
+            }
+        }
+    }
+    let left_sq: f64 = series[..best_t]
+        .iter()
+        .map(|x| (x - mean) * (x - mean))
+        .sum();
+    let (lt, rt) = (best_t as f64, (n - best_t) as f64);
+    let left_cost = (left_sq - best_left * best_left / lt).max(0.0);
+    let right_sum = total - best_left;
+    let right_cost = (total_sq - left_sq - right_sum * right_sum / rt).max(0.0);
+    Ok(SingleChangePoint {
+        change_point: best_t,
+        left_cost,
+        right_cost,
+        objective: left_cost + right_cost,
+        unsplit_cost: (total_sq - total * total / n as f64).max(0.0),
+        n_samples: n,
+    })
+}
+
+/// A stand-in cost that only knows the length, for option validation.
+struct LengthOnly(usize);
+
+impl SegmentCost for LengthOnly {
+    fn n_samples(&self) -> usize {
+        self.0
+    }
+    fn segment_cost(&self, _start: usize, _end: usize) -> f64 {
+        0.0
+    }
+}

@@ -9,10 +9,16 @@ use proptest::prelude::*;
 
 #[test]
 fn empty_series_is_rejected() {
-    assert!(matches!(L2Cost::from_series(&[]), Err(CpdError::Empty { .. })));
+    assert!(matches!(
+        L2Cost::from_series(&[]),
+        Err(CpdError::Empty { .. })
+    ));
     assert!(matches!(ks_2samp(&[], &[1.0]), Err(CpdError::Empty { .. })));
     let empty = Array2::<f64>::zeros((0, 3));
-    assert!(matches!(GeometricMapping::default().map(empty.view()), Err(CpdError::Empty { .. })));
+    assert!(matches!(
+        GeometricMapping::default().map(empty.view()),
+        Err(CpdError::Empty { .. })
+    ));
 }
 
 #[test]
@@ -22,7 +28,14 @@ fn non_finite_values_are_located() {
         CpdError::NonFinite { row: 1, column: 0, value } if value.is_nan()
     ));
     let err = L2Cost::new(array![[1.0, 2.0], [3.0, f64::INFINITY]].view()).unwrap_err();
-    assert!(matches!(err, CpdError::NonFinite { row: 1, column: 1, .. }));
+    assert!(matches!(
+        err,
+        CpdError::NonFinite {
+            row: 1,
+            column: 1,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -35,7 +48,10 @@ fn short_series_and_too_many_change_points() {
     let cost = L2Cost::from_series(&[0.0; 10]).unwrap();
     assert_eq!(
         dynp(&cost, 5, SearchOptions::new(2, 1)).unwrap_err(),
-        CpdError::TooManyChangePoints { requested: 5, max: 4 }
+        CpdError::TooManyChangePoints {
+            requested: 5,
+            max: 4
+        }
     );
     assert!(matches!(
         binseg(&cost, BinsegStop::ChangePoints(9), SearchOptions::default()),
@@ -57,7 +73,10 @@ fn pelt_penalty_must_be_positive() {
 #[test]
 fn mismatched_dimensions_and_bad_parameters() {
     let samples = array![[1.0, 2.0], [3.0, 4.0]];
-    let mapping = GeometricMapping { reference: Some(vec![1.0, 1.0, 1.0]), mad_scaling: false };
+    let mapping = GeometricMapping {
+        reference: Some(vec![1.0, 1.0, 1.0]),
+        mad_scaling: false,
+    };
     assert_eq!(
         mapping.map(samples.view()).unwrap_err(),
         CpdError::DimensionMismatch {
@@ -72,12 +91,18 @@ fn mismatched_dimensions_and_bad_parameters() {
     ));
     assert!(matches!(
         NormalCost::with_variance_floor(samples.view(), 0.0),
-        Err(CpdError::InvalidParameter { name: "variance_floor", .. })
+        Err(CpdError::InvalidParameter {
+            name: "variance_floor",
+            ..
+        })
     ));
     let cost = L2Cost::from_series(&[0.0; 8]).unwrap();
     assert!(matches!(
         single_change_point(&cost, SearchOptions::new(0, 1)),
-        Err(CpdError::InvalidParameter { name: "min_size", .. })
+        Err(CpdError::InvalidParameter {
+            name: "min_size",
+            ..
+        })
     ));
     assert!(matches!(
         dynp(&cost, 1, SearchOptions::new(1, 0)),

@@ -49,11 +49,17 @@ fn searches_match_ruptures_objectives_and_change_points() {
         let cost = make_cost(&case.cost, &signal, case.gamma);
         let options = SearchOptions::new(case.min_size, case.jump);
         let seg = match case.algo.as_str() {
-            "single" => single_change_point(cost.as_ref(), options).unwrap().segmentation(),
+            "single" => single_change_point(cost.as_ref(), options)
+                .unwrap()
+                .segmentation(),
             "dynp" => dynp(cost.as_ref(), case.n_bkps.unwrap(), options).unwrap(),
             "pelt" => pelt(cost.as_ref(), case.pen.unwrap(), options).unwrap(),
-            "binseg" => binseg(cost.as_ref(), BinsegStop::ChangePoints(case.n_bkps.unwrap()), options)
-                .unwrap(),
+            "binseg" => binseg(
+                cost.as_ref(),
+                BinsegStop::ChangePoints(case.n_bkps.unwrap()),
+                options,
+            )
+            .unwrap(),
             other => panic!("unknown algorithm {other}"),
         };
         assert_close(seg.objective, case.expected_objective, 1e-9, &case.name);
@@ -62,7 +68,11 @@ fn searches_match_ruptures_objectives_and_change_points() {
         }
         if let Some(ruptures) = case.ruptures_objective {
             // ruptures' PELT may miss the optimum, never beat it.
-            assert!(seg.objective <= ruptures + 1e-9 * ruptures.abs().max(1.0), "{}", case.name);
+            assert!(
+                seg.objective <= ruptures + 1e-9 * ruptures.abs().max(1.0),
+                "{}",
+                case.name
+            );
         }
     }
 }
@@ -70,7 +80,10 @@ fn searches_match_ruptures_objectives_and_change_points() {
 #[test]
 fn pelt_returns_the_optimum_where_ruptures_does_not() {
     let cases: Vec<SearchCase> = load("search.json");
-    let case = cases.iter().find(|c| c.name == "pelt_ruptures_bug").unwrap();
+    let case = cases
+        .iter()
+        .find(|c| c.name == "pelt_ruptures_bug")
+        .unwrap();
     let seg = pelt(
         make_cost("l2", &to_array(&case.signal), None).as_ref(),
         0.1,

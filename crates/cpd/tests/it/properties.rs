@@ -64,6 +64,7 @@ proptest! {
             let cost = make_cost(name, &signal, None);
             let plain = Unpruned(cost.as_ref());
             let options = SearchOptions::new(3, 1);
+            let k = k.min(options.max_change_points(cost.n_samples(), 3)).max(1);
             let pruned = pelt(cost.as_ref(), penalty, options).unwrap();
             let full = pelt(&plain, penalty, options).unwrap();
             assert_close(pruned.objective, full.objective, 1e-9, name);
@@ -100,5 +101,21 @@ proptest! {
         // With at most 8 change points searched, PELT can only be better when
         // the optimum has more; the clear signals here have at most 3.
         assert_close(seg.objective, best, 1e-9, "pelt vs dynp");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn streaming_l2_single_split_equals_the_generic_one(
+        (series, _ends) in piecewise(), min_size in 1usize..=4, jump in 1usize..=3,
+    ) {
+        let options = SearchOptions::new(min_size, jump);
+        let fast = cpd::single_change_point_l2(&series, options).unwrap();
+        let generic = single_change_point(&cpd::L2Cost::from_series(&series).unwrap(), options).unwrap();
+        prop_assert_eq!(fast.change_point, generic.change_point);
+        assert_close(fast.objective, generic.objective, 1e-9, "objective");
+        assert_close(fast.unsplit_cost, generic.unsplit_cost, 1e-9, "unsplit");
     }
 }

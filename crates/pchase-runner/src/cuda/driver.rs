@@ -267,10 +267,10 @@ impl LinearTexture {
     /// Creates the texture object over `bytes` at `ptr`, read as raw `u32` elements.
     pub fn new(ptr: DevicePtr, bytes: usize) -> Result<LinearTexture, RunnerError> {
         let resource = ffi::ResourceDescLinear {
-            res_type: 1,
+            res_type: ffi::RESOURCE_TYPE_LINEAR,
             _pad0: 0,
             dev_ptr: ptr,
-            format: 0x03,
+            format: ffi::AD_FORMAT_UNSIGNED_INT32,
             num_channels: 1,
             size_in_bytes: bytes,
             _reserved: [0; 104],
@@ -315,6 +315,23 @@ pub fn copy_device_to_device(dst: DevicePtr, src: DevicePtr, bytes: usize) -> Re
 #[cfg(test)]
 mod tests {
     use super::ffi::{ResourceDescLinear, TextureDesc};
+
+    #[test]
+    fn enum_values_match_the_bindings() {
+        use cust::sys::{CUarray_format, CUresourcetype};
+        assert_eq!(
+            super::ffi::RESOURCE_TYPE_LINEAR,
+            CUresourcetype::CU_RESOURCE_TYPE_LINEAR as i32
+        );
+        assert_eq!(
+            super::ffi::AD_FORMAT_UNSIGNED_INT32,
+            CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32 as i32
+        );
+        assert_eq!(
+            super::ffi::TRSF_READ_AS_INTEGER,
+            cust::sys::CU_TRSF_READ_AS_INTEGER
+        );
+    }
 
     #[test]
     fn descriptors_have_the_driver_layout() {

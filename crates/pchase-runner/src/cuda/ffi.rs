@@ -66,13 +66,13 @@ pub mod attr {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct ResourceDescLinear {
-    /// `CU_RESOURCE_TYPE_LINEAR` = 1.
+    /// [`RESOURCE_TYPE_LINEAR`].
     pub res_type: c_int,
     /// Padding to the union's 8-byte alignment.
     pub _pad0: c_int,
     /// Device pointer.
     pub dev_ptr: DevicePtr,
-    /// `CUarray_format`: `CU_AD_FORMAT_UNSIGNED_INT32` = 0x03.
+    /// `CUarray_format`: [`AD_FORMAT_UNSIGNED_INT32`].
     pub format: c_int,
     /// Channels.
     pub num_channels: c_uint,
@@ -111,6 +111,11 @@ pub struct TextureDesc {
     /// Reserved.
     pub reserved: [c_int; 12],
 }
+
+/// `CU_RESOURCE_TYPE_LINEAR`.
+pub const RESOURCE_TYPE_LINEAR: c_int = 0x02;
+/// `CU_AD_FORMAT_UNSIGNED_INT32`.
+pub const AD_FORMAT_UNSIGNED_INT32: c_int = 0x03;
 
 /// `CU_TRSF_READ_AS_INTEGER`: return the raw integer, not a normalised float.
 pub const TRSF_READ_AS_INTEGER: c_uint = 0x01;

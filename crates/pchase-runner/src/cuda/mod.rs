@@ -56,6 +56,7 @@ fn init_driver() -> Result<(), RunnerError> {
 #[derive(Debug)]
 pub struct CudaBackend {
     chain_buffer: Option<DeviceBuffer<u32>>,
+    flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
     stream: Stream,
     info: DeviceInfo,
@@ -112,6 +113,7 @@ impl CudaBackend {
         }
         Ok(CudaBackend {
             chain_buffer: None,
+            flush_buffer: None,
             modules,
             stream,
             info,
@@ -219,6 +221,44 @@ impl CudaBackend {
             }
         };
         function.set_attribute(ffi::FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout)
+    }
+
+    /// Evicts everything from the L2 by writing one word into every 128-byte line of a
+    /// buffer twice the L2's size, with the parallel init kernel.
+    fn flush_l2(&mut self) -> Result<(), RunnerError> {
+        let elements = 2 * self.info.l2_bytes.max(1 << 20) / 4;
+        if self.flush_buffer.as_ref().is_none_or(|b| (b.len() as u64) < elements) {
+            self.flush_buffer = None;
+            // SAFETY: only written (by init_chain), never read.
+            let buffer = unsafe { DeviceBuffer::<u32>::uninitialized(elements as usize) }
+                .map_err(cuda_error("cuMemAlloc"))?;
+            self.flush_buffer = Some(buffer);
+        }
+        let ptr = self
+            .flush_buffer
+            .as_ref()
+            .map(|b| b.as_device_ptr().as_raw())
+            .expect("allocated above");
+        let line_elems = 32u32;
+        let nodes = u32::try_from(elements / u64::from(line_elems))
+            .map_err(|_| RunnerError::InvalidRequest("L2 too large to flush".into()))?;
+        let counts = DeviceBuffer::from_slice(&[nodes]).map_err(cuda_error("cuMemcpyHtoD"))?;
+        let init = self.function(catalogue::init_chain())?;
+        self.timed_launch(
+            &init,
+            LaunchShape {
+                grid: (nodes.div_ceil(256).clamp(1, 4096), 1),
+                threads: 256,
+                shared_bytes: 0,
+            },
+            &[
+                ("chain", Arg::U64(ptr)),
+                ("block_stride", Arg::U64(0)),
+                ("nodes", Arg::U64(counts.as_device_ptr().as_raw())),
+                ("stride", Arg::U32(line_elems)),
+            ],
+        )?;
+        Ok(())
     }
 
     /// Writes the chains of `plan` into device memory with the parallel init kernel.
@@ -403,6 +443,9 @@ impl Backend for CudaBackend {
             }
         };
 
+        if request.flush_l2 {
+            self.flush_l2()?;
+        }
         let function = self.function(kernel)?;
         let dynamic = kernel
             .dynamic_shared_bytes(steps, plan.shared_elems)
@@ -621,6 +664,7 @@ mod tests {
             warmup_steps: 10,
             steps: 100,
             carveout: Carveout::DriverDefault,
+            flush_l2: false,
         }
     }
 

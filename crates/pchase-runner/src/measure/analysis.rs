@@ -27,13 +27,13 @@ fn cpd_error(e: cpd::CpdError) -> RunnerError {
     RunnerError::WrongResult(format!("change-point detection: {e}"))
 }
 
-/// The sweep as a matrix: one row per size, the row's latencies sorted ascending.
+/// The sweep as a matrix: one row per size, the row's replica means sorted ascending.
 ///
-/// Sorting turns each row into its empirical quantile function, so that rows of
-/// different sizes are compared quantile by quantile rather than load by load (the
-/// position of a miss in the chain differs between sizes).
+/// Sorting turns each row into its empirical quantile function, so that rows are
+/// compared quantile by quantile rather than SM by SM (which SMs ran a size differs
+/// between launches).
 pub fn sweep_matrix(points: &[SizeSamples]) -> Result<Array2<f64>, RunnerError> {
-    let columns = points.iter().map(|p| p.latencies.len()).min().unwrap_or(0);
+    let columns = points.iter().map(|p| p.values.len()).min().unwrap_or(0);
     if points.len() < 4 || columns == 0 {
         return Err(RunnerError::WrongResult(format!(
             "a sweep of {} sizes with {columns} samples each is too short to analyse",
@@ -42,10 +42,10 @@ pub fn sweep_matrix(points: &[SizeSamples]) -> Result<Array2<f64>, RunnerError> 
     }
     let mut matrix = Array2::zeros((points.len(), columns));
     for (mut row, point) in matrix.rows_mut().into_iter().zip(points) {
-        let mut sorted: Vec<u32> = point.latencies[..columns].to_vec();
-        sorted.sort_unstable();
+        let mut sorted: Vec<f64> = point.values[..columns].to_vec();
+        sorted.sort_by(f64::total_cmp);
         for (dst, src) in row.iter_mut().zip(sorted) {
-            *dst = f64::from(src);
+            *dst = src;
         }
     }
     Ok(matrix)
@@ -84,18 +84,15 @@ pub fn decide_sweep(points: &[SizeSamples], alpha: f64) -> Result<SweepDecision,
 mod tests {
     use super::*;
 
-    fn point(bytes: u64, hit: u32, miss: u32, misses: usize) -> SizeSamples {
-        let mut latencies = vec![hit; 64];
-        for (i, v) in latencies.iter_mut().enumerate() {
-            *v += (i % 3) as u32; // a little jitter
-        }
-        for v in latencies.iter_mut().take(misses) {
-            *v = miss;
-        }
+    /// Eight replicas of a mean latency with a little spread between SMs.
+    fn point(bytes: u64, hit: f64, miss: f64, miss_share: f64) -> SizeSamples {
+        let values = (0..8)
+            .map(|i| hit + (miss - hit) * miss_share + 0.01 * f64::from(i % 3))
+            .collect();
         SizeSamples {
             bytes,
-            latencies,
-            smid: 0,
+            values,
+            smids: (0..8).collect(),
         }
     }
 
@@ -104,9 +101,9 @@ mod tests {
         let points: Vec<SizeSamples> = (0..24)
             .map(|k| {
                 if k < 13 {
-                    point(1024 + 32 * k, 30, 0, 0)
+                    point(1024 + 32 * k, 30.0, 250.0, 0.0)
                 } else {
-                    point(1024 + 32 * k, 30, 250, 64)
+                    point(1024 + 32 * k, 30.0, 250.0, 1.0)
                 }
             })
             .collect();
@@ -118,14 +115,14 @@ mod tests {
 
     #[test]
     fn a_flat_curve_is_rejected() {
-        let points: Vec<SizeSamples> = (0..24).map(|k| point(1024 + 32 * k, 30, 0, 0)).collect();
+        let points: Vec<SizeSamples> = (0..24).map(|k| point(1024 + 32 * k, 30.0, 250.0, 0.0)).collect();
         let d = decide_sweep(&points, 0.01).unwrap();
         assert!(!d.accepted, "{d:?}");
     }
 
     #[test]
     fn too_short_sweeps_are_errors() {
-        let points: Vec<SizeSamples> = (0..2).map(|k| point(1024 + 32 * k, 30, 0, 0)).collect();
+        let points: Vec<SizeSamples> = (0..2).map(|k| point(1024 + 32 * k, 30.0, 250.0, 0.0)).collect();
         assert!(matches!(decide_sweep(&points, 0.01), Err(RunnerError::WrongResult(_))));
     }
 }

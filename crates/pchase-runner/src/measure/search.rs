@@ -9,11 +9,8 @@ use crate::{backend::Backend, error::RunnerError};
 use super::{
     analysis::{decide_sweep, SweepDecision},
     probe::{SizeProbe, SizeSamples},
-    stats::SlowLoadDetector,
+    stats::{median, ShiftDetector},
 };
-
-/// Share of slow loads above the baseline's that counts as a change while bracketing.
-const MIN_SLOW_SHARE: f64 = 0.02;
 
 /// Sizes on each side of the bracket in the final sweep.
 const SWEEP_MARGIN: u64 = 12;
@@ -93,9 +90,9 @@ pub fn find_size<B: Backend>(
         doubling.push(round(range.max));
     }
     let samples = probe.run(backend, &doubling, gpu_time)?;
-    let detector = SlowLoadDetector::new(&samples[0].latencies, MIN_SLOW_SHARE)
+    let detector = ShiftDetector::new(&samples[0].values)
         .ok_or_else(|| RunnerError::WrongResult("baseline without samples".into()))?;
-    let Some(first_changed) = samples.iter().position(|s| detector.changed(&s.latencies)) else {
+    let Some(first_changed) = samples.iter().position(|s| detector.changed(&s.values)) else {
         let bytes = *doubling.last().unwrap_or(&start);
         return Ok((
             SizeFinding::AtLeast {
@@ -118,8 +115,8 @@ pub fn find_size<B: Backend>(
     let mut lo = doubling[first_changed - 1];
     let mut hi = doubling[first_changed];
 
-    // 2. Narrow with as many sizes per launch as there are SMs.
-    let ways = u64::from(backend.device().sm_count.clamp(2, 128));
+    // 2. Narrow with as many sizes per launch as the SMs hold replicas of.
+    let ways = u64::from((backend.device().sm_count / probe.replicas.max(1)).clamp(2, 128));
     while (hi - lo) / stride > 2 * SWEEP_MARGIN {
         let step = round((hi - lo) / (ways + 1)).max(stride);
         let sizes: Vec<u64> = (1..=ways)
@@ -130,7 +127,7 @@ pub fn find_size<B: Backend>(
             break;
         }
         let samples = probe.run(backend, &sizes, gpu_time)?;
-        match samples.iter().position(|s| detector.changed(&s.latencies)) {
+        match samples.iter().position(|s| detector.changed(&s.values)) {
             Some(0) => hi = sizes[0],
             Some(k) => {
                 lo = sizes[k - 1];
@@ -154,11 +151,7 @@ pub fn find_size<B: Backend>(
         // set overflowing after another, and the best mean-shift split lands inside that
         // ramp. The capacity is where the first set overflows: walk back to the first
         // size of the run of changed sizes that ends at the split.
-        let mut first = decision.change_index;
-        while first > 1 && detector.changed(&points[first - 1].latencies) {
-            first -= 1;
-        }
-        decision.change_index = first;
+        decision.change_index = first_change(&points, decision.change_index);
     }
     let curve = RawCurve {
         name: String::new(),
@@ -181,4 +174,25 @@ pub fn find_size<B: Backend>(
         }
     };
     Ok((finding, curve))
+}
+
+/// Walks back from the split `t` to the first size of the rise: the first row whose
+/// median exceeds the plateau left of the split by more than its noise.
+///
+/// The plateau is the rows before the split, at most the first eight; its noise is the
+/// robust spread of their medians, so outlier-disturbed rows widen the margin and clean
+/// rows narrow it down to a tenth of a cycle.
+pub fn first_change(points: &[SizeSamples], t: usize) -> usize {
+    let plateau: Vec<f64> = points[..t.min(8)]
+        .iter()
+        .map(|p| median(&p.values))
+        .collect();
+    let Some(reference) = ShiftDetector::with_relative_margin(&plateau, 0.0) else {
+        return t;
+    };
+    let mut first = t;
+    while first > 1 && reference.changed(&points[first - 1].values) {
+        first -= 1;
+    }
+    first
 }

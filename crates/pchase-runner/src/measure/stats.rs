@@ -9,62 +9,60 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
-/// Decides whether a set of latency samples shows loads slower than a baseline's hits.
+/// Decides whether a size's replicas show a higher latency than the baseline's.
 ///
-/// A load counts as slow when it exceeds the baseline's 99th percentile by a margin
-/// (4 cycles or 10 % of the baseline median, whichever is larger); a sample set has
-/// changed when its share of slow loads exceeds the baseline's by more than
-/// `min_share`. Outliers that the baseline has too (interrupts, clock jitter) therefore do
-/// not count, while even a small fraction of real misses does.
+/// Each sample set is summarised by its median, and the baseline's spread by its median
+/// absolute deviation (scaled to a standard deviation), so that one replica disturbed by
+/// an outlier load moves neither. A size has changed when its median exceeds the
+/// baseline's by more than the largest of: 0.1 cycle, 2 % of the baseline, and four
+/// robust standard deviations. Whole-pass means over thousands of loads are steady to a
+/// fraction of a cycle on a GPU, so one overflowing set (a miss in every few dozen loads,
+/// each a hundred or more cycles slower) stands out, while rare outlier loads (interrupts,
+/// refreshes) that move a mean by a fraction of a cycle do not.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SlowLoadDetector {
-    threshold: f64,
-    baseline_share: f64,
-    min_share: f64,
+pub struct ShiftDetector {
+    baseline: f64,
+    margin: f64,
 }
 
-impl SlowLoadDetector {
-    /// A detector calibrated on `baseline` (cycles; need not be sorted).
-    ///
-    /// Returns `None` for an empty baseline.
-    pub fn new(baseline: &[u32], min_share: f64) -> Option<SlowLoadDetector> {
-        if baseline.is_empty() {
+/// Median of unsorted values (`NaN` for none).
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    quantile(&sorted, 0.5)
+}
+
+impl ShiftDetector {
+    /// A detector calibrated on the baseline's replica means; `None` when empty.
+    pub fn new(baseline: &[f64]) -> Option<ShiftDetector> {
+        ShiftDetector::with_relative_margin(baseline, 0.02)
+    }
+
+    /// Like [`ShiftDetector::new`] with `relative` instead of 2 % as the relative margin.
+    pub fn with_relative_margin(baseline: &[f64], relative: f64) -> Option<ShiftDetector> {
+        if baseline.is_empty() || baseline.iter().any(|v| !v.is_finite()) {
             return None;
         }
-        let mut sorted: Vec<f64> = baseline.iter().map(|&v| f64::from(v)).collect();
-        sorted.sort_by(f64::total_cmp);
-        let p50 = quantile(&sorted, 0.5);
-        let p99 = quantile(&sorted, 0.99);
-        let threshold = p99 + (0.1 * p50).max(4.0);
-        let mut detector = SlowLoadDetector {
-            threshold,
-            baseline_share: 0.0,
-            min_share,
-        };
-        detector.baseline_share = detector.slow_share(baseline);
-        Some(detector)
+        let center = median(baseline);
+        let deviations: Vec<f64> = baseline.iter().map(|v| (v - center).abs()).collect();
+        let robust_sd = 1.4826 * median(&deviations);
+        Some(ShiftDetector {
+            baseline: center,
+            margin: (relative * center).max(0.1).max(4.0 * robust_sd),
+        })
     }
 
-    /// The share of loads in `samples` slower than the threshold.
-    pub fn slow_share(&self, samples: &[u32]) -> f64 {
-        if samples.is_empty() {
-            return 0.0;
-        }
-        let slow = samples
-            .iter()
-            .filter(|&&v| f64::from(v) > self.threshold)
-            .count();
-        slow as f64 / samples.len() as f64
+    /// Whether `values` has a clearly higher median than the baseline.
+    pub fn changed(&self, values: &[f64]) -> bool {
+        !values.is_empty() && median(values) > self.baseline + self.margin
     }
 
-    /// Whether `samples` has clearly more slow loads than the baseline.
-    pub fn changed(&self, samples: &[u32]) -> bool {
-        self.slow_share(samples) > self.baseline_share + self.min_share
-    }
-
-    /// The latency above which a load counts as slow.
+    /// The median above which a size counts as changed.
     pub fn threshold(&self) -> f64 {
-        self.threshold
+        self.baseline + self.margin
     }
 }
 
@@ -73,21 +71,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn detector_ignores_baseline_outliers_and_sees_misses() {
-        // 1 % outliers in the baseline.
-        let mut baseline = vec![30u32; 990];
-        baseline.extend([900u32; 10]);
-        let detector = SlowLoadDetector::new(&baseline, 0.02).unwrap();
-        assert!(!detector.changed(&baseline));
-        let mut with_misses = baseline.clone();
-        for v in with_misses.iter_mut().take(50) {
-            *v = 250;
-        }
-        assert!(detector.changed(&with_misses));
-        let mut few = baseline.clone();
-        for v in few.iter_mut().take(5) {
-            *v = 250;
-        }
-        assert!(!detector.changed(&few), "0.5 % slow loads are within min_share");
+    fn detector_sees_a_few_misses_but_not_outliers_or_sm_differences() {
+        let baseline = [38.00, 38.02, 37.99, 38.01, 45.0];
+        let detector = ShiftDetector::new(&baseline).unwrap();
+        assert!(!detector.changed(&[38.03, 38.0, 38.02, 37.98]));
+        // 2 % of loads missing to a 290-cycle L2: +5 cycles.
+        assert!(detector.changed(&[43.0, 43.1, 42.9, 43.0]));
+        // One replica with an outlier does not make a change.
+        assert!(!detector.changed(&[38.0, 38.01, 52.0, 38.02]));
+        assert!(!detector.changed(&[]));
+        assert!(ShiftDetector::new(&[]).is_none());
+        assert!(ShiftDetector::new(&[f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn quantiles_interpolate() {
+        let sorted = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&sorted, 0.5), 3.0);
+        assert!((quantile(&sorted, 0.95) - 4.8).abs() < 1e-12);
     }
 }

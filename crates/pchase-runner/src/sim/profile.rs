@@ -531,6 +531,11 @@ impl SimProfile {
                     "{at}: paths: `shared` loads go to shared memory, not through a cache"
                 ));
             }
+            if cache.paths.contains(&LoadPath::GlobalCg) {
+                return err(format!(
+                    "{at}: paths: `global_cg` loads are cached in the L2 only, not in an SM cache"
+                ));
+            }
             let mut seen = cache.paths.clone();
             seen.sort();
             seen.dedup();
@@ -629,10 +634,10 @@ impl SimProfile {
         let kib = 1024u64;
         let sm_count = rng.random_range(1..=8u32);
         let cache_count = rng.random_range(1..=3usize);
-        // Assign each cached path (all but shared) to a subset of the caches, in order.
+        // Assign each SM-cached path to a subset of the caches, in order (`.cg` caches
+        // in L2 only and shared loads go to shared memory, so neither is among them).
         let cached_paths = [
             LoadPath::GlobalCa,
-            LoadPath::GlobalCg,
             LoadPath::GlobalNc,
             LoadPath::Texture,
             LoadPath::Constant,

@@ -2,3 +2,4 @@
 
 mod gpu;
 mod sim;
+mod pipeline;
