@@ -114,66 +114,116 @@ pub fn find_size<B: Backend>(
     }
     let mut lo = doubling[first_changed - 1];
     let mut hi = doubling[first_changed];
+    let bracket_hi = hi;
 
-    // 2. Narrow with as many sizes per launch as the SMs hold replicas of.
+    // A bracket can be wrong: one launch's noise can flag a size that the fine sweep then
+    // shows flat. Then the change lies above the sweep: narrow again from its end.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        narrow(backend, probe, &detector, &mut lo, &mut hi, gpu_time)?;
+
+        // 3. Fine sweep at the stride around the bracket, decided by change-point
+        //    detection and confirmed by the size of the rise.
+        let first = lo.saturating_sub(SWEEP_MARGIN * stride).max(start);
+        let last = hi + SWEEP_MARGIN * stride;
+        let sizes: Vec<u64> = (0..)
+            .map(|k| first + k * stride)
+            .take_while(|&s| s <= last)
+            .collect();
+        let points = probe.run(backend, &sizes, gpu_time)?;
+        let mut decision = decide_sweep(&points, alpha)?;
+        let rises = rise_is_real(&points, decision.change_index);
+        decision.accepted &= rises;
+        if decision.accepted {
+            // In a set-associative cache the share of misses rises over a few sizes, one
+            // set overflowing after another, and the best mean-shift split lands inside
+            // that ramp. The capacity is where the first set overflows: walk back to the
+            // first size of the rise.
+            decision.change_index = first_change(&points, decision.change_index);
+        }
+        let flat = !rises && !points.iter().any(|p| detector.changed(&p.values));
+        if flat && attempts < 3 && last < bracket_hi {
+            log::debug!(
+                "{}: the sweep {first}..{last} B is flat; searching above it",
+                probe.path
+            );
+            lo = last;
+            hi = bracket_hi;
+            continue;
+        }
+        let curve = RawCurve {
+            name: String::new(),
+            change_index: decision.accepted.then_some(decision.change_index),
+            points,
+        };
+        let finding = if decision.accepted {
+            SizeFinding::Exact {
+                bytes: sizes[decision.change_index - 1],
+                resolution: stride,
+                decision,
+            }
+        } else {
+            SizeFinding::AtLeast {
+                bytes: lo,
+                reason: format!(
+                    "the change point at {} B was rejected (KS D = {:.3}, critical {:.3}; rise {})",
+                    sizes[decision.change_index],
+                    decision.statistic,
+                    decision.critical,
+                    if rises { "clear" } else { "within noise" }
+                ),
+            }
+        };
+        return Ok((finding, curve));
+    }
+}
+
+/// Narrows `lo..hi` (no change at `lo`, a change at `hi`) with as many sizes per launch
+/// as the SMs hold replicas of, until it spans at most `2 × SWEEP_MARGIN` strides.
+fn narrow<B: Backend>(
+    backend: &mut B,
+    probe: &SizeProbe,
+    detector: &ShiftDetector,
+    lo: &mut u64,
+    hi: &mut u64,
+    gpu_time: &mut Duration,
+) -> Result<(), RunnerError> {
+    let stride = u64::from(probe.stride);
+    let round = |b: u64| (b / stride).max(1) * stride;
     let ways = u64::from((backend.device().sm_count / probe.replicas.max(1)).clamp(2, 128));
-    while (hi - lo) / stride > 2 * SWEEP_MARGIN {
-        let step = round((hi - lo) / (ways + 1)).max(stride);
+    while (*hi - *lo) / stride > 2 * SWEEP_MARGIN {
+        let step = round((*hi - *lo) / (ways + 1)).max(stride);
         let sizes: Vec<u64> = (1..=ways)
-            .map(|k| lo + k * step)
-            .filter(|&s| s < hi)
+            .map(|k| *lo + k * step)
+            .filter(|&s| s < *hi)
             .collect();
         if sizes.is_empty() {
             break;
         }
         let samples = probe.run(backend, &sizes, gpu_time)?;
         match samples.iter().position(|s| detector.changed(&s.values)) {
-            Some(0) => hi = sizes[0],
+            Some(0) => *hi = sizes[0],
             Some(k) => {
-                lo = sizes[k - 1];
-                hi = sizes[k];
+                *lo = sizes[k - 1];
+                *hi = sizes[k];
             }
-            None => lo = *sizes.last().expect("non-empty"),
+            None => *lo = *sizes.last().expect("non-empty"),
         }
     }
+    Ok(())
+}
 
-    // 3. Fine sweep at the stride around the bracket, decided by change-point detection.
-    let first = lo.saturating_sub(SWEEP_MARGIN * stride).max(start);
-    let last = hi + SWEEP_MARGIN * stride;
-    let sizes: Vec<u64> = (0..)
-        .map(|k| first + k * stride)
-        .take_while(|&s| s <= last)
-        .collect();
-    let points = probe.run(backend, &sizes, gpu_time)?;
-    let mut decision = decide_sweep(&points, alpha)?;
-    if decision.accepted {
-        // In a set-associative cache the share of misses rises over a few sizes, one
-        // set overflowing after another, and the best mean-shift split lands inside that
-        // ramp. The capacity is where the first set overflows: walk back to the first
-        // size of the run of changed sizes that ends at the split.
-        decision.change_index = first_change(&points, decision.change_index);
+/// Whether the rows from `t` on sit clearly above the plateau at the start of the sweep
+/// (its first rows, at most eight, before `t`; by the plateau's own noise, at least a
+/// tenth of a cycle): a statistically "significant" split of a flat curve is no capacity.
+fn rise_is_real(points: &[SizeSamples], t: usize) -> bool {
+    let plateau: Vec<f64> = points[..t.min(8)].iter().map(|p| median(&p.values)).collect();
+    let after: Vec<f64> = points[t..].iter().map(|p| median(&p.values)).collect();
+    match ShiftDetector::with_relative_margin(&plateau, 0.0) {
+        Some(reference) => !after.is_empty() && reference.changed(&after),
+        None => false,
     }
-    let curve = RawCurve {
-        name: String::new(),
-        change_index: decision.accepted.then_some(decision.change_index),
-        points,
-    };
-    let finding = if decision.accepted {
-        SizeFinding::Exact {
-            bytes: sizes[decision.change_index - 1],
-            resolution: stride,
-            decision,
-        }
-    } else {
-        SizeFinding::AtLeast {
-            bytes: lo,
-            reason: format!(
-                "the change point at {} B was rejected (KS D = {:.3}, critical {:.3})",
-                sizes[decision.change_index], decision.statistic, decision.critical
-            ),
-        }
-    };
-    Ok((finding, curve))
 }
 
 /// Walks back from the split `t` to the first size of the rise: the first row whose

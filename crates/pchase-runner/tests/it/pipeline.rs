@@ -65,9 +65,13 @@ fn check_profile(profile: &SimProfile) {
         // The largest size each search tries: a cache beyond it may only be a bound.
         let search_max = if path == LoadPath::Constant { 32 * 1024 } else { 2 * 1024 * 1024 };
         let result = m.element(element).expect("measured");
+        let random = matches!(cache.replacement, Replacement::Random);
         if let Some(SizeFinding::AtLeast { bytes, .. }) = result.sizes.first().map(|s| &s.finding) {
+            // Random replacement blurs the step so much that the test may reject it; the
+            // bound must still be within the documented 1/16 of the truth.
+            let honest_blur = random && bytes.abs_diff(truth) <= truth / 16;
             assert!(
-                truth >= search_max && *bytes >= search_max,
+                (truth >= search_max && *bytes >= search_max) || honest_blur,
                 "{name} {element}: bound {bytes} B where the truth {truth} B was in reach"
             );
             continue;
@@ -81,7 +85,6 @@ fn check_profile(profile: &SimProfile) {
         // detectable size may lie up to 1/128 of the capacity beyond it; random
         // replacement keeps most lines past capacity, up to 1/16 of it.
         let line = u64::from(cache.line_bytes);
-        let random = matches!(cache.replacement, Replacement::Random);
         let low_ways = matches!(cache.associativity, Associativity::Ways(w) if w <= 2);
         let blurred = random || low_ways;
         let tolerance = if random {
