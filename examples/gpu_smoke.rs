@@ -8,8 +8,7 @@
 use std::process::ExitCode;
 
 use pchase_runner::{
-    cuda::CudaBackend, Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath,
-    RunnerError,
+    cuda::CudaBackend, Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath, RunnerError,
 };
 
 fn main() -> ExitCode {

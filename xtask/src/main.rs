@@ -55,9 +55,7 @@ fn cargo_with_env(
         .collect::<Vec<_>>()
         .join(" ");
     eprintln!("xtask: cargo {shown}");
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
     if status.success() {
         Ok(())
     } else {
@@ -100,13 +98,39 @@ fn lint() -> Result<(), String> {
     )
 }
 
-fn run(extra: &[String]) -> Result<(), String> {
-    let cuda = cuda_env()?;
-    cargo(
-        Some(&cuda),
-        &["run", "--release", "--locked", "--quiet", "-p", "memtopo", "--"],
-        extra,
-    )
+/// Builds memtopo (quietly) and runs it with `extra`, returning its exit status, so that
+/// "no GPU" is the tool's one line and its exit code, not a wrapper's.
+fn run(extra: &[String]) -> Result<ExitCode, String> {
+    // `cargo xtask run -- ARGS` and `cargo xtask run ARGS` both work.
+    let extra = match extra.split_first() {
+        Some((first, rest)) if first == "--" => rest,
+        _ => extra,
+    };
+    let cuda = CudaEnv::detect(&workspace_root())?;
+    let mut build = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build
+        .args(["build", "--release", "--locked", "--quiet", "-p", "memtopo"])
+        .current_dir(workspace_root());
+    cuda.apply(&mut build);
+    let status = build
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building memtopo failed ({status})"));
+    }
+    let binary = cuda_stub::target_dir(&workspace_root()).join("release/memtopo");
+    let mut memtopo = Command::new(&binary);
+    memtopo.args(extra);
+    cuda.apply(&mut memtopo);
+    let status = memtopo
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
+    Ok(ExitCode::from(
+        status
+            .code()
+            .and_then(|c| u8::try_from(c).ok())
+            .unwrap_or(1),
+    ))
 }
 
 fn main() -> ExitCode {
@@ -115,9 +139,14 @@ fn main() -> ExitCode {
         Some((c, rest)) => (c.as_str(), rest),
         None => ("help", &[][..]),
     };
+    if command == "run" {
+        return run(rest).unwrap_or_else(|message| {
+            eprintln!("xtask: error: {message}");
+            ExitCode::FAILURE
+        });
+    }
     let result = match command {
         "test" => test(rest),
-        "run" => run(rest),
         "lint" => lint(),
         "ptx" => ptx::run_ptx(rest),
         "ptxas" => ptxas::run_ptxas(rest),

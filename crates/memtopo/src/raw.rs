@@ -54,12 +54,18 @@ fn plot(curve: &RawCurve, path: &Path) -> Result<(), String> {
         .draw()
         .map_err(|e| draw(&e))?;
     chart
-        .draw_series(LineSeries::new(points.iter().map(|p| (p.0 as f64, p.1)), &BLUE))
+        .draw_series(LineSeries::new(
+            points.iter().map(|p| (p.0 as f64, p.1)),
+            &BLUE,
+        ))
         .map_err(|e| draw(&e))?
         .label("mean")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLUE));
     chart
-        .draw_series(LineSeries::new(points.iter().map(|p| (p.0 as f64, p.2)), &BLACK))
+        .draw_series(LineSeries::new(
+            points.iter().map(|p| (p.0 as f64, p.2)),
+            &BLACK,
+        ))
         .map_err(|e| draw(&e))?
         .label("median")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
@@ -87,7 +93,13 @@ pub fn write_curves(dir: &Path, curves: &[RawCurve]) -> Result<(), String> {
         let stem: String = curve
             .name
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
         fs::write(dir.join(format!("{stem}.csv")), csv(curve)).map_err(|e| e.to_string())?;
         plot(curve, &dir.join(format!("{stem}.svg")))?;

@@ -138,7 +138,7 @@ impl Megahertz {
 
 impl fmt::Display for Megahertz {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} MHz", self.0)
+        write!(f, "{:.0} MHz", self.0)
     }
 }
 

@@ -19,17 +19,26 @@ fn simulated_volta_prints_a_table_and_writes_json() {
         .arg(&raw)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let topo = topology::Topology::load(&json).unwrap();
     let l1 = topo.element(topology::ElementKind::L1Data).unwrap();
     assert!(l1.size.is_some(), "L1 size measured");
-    assert!(raw.join("l1-size-max_L1.csv").exists() || std::fs::read_dir(&raw).unwrap().count() >= 2);
+    assert!(
+        raw.join("l1-size-max_L1.csv").exists() || std::fs::read_dir(&raw).unwrap().count() >= 2
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn unknown_profile_is_exit_code_5() {
-    let out = memtopo().args(["--simulate", "no-such-gpu"]).output().unwrap();
+    let out = memtopo()
+        .args(["--simulate", "no-such-gpu"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(5));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
@@ -38,14 +47,20 @@ fn unknown_profile_is_exit_code_5() {
 
 #[test]
 fn unknown_element_is_a_usage_error() {
-    let out = memtopo().args(["--simulate", "volta", "--only", "l3"]).output().unwrap();
+    let out = memtopo()
+        .args(["--simulate", "volta", "--only", "l3"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown element `l3`"));
 }
 
 #[test]
 fn unknown_output_format_is_refused_before_measuring() {
-    let out = memtopo().args(["--simulate", "volta", "-o", "x.xlsx"]).output().unwrap();
+    let out = memtopo()
+        .args(["--simulate", "volta", "-o", "x.xlsx"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 

@@ -200,13 +200,15 @@ impl LoadedFunction {
             let (_, arg) = matches.next().ok_or_else(|| {
                 RunnerError::InvalidRequest(format!(
                     "kernel {} launched without parameter `{}`",
-                    self.kernel.entry(), param.name()
+                    self.kernel.entry(),
+                    param.name()
                 ))
             })?;
             if matches.next().is_some() {
                 return Err(RunnerError::InvalidRequest(format!(
                     "kernel {} given parameter `{}` twice",
-                    self.kernel.entry(), param.name()
+                    self.kernel.entry(),
+                    param.name()
                 )));
             }
             let type_ok = matches!(
@@ -216,7 +218,10 @@ impl LoadedFunction {
             if !type_ok {
                 return Err(RunnerError::InvalidRequest(format!(
                     "kernel {} parameter `{}` is {:?}, given {:?}",
-                    self.kernel.entry(), param.name(), param.ty(), arg
+                    self.kernel.entry(),
+                    param.name(),
+                    param.ty(),
+                    arg
                 )));
             }
             ordered.push(*arg);
@@ -301,15 +306,24 @@ impl Drop for LinearTexture {
         // SAFETY: created by cuTexObjectCreate, destroyed once.
         let code = unsafe { ffi::cuTexObjectDestroy(self.handle) };
         if code != ffi::SUCCESS {
-            log::warn!("destroying a texture object failed: {}", ffi::describe(code));
+            log::warn!(
+                "destroying a texture object failed: {}",
+                ffi::describe(code)
+            );
         }
     }
 }
 
 /// Device-to-device copy.
-pub fn copy_device_to_device(dst: DevicePtr, src: DevicePtr, bytes: usize) -> Result<(), RunnerError> {
+pub fn copy_device_to_device(
+    dst: DevicePtr,
+    src: DevicePtr,
+    bytes: usize,
+) -> Result<(), RunnerError> {
     // SAFETY: the caller passes ranges inside live allocations of the current context.
-    check("cuMemcpyDtoD", unsafe { ffi::cuMemcpyDtoD(dst, src, bytes) })
+    check("cuMemcpyDtoD", unsafe {
+        ffi::cuMemcpyDtoD(dst, src, bytes)
+    })
 }
 
 #[cfg(test)]

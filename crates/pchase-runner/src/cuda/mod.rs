@@ -189,7 +189,8 @@ impl CudaBackend {
         self.stream
             .synchronize()
             .map_err(cuda_error("cuStreamSynchronize (kernel execution)"))?;
-        stop.elapsed(&start).map_err(cuda_error("cuEventElapsedTime"))
+        stop.elapsed(&start)
+            .map_err(cuda_error("cuEventElapsedTime"))
     }
 
     /// Sets the dynamic shared-memory limit and the carveout of a function.
@@ -220,14 +221,21 @@ impl CudaBackend {
                 )))
             }
         };
-        function.set_attribute(ffi::FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout)
+        function.set_attribute(
+            ffi::FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+            carveout,
+        )
     }
 
     /// Evicts everything from the L2 by writing one word into every 128-byte line of a
     /// buffer twice the L2's size, with the parallel init kernel.
     fn flush_l2(&mut self) -> Result<(), RunnerError> {
         let elements = 2 * self.info.l2_bytes.max(1 << 20) / 4;
-        if self.flush_buffer.as_ref().is_none_or(|b| (b.len() as u64) < elements) {
+        if self
+            .flush_buffer
+            .as_ref()
+            .is_none_or(|b| (b.len() as u64) < elements)
+        {
             self.flush_buffer = None;
             // SAFETY: only written (by init_chain), never read.
             let buffer = unsafe { DeviceBuffer::<u32>::uninitialized(elements as usize) }
@@ -301,17 +309,18 @@ struct ChainPlan {
 
 impl ChainPlan {
     fn new(request: &ChaseRequest, info: &DeviceInfo) -> Result<ChainPlan, RunnerError> {
-        let first = request
-            .chains
-            .first()
-            .ok_or_else(|| RunnerError::InvalidRequest("a chase needs at least one chain".into()))?;
+        let first = request.chains.first().ok_or_else(|| {
+            RunnerError::InvalidRequest("a chase needs at least one chain".into())
+        })?;
         if request.chains.iter().any(|c| c.stride != first.stride) {
             return Err(RunnerError::InvalidRequest(
                 "all chains of one launch must share one stride".into(),
             ));
         }
         if request.steps == 0 {
-            return Err(RunnerError::InvalidRequest("a chase needs at least one timed step".into()));
+            return Err(RunnerError::InvalidRequest(
+                "a chase needs at least one timed step".into(),
+            ));
         }
         if request.chains.len() > 65_535 {
             return Err(RunnerError::InvalidRequest(format!(
@@ -319,7 +328,12 @@ impl ChainPlan {
                 request.chains.len()
             )));
         }
-        let max_elems = request.chains.iter().map(|c| c.elements()).max().unwrap_or(0);
+        let max_elems = request
+            .chains
+            .iter()
+            .map(|c| c.elements())
+            .max()
+            .unwrap_or(0);
         let nodes = request
             .chains
             .iter()
@@ -345,15 +359,19 @@ impl ChainPlan {
                 let elems = u32::try_from(max_elems).map_err(|_| {
                     RunnerError::InvalidRequest("shared-memory chain too large".into())
                 })?;
-                let bytes = 8 * u64::from(request.steps) * u64::from(request.mode == ChaseMode::Fine)
-                    + 4 * u64::from(elems);
+                let bytes =
+                    8 * u64::from(request.steps) * u64::from(request.mode == ChaseMode::Fine)
+                        + 4 * u64::from(elems);
                 if bytes > info.shared_per_block_optin_bytes {
                     return Err(RunnerError::InvalidRequest(format!(
                         "shared-memory chain and timings need {bytes} B; a block may have {} B",
                         info.shared_per_block_optin_bytes
                     )));
                 }
-                (max_elems.div_ceil(BLOCK_ALIGN_ELEMS) * BLOCK_ALIGN_ELEMS, elems)
+                (
+                    max_elems.div_ceil(BLOCK_ALIGN_ELEMS) * BLOCK_ALIGN_ELEMS,
+                    elems,
+                )
             }
             _ => (max_elems.div_ceil(BLOCK_ALIGN_ELEMS) * BLOCK_ALIGN_ELEMS, 0),
         };
@@ -453,7 +471,8 @@ impl Backend for CudaBackend {
         self.configure_shared(&function, dynamic, request.carveout)?;
 
         let per_block = blocks * steps as usize;
-        let out_block = DeviceBuffer::<u32>::zeroed(2 * blocks).map_err(cuda_error("cuMemAlloc"))?;
+        let out_block =
+            DeviceBuffer::<u32>::zeroed(2 * blocks).map_err(cuda_error("cuMemAlloc"))?;
         let mut args = vec![
             ("chain", Arg::U64(chain_arg)),
             ("block_stride", Arg::U64(plan.block_stride)),
@@ -493,7 +512,8 @@ impl Backend for CudaBackend {
                 time
             }
             ChaseMode::Coarse => {
-                let cycles = DeviceBuffer::<u64>::zeroed(blocks).map_err(cuda_error("cuMemAlloc"))?;
+                let cycles =
+                    DeviceBuffer::<u64>::zeroed(blocks).map_err(cuda_error("cuMemAlloc"))?;
                 args.push(("out_cycles", Arg::U64(cycles.as_device_ptr().as_raw())));
                 let time = self.timed_launch(&function, shape, &args)?;
                 let mut host_cycles = vec![0u64; blocks];
@@ -530,7 +550,9 @@ impl Backend for CudaBackend {
 
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
         if samples == 0 {
-            return Err(RunnerError::InvalidRequest("at least one clock sample".into()));
+            return Err(RunnerError::InvalidRequest(
+                "at least one clock sample".into(),
+            ));
         }
         let kernel = catalogue::clock_overhead();
         let function = self.function(kernel)?;
@@ -538,7 +560,8 @@ impl Backend for CudaBackend {
             .dynamic_shared_bytes(samples, 0)
             .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
         self.configure_shared(&function, dynamic, Carveout::DriverDefault)?;
-        let out = DeviceBuffer::<u32>::zeroed(samples as usize).map_err(cuda_error("cuMemAlloc"))?;
+        let out =
+            DeviceBuffer::<u32>::zeroed(samples as usize).map_err(cuda_error("cuMemAlloc"))?;
         self.timed_launch(
             &function,
             LaunchShape {
@@ -552,7 +575,8 @@ impl Backend for CudaBackend {
             ],
         )?;
         let mut host = vec![0u32; samples as usize];
-        out.copy_to(&mut host[..]).map_err(cuda_error("cuMemcpyDtoH"))?;
+        out.copy_to(&mut host[..])
+            .map_err(cuda_error("cuMemcpyDtoH"))?;
         host.sort_unstable();
         Ok(host[host.len() / 2])
     }
@@ -575,7 +599,8 @@ impl Backend for CudaBackend {
             ],
         )?;
         let mut host = [0u64; 4];
-        out.copy_to(&mut host[..]).map_err(cuda_error("cuMemcpyDtoH"))?;
+        out.copy_to(&mut host[..])
+            .map_err(cuda_error("cuMemcpyDtoH"))?;
         let [t0, c0, t1, c1] = host;
         let ns = t1.saturating_sub(t0);
         let cycles = c1.saturating_sub(c0);
@@ -660,7 +685,10 @@ mod tests {
         ChaseRequest {
             path,
             mode: ChaseMode::Fine,
-            chains: sizes.iter().map(|&b| ChainSpec::new(b, 64).unwrap()).collect(),
+            chains: sizes
+                .iter()
+                .map(|&b| ChainSpec::new(b, 64).unwrap())
+                .collect(),
             warmup_steps: 10,
             steps: 100,
             carveout: Carveout::DriverDefault,
@@ -681,7 +709,10 @@ mod tests {
 
     #[test]
     fn constant_chains_must_fit_the_constant_bank() {
-        let ok = ChainPlan::new(&request(LoadPath::Constant, &[32 * 1024, 32 * 1024]), &info());
+        let ok = ChainPlan::new(
+            &request(LoadPath::Constant, &[32 * 1024, 32 * 1024]),
+            &info(),
+        );
         assert_eq!(ok.unwrap().block_stride, 8 * 1024);
         let too_big = ChainPlan::new(&request(LoadPath::Constant, &[64 * 1024, 64]), &info());
         assert!(matches!(too_big, Err(RunnerError::InvalidRequest(_))));
@@ -699,7 +730,10 @@ mod tests {
     fn mixed_strides_are_rejected() {
         let mut r = request(LoadPath::GlobalCg, &[4096]);
         r.chains.push(ChainSpec::new(4096, 128).unwrap());
-        assert!(matches!(ChainPlan::new(&r, &info()), Err(RunnerError::InvalidRequest(_))));
+        assert!(matches!(
+            ChainPlan::new(&r, &info()),
+            Err(RunnerError::InvalidRequest(_))
+        ));
     }
 
     #[test]
@@ -712,7 +746,10 @@ mod tests {
         assert!(verify_block(&plan, 0, 10, &good).is_ok());
         let mut bad = good.clone();
         bad.indices[3] += 4;
-        assert!(matches!(verify_block(&plan, 0, 10, &bad), Err(RunnerError::WrongResult(_))));
+        assert!(matches!(
+            verify_block(&plan, 0, 10, &bad),
+            Err(RunnerError::WrongResult(_))
+        ));
     }
 
     #[test]
@@ -731,22 +768,37 @@ mod tests {
             let fine = catalogue::chase(path, Granularity::Fine);
             let coarse = catalogue::chase(path, Granularity::Coarse);
             for name in chase_names.iter().chain(&["out_latency", "out_index"]) {
-                assert!(fine.param_index(name).is_some(), "{} lacks {name}", fine.entry());
+                assert!(
+                    fine.param_index(name).is_some(),
+                    "{} lacks {name}",
+                    fine.entry()
+                );
             }
             for name in chase_names.iter().chain(&["out_cycles"]) {
-                assert!(coarse.param_index(name).is_some(), "{} lacks {name}", coarse.entry());
+                assert!(
+                    coarse.param_index(name).is_some(),
+                    "{} lacks {name}",
+                    coarse.entry()
+                );
             }
             assert_eq!(fine.params().len(), chase_names.len() + 2);
             assert_eq!(coarse.params().len(), chase_names.len() + 1);
         }
         for (kernel, names) in [
-            (catalogue::init_chain(), &["chain", "block_stride", "nodes", "stride"][..]),
+            (
+                catalogue::init_chain(),
+                &["chain", "block_stride", "nodes", "stride"][..],
+            ),
             (catalogue::clock_overhead(), &["samples", "out"][..]),
             (catalogue::sm_clock(), &["spin_cycles", "out"][..]),
         ] {
             assert_eq!(kernel.params().len(), names.len());
             for name in names {
-                assert!(kernel.param_index(name).is_some(), "{} lacks {name}", kernel.entry());
+                assert!(
+                    kernel.param_index(name).is_some(),
+                    "{} lacks {name}",
+                    kernel.entry()
+                );
             }
         }
     }

@@ -115,14 +115,21 @@ mod tests {
 
     #[test]
     fn a_flat_curve_is_rejected() {
-        let points: Vec<SizeSamples> = (0..24).map(|k| point(1024 + 32 * k, 30.0, 250.0, 0.0)).collect();
+        let points: Vec<SizeSamples> = (0..24)
+            .map(|k| point(1024 + 32 * k, 30.0, 250.0, 0.0))
+            .collect();
         let d = decide_sweep(&points, 0.01).unwrap();
         assert!(!d.accepted, "{d:?}");
     }
 
     #[test]
     fn too_short_sweeps_are_errors() {
-        let points: Vec<SizeSamples> = (0..2).map(|k| point(1024 + 32 * k, 30.0, 250.0, 0.0)).collect();
-        assert!(matches!(decide_sweep(&points, 0.01), Err(RunnerError::WrongResult(_))));
+        let points: Vec<SizeSamples> = (0..2)
+            .map(|k| point(1024 + 32 * k, 30.0, 250.0, 0.0))
+            .collect();
+        assert!(matches!(
+            decide_sweep(&points, 0.01),
+            Err(RunnerError::WrongResult(_))
+        ));
     }
 }

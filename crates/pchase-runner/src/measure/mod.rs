@@ -7,8 +7,8 @@
 
 pub mod analysis;
 pub mod probe;
-pub mod search;
 pub mod report;
+pub mod search;
 pub mod stats;
 
 use std::{
@@ -481,13 +481,14 @@ impl<'b, B: Backend> Session<'b, B> {
         // the L1 room for all of them).
         let (bytes, stride) = match element {
             Element::ConstantL15 => {
-                let l1 = self
-                    .results
-                    .element(Element::ConstantL1)
-                    .and_then(|r| r.sizes.first())
-                    .map_or(2048, |s| match s.finding {
-                        SizeFinding::Exact { bytes, .. } | SizeFinding::AtLeast { bytes, .. } => bytes,
-                    });
+                let l1 =
+                    self.results
+                        .element(Element::ConstantL1)
+                        .and_then(|r| r.sizes.first())
+                        .map_or(2048, |s| match s.finding {
+                            SizeFinding::Exact { bytes, .. }
+                            | SizeFinding::AtLeast { bytes, .. } => bytes,
+                        });
                 let line = self.constant_l1_line();
                 let bytes = (size / 2).max(2 * l1).min(CONSTANT_BANK_BYTES);
                 (bytes / u64::from(line) * u64::from(line), line)
@@ -580,7 +581,8 @@ impl<'b, B: Backend> Session<'b, B> {
     ) -> Result<LatencySummary, RunnerError> {
         let overhead = f64::from(self.results.clock_overhead.unwrap_or(0));
         let chain = ChainSpec::new(bytes, stride)?;
-        let samples = self.fine_samples(path, chain, self.options.samples, Carveout::Percent(0), gpu)?;
+        let samples =
+            self.fine_samples(path, chain, self.options.samples, Carveout::Percent(0), gpu)?;
         let cycles: Vec<f64> = samples
             .iter()
             .map(|&v| (f64::from(v) - overhead).max(0.0))
@@ -600,13 +602,17 @@ impl<'b, B: Backend> Session<'b, B> {
             .shared_per_block_optin_bytes
             .saturating_sub(chain.bytes)
             / 8;
-        let steps = self.options.samples.min(u32::try_from(room).unwrap_or(u32::MAX));
+        let steps = self
+            .options
+            .samples
+            .min(u32::try_from(room).unwrap_or(u32::MAX));
         if steps < 32 {
             return Err(RunnerError::InvalidRequest(format!(
                 "a block's shared memory holds only {room} timing samples next to the chain"
             )));
         }
-        let samples = self.fine_samples(LoadPath::Shared, chain, steps, Carveout::Percent(0), gpu)?;
+        let samples =
+            self.fine_samples(LoadPath::Shared, chain, steps, Carveout::Percent(0), gpu)?;
         let cycles: Vec<f64> = samples
             .iter()
             .map(|&v| (f64::from(v) - overhead).max(0.0))
@@ -624,7 +630,10 @@ impl<'b, B: Backend> Session<'b, B> {
     fn memory_latency(&mut self, gpu: &mut Duration) -> Result<LatencySummary, RunnerError> {
         let overhead = f64::from(self.results.clock_overhead.unwrap_or(0));
         let stride = 2048u32;
-        let chain = ChainSpec::new(u64::from(self.options.samples + 1) * u64::from(stride), stride)?;
+        let chain = ChainSpec::new(
+            u64::from(self.options.samples + 1) * u64::from(stride),
+            stride,
+        )?;
         let samples = self.fine_samples_with(
             LoadPath::GlobalCg,
             chain,
@@ -666,7 +675,10 @@ impl<'b, B: Backend> Session<'b, B> {
             v.sort_unstable();
             f64::from(v[((v.len() - 1) as f64 * q) as usize])
         };
-        let path_median = quantile(self.fine_samples(path, chain, 256, Carveout::Percent(0), gpu)?, 0.5);
+        let path_median = quantile(
+            self.fine_samples(path, chain, 256, Carveout::Percent(0), gpu)?,
+            0.5,
+        );
         // The fastest L2 hits: with near and far L2 partitions, loads that miss every SM
         // cache take the near latency or more, so they are never clearly below this.
         // 256 lines of 64 KiB: both partitions are among them whatever the address hash,
@@ -685,8 +697,10 @@ impl<'b, B: Backend> Session<'b, B> {
             v.sort_unstable();
             f64::from(v[v.len() / 2])
         };
-        let ca = median(self.fine_samples(LoadPath::GlobalCa, chain, 256, Carveout::Percent(0), gpu)?);
-        let cg = median(self.fine_samples(LoadPath::GlobalCg, chain, 256, Carveout::Percent(0), gpu)?);
+        let ca =
+            median(self.fine_samples(LoadPath::GlobalCa, chain, 256, Carveout::Percent(0), gpu)?);
+        let cg =
+            median(self.fine_samples(LoadPath::GlobalCg, chain, 256, Carveout::Percent(0), gpu)?);
         // Without global caching in L1, `.ca` and `.cg` both go to the L2 and their
         // medians agree to within jitter; any L1 in the `.ca` path makes it clearly
         // faster (several times, on every NVIDIA GPU the thesis measured).
@@ -716,7 +730,9 @@ pub fn line_from_misses(samples: &[u32]) -> Result<LineFinding, RunnerError> {
     let mut sorted: Vec<f64> = samples.iter().map(|&v| f64::from(v)).collect();
     sorted.sort_by(f64::total_cmp);
     if sorted.is_empty() {
-        return Err(RunnerError::WrongResult("no samples for the line size".into()));
+        return Err(RunnerError::WrongResult(
+            "no samples for the line size".into(),
+        ));
     }
     let p50 = stats::quantile(&sorted, 0.5);
     // A miss to the next level costs at least half again a hit on every GPU; counting
@@ -767,7 +783,9 @@ mod tests {
     #[test]
     fn line_from_regular_misses() {
         // A miss every 8 loads of 4 bytes: 32-byte sectors.
-        let samples: Vec<u32> = (0..512).map(|i| if i % 8 == 0 { 300 } else { 35 }).collect();
+        let samples: Vec<u32> = (0..512)
+            .map(|i| if i % 8 == 0 { 300 } else { 35 })
+            .collect();
         let line = line_from_misses(&samples).unwrap();
         assert_eq!(line.bytes, 32);
         assert_eq!(line.agreement, 1.0);

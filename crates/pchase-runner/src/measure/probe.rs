@@ -167,12 +167,10 @@ impl SizeProbe {
             if per_sm[&block.smid] > 1 {
                 continue;
             }
-            let cycles = block
-                .total_cycles
-                .ok_or_else(|| RunnerError::WrongResult("a coarse chase reported no cycles".into()))?;
-            out[i]
-                .values
-                .push(cycles as f64 / f64::from(request.steps));
+            let cycles = block.total_cycles.ok_or_else(|| {
+                RunnerError::WrongResult("a coarse chase reported no cycles".into())
+            })?;
+            out[i].values.push(cycles as f64 / f64::from(request.steps));
             out[i].smids.push(block.smid);
         }
         Ok(())

@@ -74,7 +74,9 @@ fn size_of(finding: &SizeFinding, carveout: Carveout) -> Size {
         } => Size::measured(
             Bytes(*bytes),
             ChangePointEvidence {
-                method: Some("geometric mapping + exact single change point (L2) + two-sample KS".into()),
+                method: Some(
+                    "geometric mapping + exact single change point (L2) + two-sample KS".into(),
+                ),
                 statistic: Some(decision.statistic),
                 p_value: Some(decision.p_value),
                 confidence: None,
@@ -114,7 +116,10 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
     let mut notes: Vec<(Option<QuantityKind>, String)> = Vec::new();
     for s in &result.sizes {
         if let SizeFinding::AtLeast { reason, .. } = &s.finding {
-            notes.push((Some(QuantityKind::Size), format!("only a lower bound: {reason}")));
+            notes.push((
+                Some(QuantityKind::Size),
+                format!("only a lower bound: {reason}"),
+            ));
         }
     }
     for failure in &result.failures {

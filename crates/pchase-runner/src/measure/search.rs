@@ -218,7 +218,10 @@ fn narrow<B: Backend>(
 /// (its first rows, at most eight, before `t`; by the plateau's own noise, at least a
 /// tenth of a cycle): a statistically "significant" split of a flat curve is no capacity.
 fn rise_is_real(points: &[SizeSamples], t: usize) -> bool {
-    let plateau: Vec<f64> = points[..t.min(8)].iter().map(|p| median(&p.values)).collect();
+    let plateau: Vec<f64> = points[..t.min(8)]
+        .iter()
+        .map(|p| median(&p.values))
+        .collect();
     let after: Vec<f64> = points[t..].iter().map(|p| median(&p.values)).collect();
     match ShiftDetector::with_relative_margin(&plateau, 0.0) {
         Some(reference) => !after.is_empty() && reference.changed(&after),

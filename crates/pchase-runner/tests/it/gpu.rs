@@ -6,8 +6,7 @@
 use std::io::Write;
 
 use pchase_runner::{
-    cuda::CudaBackend, Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath,
-    RunnerError,
+    cuda::CudaBackend, Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath, RunnerError,
 };
 
 /// The backend on device 0, or `None` with a message saying why the test skips.

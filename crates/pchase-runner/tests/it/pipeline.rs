@@ -63,7 +63,11 @@ fn check_profile(profile: &SimProfile) {
         };
         let truth = true_size(profile, path).expect("cache exists");
         // The largest size each search tries: a cache beyond it may only be a bound.
-        let search_max = if path == LoadPath::Constant { 32 * 1024 } else { 2 * 1024 * 1024 };
+        let search_max = if path == LoadPath::Constant {
+            32 * 1024
+        } else {
+            2 * 1024 * 1024
+        };
         let result = m.element(element).expect("measured");
         let random = matches!(cache.replacement, Replacement::Random);
         if let Some(SizeFinding::AtLeast { bytes, .. }) = result.sizes.first().map(|s| &s.finding) {
@@ -76,9 +80,8 @@ fn check_profile(profile: &SimProfile) {
             );
             continue;
         }
-        let found = exact(&m, element).unwrap_or_else(|| {
-            panic!("{name} {element}: no exact size: {:?}", m.element(element))
-        });
+        let found = exact(&m, element)
+            .unwrap_or_else(|| panic!("{name} {element}: no exact size: {:?}", m.element(element)));
         // Exact to one line, except where the cache itself blurs the step (the bias
         // docs/measurement.md states; never below the truth): in a direct-mapped or two-way
         // cache one extra line makes only two or three lines miss per pass, so the first
@@ -120,7 +123,10 @@ fn check_profile(profile: &SimProfile) {
     if l15.is_none() && l1_exact {
         assert!(
             l15_result.sizes.is_empty()
-                && l15_result.failures.iter().any(|f| f.contains("no SM cache")),
+                && l15_result
+                    .failures
+                    .iter()
+                    .any(|f| f.contains("no SM cache")),
             "{name}: no constant L1.5, yet {l15_result:?}"
         );
     }
@@ -147,14 +153,20 @@ fn check_profile(profile: &SimProfile) {
             ),
         }
     }
-    let shared = m.element(Element::Shared).and_then(|r| r.latency).unwrap_or_else(|| panic!("{name}: shared latency: {:?}", m.element(Element::Shared)));
+    let shared = m
+        .element(Element::Shared)
+        .and_then(|r| r.latency)
+        .unwrap_or_else(|| panic!("{name}: shared latency: {:?}", m.element(Element::Shared)));
     assert!(
         (shared.p50.0 - f64::from(profile.shared_memory.latency)).abs() <= 2.0,
         "{name} shared latency {} vs {}",
         shared.p50.0,
         profile.shared_memory.latency
     );
-    let memory = m.element(Element::DeviceMemory).and_then(|r| r.latency).expect("memory latency");
+    let memory = m
+        .element(Element::DeviceMemory)
+        .and_then(|r| r.latency)
+        .expect("memory latency");
     assert!(
         (memory.p50.0 - f64::from(profile.memory.latency)).abs() <= 2.0,
         "{name} memory latency {} vs {}",
@@ -178,8 +190,3 @@ fn random_hierarchies_are_recovered() {
         check_profile(&profile);
     }
 }
-
-
-
-
-

@@ -111,13 +111,15 @@ fn rows(topo: &Topology, notes: &mut Footnotes) -> Vec<Row> {
                 element.and_then(|e| e.size.as_ref()),
                 notes,
             ),
-            line: size_cell(
-                topo,
-                kind,
-                QuantityKind::LineSize,
-                element.and_then(|e| e.line_size.as_ref()),
-                notes,
-            ),
+            // Where only the fetch granularity (sector) is known, show it, marked, rather
+            // than an empty cell: it is what a miss moves.
+            line: match element.and_then(|e| e.line_size.as_ref()) {
+                Some(line) => line.to_string(),
+                None => match element.and_then(|e| e.fetch_granularity.as_ref()) {
+                    Some(granularity) => format!("{granularity} (fetch)"),
+                    None => size_cell(topo, kind, QuantityKind::LineSize, None, notes),
+                },
+            },
             latency_cycles: latency.map_or_else(
                 || missing(topo, kind, QuantityKind::Latency, notes),
                 cycles_cell,

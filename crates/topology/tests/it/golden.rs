@@ -91,3 +91,25 @@ fn svg_is_well_formed_enough_to_parse() {
     assert!(svg.contains("≥ 64 KiB"));
     assert!(svg.contains("L1D + TXT + RO (one cache)"));
 }
+
+#[test]
+fn table_shows_the_fetch_granularity_where_no_line_size_is_known() {
+    use topology::{Bytes, ComputeCapability, DeviceInfo, ElementKind, Provenance, Size, Topology};
+    let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 1));
+    topo.element_mut(ElementKind::L1Data)
+        .set_fetch_granularity(Size::exact(Bytes(32), Provenance::Benchmark));
+    let table = topology::render::table(&topo);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("L1 data"))
+        .expect("L1 row");
+    assert!(row.contains("32 B (fetch)"), "{row}");
+    topo.element_mut(ElementKind::L1Data)
+        .set_line_size(Size::exact(Bytes(128), Provenance::Benchmark));
+    let table = topology::render::table(&topo);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("L1 data"))
+        .expect("L1 row");
+    assert!(row.contains("128 B") && !row.contains("(fetch)"), "{row}");
+}
