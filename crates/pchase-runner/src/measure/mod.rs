@@ -296,6 +296,12 @@ impl<'b, B: Backend> Session<'b, B> {
         self
     }
 
+    /// Records that a benchmark of `element` failed, and why.
+    fn fail(&mut self, element: Element, reason: String) {
+        log::info!("{element}: {reason}");
+        self.results.element_mut(element).failures.push(reason);
+    }
+
     fn start(&mut self, what: &str) {
         log::info!("benchmark: {what}");
         if let Some(p) = self.progress.as_mut() {
@@ -357,10 +363,10 @@ impl<'b, B: Backend> Session<'b, B> {
 
     fn measure_element(&mut self, element: Element) {
         if element == Element::L1 && self.results.l1_caches_global_loads == Some(false) {
-            self.results
-                .element_mut(element)
-                .failures
-                .push("L1 does not cache global loads on this GPU: no size to measure".into());
+            self.fail(
+                element,
+                "L1 does not cache global loads on this GPU: no size to measure".into(),
+            );
             return;
         }
         let constant_l1 = self
@@ -373,21 +379,23 @@ impl<'b, B: Backend> Session<'b, B> {
             });
         match size_plan(element, constant_l1) {
             Some((path, range)) => self.measure_cache(element, path, range),
-            None if element == Element::ConstantL15 => self
-                .results
-                .element_mut(element)
-                .failures
-                .push("needs the constant L1 size, which was not measured".into()),
+            None if element == Element::ConstantL15 => self.fail(
+                element,
+                "needs the constant L1 size, which was not measured".into(),
+            ),
             None => self.measure_latency_only(element),
         }
     }
 
     fn measure_cache(&mut self, element: Element, path: LoadPath, range: SearchRange) {
         if range.start >= range.max {
-            self.results.element_mut(element).failures.push(format!(
+            self.fail(
+                element,
+                format!(
                 "no room to search: the search would start at {} B, the path holds at most {} B",
                 range.start, range.max
-            ));
+            ),
+            );
             return;
         }
         if element != Element::L1 {
@@ -403,16 +411,16 @@ impl<'b, B: Backend> Session<'b, B> {
             }) {
                 Ok(true) => {}
                 Ok(false) => {
-                    self.results.element_mut(element).failures.push(format!(
+                    self.fail(
+                        element,
+                        format!(
                         "no SM cache serves {path} loads of {bytes} B: they take as long as L2 hits"
-                    ));
+                    ),
+                    );
                     return;
                 }
                 Err(e) => {
-                    self.results
-                        .element_mut(element)
-                        .failures
-                        .push(format!("{element} cached: {e}"));
+                    self.fail(element, format!("{element} cached: {e}"));
                     return;
                 }
             }
@@ -445,11 +453,7 @@ impl<'b, B: Backend> Session<'b, B> {
                         .sizes
                         .push(SizeAtCarveout { carveout, finding });
                 }
-                Err(e) => self
-                    .results
-                    .element_mut(element)
-                    .failures
-                    .push(format!("{name}: {e}")),
+                Err(e) => self.fail(element, format!("{name}: {e}")),
             }
         }
         let size = self.results.element(element).and_then(|r| {
@@ -467,11 +471,7 @@ impl<'b, B: Backend> Session<'b, B> {
             let name = format!("{element} line");
             match self.timed(&name, |s, gpu| s.line_size(path, size, gpu)) {
                 Ok(line) => self.results.element_mut(element).line = Some(line),
-                Err(e) => self
-                    .results
-                    .element_mut(element)
-                    .failures
-                    .push(format!("{name}: {e}")),
+                Err(e) => self.fail(element, format!("{name}: {e}")),
             }
         }
         let name = format!("{element} latency");
@@ -500,11 +500,7 @@ impl<'b, B: Backend> Session<'b, B> {
         };
         match self.timed(&name, |s, gpu| s.hit_latency(path, bytes, stride, gpu)) {
             Ok(latency) => self.results.element_mut(element).latency = Some(latency),
-            Err(e) => self
-                .results
-                .element_mut(element)
-                .failures
-                .push(format!("{name}: {e}")),
+            Err(e) => self.fail(element, format!("{name}: {e}")),
         }
     }
 
@@ -521,11 +517,7 @@ impl<'b, B: Backend> Session<'b, B> {
         };
         match result {
             Ok(latency) => self.results.element_mut(element).latency = Some(latency),
-            Err(e) => self
-                .results
-                .element_mut(element)
-                .failures
-                .push(format!("{name}: {e}")),
+            Err(e) => self.fail(element, format!("{name}: {e}")),
         }
     }
 
@@ -579,10 +571,15 @@ impl<'b, B: Backend> Session<'b, B> {
         stride: u32,
         gpu: &mut Duration,
     ) -> Result<LatencySummary, RunnerError> {
-        let overhead = f64::from(self.results.clock_overhead.unwrap_or(0));
         let chain = ChainSpec::new(bytes, stride)?;
         let samples =
             self.fine_samples(path, chain, self.options.samples, Carveout::Percent(0), gpu)?;
+        self.latency_summary(&samples)
+    }
+
+    /// The latency distribution of fine-grained samples, the clock overhead subtracted.
+    fn latency_summary(&self, samples: &[u32]) -> Result<LatencySummary, RunnerError> {
+        let overhead = f64::from(self.results.clock_overhead.unwrap_or(0));
         let cycles: Vec<f64> = samples
             .iter()
             .map(|&v| (f64::from(v) - overhead).max(0.0))
@@ -594,7 +591,6 @@ impl<'b, B: Backend> Session<'b, B> {
     /// Shared-memory latency over a 1 KiB chain, with as many samples as the block's
     /// shared memory holds next to it.
     fn shared_latency(&mut self, gpu: &mut Duration) -> Result<LatencySummary, RunnerError> {
-        let overhead = f64::from(self.results.clock_overhead.unwrap_or(0));
         let chain = ChainSpec::new(1024, 32)?;
         let room = self
             .backend
@@ -613,12 +609,7 @@ impl<'b, B: Backend> Session<'b, B> {
         }
         let samples =
             self.fine_samples(LoadPath::Shared, chain, steps, Carveout::Percent(0), gpu)?;
-        let cycles: Vec<f64> = samples
-            .iter()
-            .map(|&v| (f64::from(v) - overhead).max(0.0))
-            .collect();
-        LatencySummary::from_samples(&cycles)
-            .ok_or_else(|| RunnerError::WrongResult("no latency samples".into()))
+        self.latency_summary(&samples)
     }
 
     /// Device-memory latency: a chain evicted from the L2, timed without a warm-up.
@@ -628,7 +619,6 @@ impl<'b, B: Backend> Session<'b, B> {
     /// the driver's large-page allocations, so after the first load every translation
     /// hits the TLB and the latency is that of the memory, not of a page walk.
     fn memory_latency(&mut self, gpu: &mut Duration) -> Result<LatencySummary, RunnerError> {
-        let overhead = f64::from(self.results.clock_overhead.unwrap_or(0));
         let stride = 2048u32;
         let chain = ChainSpec::new(
             u64::from(self.options.samples + 1) * u64::from(stride),
@@ -643,12 +633,7 @@ impl<'b, B: Backend> Session<'b, B> {
             true,
             gpu,
         )?;
-        let cycles: Vec<f64> = samples
-            .iter()
-            .map(|&v| (f64::from(v) - overhead).max(0.0))
-            .collect();
-        LatencySummary::from_samples(&cycles)
-            .ok_or_else(|| RunnerError::WrongResult("no latency samples".into()))
+        self.latency_summary(&samples)
     }
 
     /// The constant L1's measured fetch granularity (64 B, its size on every NVIDIA GPU
