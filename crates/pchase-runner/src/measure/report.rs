@@ -2,8 +2,8 @@
 
 use topology::{
     Bytes, CarveoutL1Size, ChangePointEvidence, ComputeCapability, Conditions, Count,
-    DeviceInfo as TopoDevice, ElementKind, Latency, Megahertz, Provenance, QuantityKind, Size,
-    Topology,
+    DeviceInfo as TopoDevice, ElementKind, Latency, Megahertz, Note, NoteSeverity, Provenance,
+    QuantityKind, Size, Topology,
 };
 
 use super::{Element, ElementResult, Measurements, SizeFinding};
@@ -92,19 +92,44 @@ fn size_of(finding: &SizeFinding, carveout: Carveout) -> Size {
 
 fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) {
     let kind = element_kind(element);
+    let note = |severity, quantity, message| Note {
+        severity,
+        element: Some(kind),
+        quantity,
+        message,
+    };
+    let mut notes: Vec<Note> = Vec::new();
     let entry = topo.element_mut(kind);
     if let Some(first) = result.sizes.first() {
         entry.set_size(size_of(&first.finding, first.carveout));
     }
-    if element == Element::L1 {
-        for s in &result.sizes {
-            if let Some(percent) = carveout_percent(s.carveout) {
+    for s in &result.sizes {
+        let size = size_of(&s.finding, s.carveout);
+        if let SizeFinding::AtLeast { reason, .. } = &s.finding {
+            notes.push(note(
+                NoteSeverity::Warning,
+                Some(QuantityKind::Size),
+                format!("only a lower bound: {reason}"),
+            ));
+        }
+        if element != Element::L1 {
+            continue;
+        }
+        match carveout_percent(s.carveout) {
+            Some(percent) => {
                 entry.set_size_at_carveout(CarveoutL1Size {
                     carveout_percent: percent,
                     shared_memory_bytes: None,
-                    l1_size: size_of(&s.finding, s.carveout),
+                    l1_size: size,
                 });
             }
+            // The driver does not say which carveout it chose, so this size has no
+            // percentage to file under; it is kept as a note.
+            None => notes.push(note(
+                NoteSeverity::Info,
+                Some(QuantityKind::Size),
+                format!("L1 size at the driver's default carveout: {size}"),
+            )),
         }
     }
     if let Some(line) = &result.line {
@@ -113,24 +138,11 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
     if let Some(latency) = result.latency {
         entry.set_latency(Latency::measured(latency));
     }
-    let mut notes: Vec<(Option<QuantityKind>, String)> = Vec::new();
-    for s in &result.sizes {
-        if let SizeFinding::AtLeast { reason, .. } = &s.finding {
-            notes.push((
-                Some(QuantityKind::Size),
-                format!("only a lower bound: {reason}"),
-            ));
-        }
-    }
     for failure in &result.failures {
-        notes.push((None, failure.clone()));
+        notes.push(note(NoteSeverity::NotMeasured, None, failure.clone()));
     }
-    for (quantity, message) in notes {
-        if message.starts_with("only a lower bound") {
-            topo.warn(Some(kind), message);
-        } else {
-            topo.not_measured(kind, quantity, message);
-        }
+    for n in notes {
+        topo.add_note(n);
     }
 }
 
@@ -161,4 +173,81 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
     topo.element_mut(ElementKind::SharedMemory)
         .set_count_per_sm(Count::new(1, Provenance::Api));
     topo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::{analysis::SweepDecision, ElementResult, SizeAtCarveout};
+
+    fn info() -> DeviceInfo {
+        crate::sim::SimProfile::bundled("volta")
+            .expect("bundled")
+            .device
+    }
+
+    #[test]
+    fn carveouts_bounds_and_failures_reach_the_topology() {
+        let exact = SizeFinding::Exact {
+            bytes: 98_304,
+            resolution: 32,
+            decision: SweepDecision {
+                change_index: 5,
+                accepted: true,
+                statistic: 1.0,
+                p_value: 1e-6,
+                critical: 0.5,
+            },
+        };
+        let measured = Measurements {
+            sm_clock_mhz: Some(1380.0),
+            l1_caches_global_loads: Some(true),
+            elements: vec![
+                (
+                    Element::L1,
+                    ElementResult {
+                        sizes: vec![
+                            SizeAtCarveout {
+                                carveout: Carveout::Percent(0),
+                                finding: exact,
+                            },
+                            SizeAtCarveout {
+                                carveout: Carveout::DriverDefault,
+                                finding: SizeFinding::AtLeast {
+                                    bytes: 24_576,
+                                    reason: "test".into(),
+                                },
+                            },
+                        ],
+                        ..ElementResult::default()
+                    },
+                ),
+                (
+                    Element::Texture,
+                    ElementResult {
+                        failures: vec!["kernel failed".into()],
+                        ..ElementResult::default()
+                    },
+                ),
+            ],
+            ..Measurements::default()
+        };
+        let topo = to_topology(&info(), &measured, "test");
+        topo.validate().expect("a valid topology");
+        let l1 = topo.element(ElementKind::L1Data).expect("L1");
+        assert_eq!(
+            l1.size.as_ref().and_then(|s| s.bound.exact()),
+            Some(Bytes(98_304))
+        );
+        assert_eq!(l1.size_per_carveout.len(), 1);
+        assert_eq!(l1.size_per_carveout[0].carveout_percent, 0);
+        assert_eq!(l1.global_loads_cached, Some(true));
+        let notes: Vec<_> = topo.notes.iter().map(|n| (n.severity, n.element)).collect();
+        assert!(notes.contains(&(NoteSeverity::Info, Some(ElementKind::L1Data))));
+        assert!(notes.contains(&(NoteSeverity::Warning, Some(ElementKind::L1Data))));
+        assert_eq!(
+            topo.not_measured_reason(ElementKind::Texture, QuantityKind::Size),
+            Some("kernel failed")
+        );
+    }
 }
