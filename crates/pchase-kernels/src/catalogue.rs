@@ -5,7 +5,7 @@
 use crate::kernel::{
     Granularity, Kernel, KernelKind, LoadPath, Module, ModuleGlobal, Param, ParamType, SharedLayout,
 };
-use crate::{ComputeCapability, PtxIsaVersion};
+use crate::{ComputeCapability, Error, PtxIsaVersion};
 
 /// Module `pchase`: every kernel that runs from Maxwell on.
 static PCHASE: Module = Module {
@@ -17,7 +17,7 @@ static PCHASE: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_50,
     min_driver_version: 11000,
-    description: "single-thread pointer chases over every load path, chain construction and clock calibration",
+    description: "single-thread pointer chases over every load path, two-phase cache-sharing probes, chain construction and clock calibration",
 };
 
 /// Module `hopper`: kernels that need thread-block clusters.
@@ -185,6 +185,74 @@ static SM_CLOCK_PARAMS: [Param; 2] = [
     ),
 ];
 
+/// Parameters of the two-phase kernels. Chain arguments depend on the phase's path (see
+/// [`two_phase`]); a Constant phase's chain argument is an element offset into
+/// [`constant_chain`], unlike the chase kernels, which ignore theirs.
+static TWO_PHASE_PARAMS: [Param; 12] = [
+    param(
+        "chain_a",
+        ParamType::U64,
+        "chain A (warmed, then re-timed): GlobalCa/GlobalNc: global pointer to the u32 chain; \
+         Texture: the texture object; Constant: ELEMENT OFFSET of chain A in memtopo_const_chain",
+    ),
+    param(
+        "block_stride_a",
+        ParamType::U64,
+        "elements between consecutive blocks' copies of chain A (0: all blocks share one)",
+    ),
+    param(
+        "chain_b",
+        ParamType::U64,
+        "chain B (loaded in between), as chain_a: global pointer, texture object, or element \
+         offset in memtopo_const_chain",
+    ),
+    param(
+        "block_stride_b",
+        ParamType::U64,
+        "elements between consecutive blocks' copies of chain B (0: all blocks share one)",
+    ),
+    param(
+        "thread_a",
+        ParamType::U32,
+        "threadIdx.x of the thread that warms and re-times chain A (below blockDim.x)",
+    ),
+    param(
+        "thread_b",
+        ParamType::U32,
+        "threadIdx.x of the thread that loads chain B (below blockDim.x; may equal thread_a)",
+    ),
+    param(
+        "warmup_a",
+        ParamType::U32,
+        "untimed dependent loads of chain A from index 0, before the first barrier",
+    ),
+    param(
+        "warmup_b",
+        ParamType::U32,
+        "untimed dependent loads of chain B from index 0, between the barriers",
+    ),
+    param(
+        "steps",
+        ParamType::U32,
+        "timed dependent loads of chain A after the second barrier, continuing where its warm-up ended",
+    ),
+    param(
+        "out_latency",
+        ParamType::U64,
+        "global pointer to u32[grid * steps]: %clock cycles of each timed load of chain A, block b at b * steps",
+    ),
+    param(
+        "out_index",
+        ParamType::U64,
+        "global pointer to u32[grid * steps]: the index each timed load of chain A returned",
+    ),
+    param(
+        "out_block",
+        ParamType::U64,
+        "global pointer to u32[grid * 2]: per block [%smid, final index of chain A]",
+    ),
+];
+
 const fn chase_kernel(entry: &'static str, path: LoadPath, granularity: Granularity) -> Kernel {
     let shared_layout = match (granularity, path) {
         (Granularity::Fine, LoadPath::Shared) => SharedLayout::TimingsThenChain,
@@ -251,6 +319,55 @@ fn chase_index(path: LoadPath, granularity: Granularity) -> usize {
     2 * path_index + granularity_index
 }
 
+/// The load paths of the two-phase kernels, in the order of their index in the catalogue:
+/// [`two_phase`] has a kernel for every ordered pair of these (16 kernels).
+pub const TWO_PHASE_PATHS: [LoadPath; 4] = [
+    LoadPath::GlobalCa,
+    LoadPath::GlobalNc,
+    LoadPath::Texture,
+    LoadPath::Constant,
+];
+
+const fn two_phase_kernel(entry: &'static str, first: LoadPath, second: LoadPath) -> Kernel {
+    Kernel {
+        module: &PCHASE,
+        entry,
+        kind: KernelKind::TwoPhase { first, second },
+        params: &TWO_PHASE_PARAMS,
+        min_capability: ComputeCapability::SM_50,
+        shared_layout: SharedLayout::Timings,
+        cluster_dims: None,
+    }
+}
+
+/// Two-phase kernels indexed by `two_phase_index(first, second)`: `first` major, both in
+/// the order of [`TWO_PHASE_PATHS`].
+static TWO_PHASE: [Kernel; 16] = {
+    use LoadPath::{Constant, GlobalCa, GlobalNc, Texture};
+    [
+        two_phase_kernel("two_phase_global_ca_global_ca", GlobalCa, GlobalCa),
+        two_phase_kernel("two_phase_global_ca_global_nc", GlobalCa, GlobalNc),
+        two_phase_kernel("two_phase_global_ca_texture", GlobalCa, Texture),
+        two_phase_kernel("two_phase_global_ca_constant", GlobalCa, Constant),
+        two_phase_kernel("two_phase_global_nc_global_ca", GlobalNc, GlobalCa),
+        two_phase_kernel("two_phase_global_nc_global_nc", GlobalNc, GlobalNc),
+        two_phase_kernel("two_phase_global_nc_texture", GlobalNc, Texture),
+        two_phase_kernel("two_phase_global_nc_constant", GlobalNc, Constant),
+        two_phase_kernel("two_phase_texture_global_ca", Texture, GlobalCa),
+        two_phase_kernel("two_phase_texture_global_nc", Texture, GlobalNc),
+        two_phase_kernel("two_phase_texture_texture", Texture, Texture),
+        two_phase_kernel("two_phase_texture_constant", Texture, Constant),
+        two_phase_kernel("two_phase_constant_global_ca", Constant, GlobalCa),
+        two_phase_kernel("two_phase_constant_global_nc", Constant, GlobalNc),
+        two_phase_kernel("two_phase_constant_texture", Constant, Texture),
+        two_phase_kernel("two_phase_constant_constant", Constant, Constant),
+    ]
+};
+
+fn two_phase_path_index(path: LoadPath) -> Option<usize> {
+    TWO_PHASE_PATHS.iter().position(|&p| p == path)
+}
+
 static INIT_CHAIN: Kernel = Kernel {
     module: &PCHASE,
     entry: "init_chain",
@@ -303,6 +420,34 @@ pub fn chase(path: LoadPath, granularity: Granularity) -> &'static Kernel {
     &CHASE[chase_index(path, granularity)]
 }
 
+/// The two-phase probe for chain A through `first` and chain B through `second`
+/// (thesis 4.5 and 4.6): in every block, thread `thread_a` warms chain A, `bar.sync 0`,
+/// thread `thread_b` warms chain B, `bar.sync 0`, then thread `thread_a` continues chain A
+/// and times `steps` loads fine-grained, with the timed loop of the `chase_fine_<first>`
+/// kernel. Every thread of the block reaches both barriers.
+///
+/// Both paths must be in [`TWO_PHASE_PATHS`] (GlobalCa, GlobalNc, Texture, Constant); for any
+/// other path (GlobalCg, Shared) the answer is [`Error::NoTwoPhaseKernel`]. It never panics.
+///
+/// ```
+/// use pchase_kernels::{catalogue, Error, LoadPath};
+/// let kernel = catalogue::two_phase(LoadPath::GlobalCa, LoadPath::Texture)?;
+/// assert_eq!(kernel.entry(), "two_phase_global_ca_texture");
+/// assert_eq!(kernel.param_index("chain_b"), Some(2));
+/// assert_eq!(kernel.dynamic_shared_bytes(100, 0)?, 800);
+/// assert_eq!(
+///     catalogue::two_phase(LoadPath::Shared, LoadPath::GlobalCa).unwrap_err(),
+///     Error::NoTwoPhaseKernel { first: LoadPath::Shared, second: LoadPath::GlobalCa }
+/// );
+/// # Ok::<(), pchase_kernels::Error>(())
+/// ```
+pub fn two_phase(first: LoadPath, second: LoadPath) -> Result<&'static Kernel, Error> {
+    match (two_phase_path_index(first), two_phase_path_index(second)) {
+        (Some(a), Some(b)) => Ok(&TWO_PHASE[TWO_PHASE_PATHS.len() * a + b]),
+        _ => Err(Error::NoTwoPhaseKernel { first, second }),
+    }
+}
+
 /// `init_chain`: builds strided chains on the device, one array per `grid.y`.
 pub fn init_chain() -> &'static Kernel {
     &INIT_CHAIN
@@ -345,16 +490,19 @@ pub fn modules() -> &'static [&'static Module] {
 }
 
 /// Every kernel of every module, in catalogue order (chases by path and granularity,
-/// then `init_chain`, `clock_overhead`, `sm_clock`, `chase_fine_dsmem`).
+/// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
+/// (first, second) path, `chase_fine_dsmem`).
 ///
 /// ```
 /// use pchase_kernels::catalogue;
-/// assert_eq!(catalogue::kernels().count(), 16);
+/// assert_eq!(catalogue::kernels().count(), 32);
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
     CHASE
         .iter()
-        .chain([&INIT_CHAIN, &CLOCK_OVERHEAD, &SM_CLOCK, &CHASE_FINE_DSMEM])
+        .chain([&INIT_CHAIN, &CLOCK_OVERHEAD, &SM_CLOCK])
+        .chain(TWO_PHASE.iter())
+        .chain([&CHASE_FINE_DSMEM])
 }
 
 /// The kernel with this entry name, if the catalogue has one (for tools that read names

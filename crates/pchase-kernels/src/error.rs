@@ -1,6 +1,6 @@
 //! The error type of the kernel catalogue.
 
-use crate::ComputeCapability;
+use crate::{ComputeCapability, LoadPath};
 
 /// What can go wrong when a caller asks the catalogue about a launch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,5 +31,17 @@ pub enum Error {
         steps: u32,
         /// Chain elements requested in shared memory.
         shared_chain_elems: u32,
+    },
+    /// There is no two-phase kernel for this pair of load paths: the catalogue has one for
+    /// every ordered pair of [`catalogue::TWO_PHASE_PATHS`](crate::catalogue::TWO_PHASE_PATHS).
+    #[error(
+        "no two-phase kernel for the load paths {first} then {second}; \
+         both must be one of global_ca, global_nc, texture, constant"
+    )]
+    NoTwoPhaseKernel {
+        /// The path asked for chain A.
+        first: LoadPath,
+        /// The path asked for chain B.
+        second: LoadPath,
     },
 }

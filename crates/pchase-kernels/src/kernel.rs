@@ -163,7 +163,12 @@ impl LoadPath {
         }
     }
 
-    /// What the `chain` parameter of this path's kernels holds.
+    /// What the `chain` parameter of this path's chase kernels (`chase_<path>`,
+    /// `chase_fine_<path>`) holds.
+    ///
+    /// The two-phase kernels ([`catalogue::two_phase`](crate::catalogue::two_phase)) differ on
+    /// the Constant path: there `chain_a` / `chain_b` is the chain's element offset inside
+    /// [`catalogue::constant_chain`](crate::catalogue::constant_chain), not unused.
     pub fn chain_argument(self) -> ChainArgument {
         match self {
             LoadPath::GlobalCa | LoadPath::GlobalCg | LoadPath::GlobalNc | LoadPath::Shared => {
@@ -227,6 +232,15 @@ pub enum KernelKind {
     ClockOverhead,
     /// `%clock64` against `%globaltimer`, to measure the real SM clock.
     SmClock,
+    /// The sharing / caches-per-SM probe: one thread of the block warms chain A through
+    /// `first`, another (after a barrier) warms chain B through `second`, and (after a second
+    /// barrier) the first thread re-times chain A, fine-grained, through `first`.
+    TwoPhase {
+        /// The path of chain A: warmed, then re-timed.
+        first: LoadPath,
+        /// The path of chain B, loaded between the two passes over chain A.
+        second: LoadPath,
+    },
 }
 
 /// How a kernel's dynamic shared memory is laid out; every array holds `u32`.
@@ -342,7 +356,8 @@ impl Kernel {
     /// `shared_chain_elems` the number of chain elements copied into shared memory
     /// (`shared_nodes_elems` of the shared-path and cluster kernels; ignored by kernels
     /// without a chain copy). Fine kernels need `8 * steps` for the latency and index
-    /// arrays, plus `4 * shared_chain_elems` on the shared paths.
+    /// arrays, plus `4 * shared_chain_elems` on the shared paths; the two-phase kernels need
+    /// `8 * steps` (the timings of chain A's timed pass).
     ///
     /// ```
     /// use pchase_kernels::{catalogue, Granularity, LoadPath};

@@ -4,8 +4,11 @@
 //! descriptions in [`catalogue`] and embedded here with `include_str!`. Two modules exist:
 //!
 //! * `pchase` (`.version 7.0`, `.target sm_50`): single-thread pointer chases through each
-//!   [`LoadPath`] at both [`Granularity`] levels, plus `init_chain`, `clock_overhead` and
-//!   `sm_clock`. Any driver from CUDA 11.0 JIT-compiles it for any GPU from Maxwell on.
+//!   [`LoadPath`] at both [`Granularity`] levels, plus `init_chain`, `clock_overhead`,
+//!   `sm_clock`, and the two-phase probes `two_phase_<first>_<second>` (one thread warms a
+//!   chain, a second thread loads another, the first re-times its chain; see
+//!   [`catalogue::two_phase`]). Any driver from CUDA 11.0 JIT-compiles it for any GPU from
+//!   Maxwell on.
 //! * `hopper` (`.version 7.8`, `.target sm_90`): `chase_fine_dsmem`, a chase through the shared
 //!   memory of the other block of a thread-block cluster.
 //!

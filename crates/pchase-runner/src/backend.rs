@@ -137,6 +137,78 @@ pub struct ChaseRun {
     pub gpu_time: Duration,
 }
 
+/// One phase of a [`TwoPhaseRequest`]: a thread of the block chasing a chain through a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Phase {
+    /// The load path.
+    pub path: LoadPath,
+    /// The chain (one per block, like [`ChaseRequest::chains`], here the same for all).
+    pub chain: ChainSpec,
+    /// The thread of the block that runs this phase (`threadIdx.x`).
+    pub thread: u32,
+    /// Untimed loads of the phase.
+    pub steps: u32,
+}
+
+/// The sharing and caches-per-SM probe of the thesis (4.5, 4.6): in every block, the thread
+/// of `fill` warms chain A, then (after a barrier) the thread of `evict` warms chain B, then
+/// (after a barrier) the thread of `fill` chases chain A again and times `timed_steps` loads,
+/// fine-grained. If A's re-timed loads miss, B evicted A: the two paths (or the two threads'
+/// cache copies) use one physical cache.
+///
+/// The two chains live in separate memory (on the constant path: separate ranges of the
+/// constant bank); each block works on its own copy, one block per SM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TwoPhaseRequest {
+    /// Warms chain A (and is re-timed).
+    pub fill: Phase,
+    /// Warms chain B in between.
+    pub evict: Phase,
+    /// Timed loads of the final pass over chain A.
+    pub timed_steps: u32,
+    /// Blocks to run (one per SM); each is a replica.
+    pub blocks: u32,
+    /// Threads per block (must exceed both phases' thread indices).
+    pub threads: u32,
+    /// The shared-memory carveout of the launch.
+    pub carveout: Carveout,
+}
+
+/// Checks what every backend requires of a [`TwoPhaseRequest`]: at least one block and one
+/// timed step, enough threads for both phases and no more than a block may have, and paths
+/// that have a two-phase kernel (the SM caches' paths).
+///
+/// # Errors
+/// [`RunnerError::InvalidRequest`] naming what is wrong.
+pub fn check_two_phase(
+    request: &TwoPhaseRequest,
+    max_threads_per_block: u32,
+) -> Result<(), RunnerError> {
+    let bad = |why: String| Err(RunnerError::InvalidRequest(why));
+    if request.blocks == 0 || request.timed_steps == 0 {
+        return bad("a two-phase probe needs at least one block and one timed step".into());
+    }
+    let needed = request.fill.thread.max(request.evict.thread) + 1;
+    if request.threads < needed || request.threads > max_threads_per_block {
+        return bad(format!(
+            "{} threads per block: the phases need at least {needed}, a block may have {max_threads_per_block}",
+            request.threads
+        ));
+    }
+    for phase in [request.fill, request.evict] {
+        if !matches!(
+            phase.path,
+            LoadPath::GlobalCa | LoadPath::GlobalNc | LoadPath::Texture | LoadPath::Constant
+        ) {
+            return bad(format!(
+                "the two-phase probe is for SM caches; {} is not one of their paths",
+                phase.path
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A GPU that can run pointer chases: the CUDA one or the simulated one.
 pub trait Backend {
     /// Facts about the device read from its API (or the simulation profile).
@@ -154,6 +226,13 @@ pub trait Backend {
     /// # Errors
     /// A [`RunnerError`] when the launch fails.
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError>;
+
+    /// Runs the two-phase probe; returns one [`BlockSamples`] per block with the re-timed
+    /// loads of chain A (latencies and indices) and the block's SM.
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the request does not fit the device or the launch fails.
+    fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError>;
 
     /// The SM clock while the GPU is busy, in MHz, measured against a wall clock.
     ///

@@ -26,7 +26,8 @@ pub mod measure;
 pub mod sim;
 
 pub use backend::{
-    Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath,
+    Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, Phase,
+    TwoPhaseRequest,
 };
 pub use device::{ComputeCapability, DeviceInfo};
 pub use error::RunnerError;

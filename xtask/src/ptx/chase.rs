@@ -11,19 +11,65 @@ use pchase_kernels::{Granularity, Kernel, LoadPath, ParamType};
 use super::writer::EntryWriter;
 use super::DYNAMIC_SHARED;
 
-/// How one chase step addresses and loads the next index into `%r_j`.
+/// How one chase step addresses and loads the next index into the chain's index register.
 struct Access {
-    /// Instructions computing the address of element `%r_j`; kept outside the timed window.
-    address: &'static [&'static str],
-    /// The load itself, writing `%r_j`.
-    load: &'static str,
+    /// Instructions computing the address of the element the index names; kept outside the
+    /// timed window.
+    address: Vec<String>,
+    /// The load itself, writing the index register.
+    load: String,
 }
 
-const GLOBAL_ADDRESS: &[&str] = &[
-    // 64-bit byte offset: index * 4 without 32-bit overflow for chains above 4 GiB.
-    "mul.wide.u32 %rd_off, %r_j, 4",
-    "add.s64 %rd_addr, %rd_base, %rd_off",
-];
+/// The registers one chain is chased with. The single-chain kernels use [`CHAIN`]; the
+/// two-phase kernels chase chain A with [`CHAIN`] too (so their timed loop is the very text of
+/// `chase_fine_<path>`'s) and chain B with [`CHAIN_B`].
+struct ChainRegisters {
+    /// The current index, relative to the block's chain.
+    index: &'static str,
+    /// The chain parameter: global pointer, texture object, or constant element offset.
+    chain: &'static str,
+    /// Global / constant-bank address of the block's first element.
+    base: &'static str,
+    /// Texture path: the block's first element as a texel coordinate.
+    first: &'static str,
+    /// Byte offset of the current element (64-bit).
+    offset: &'static str,
+    /// Address of the current element (64-bit).
+    address: &'static str,
+    /// Texture path: texel coordinate of the current element.
+    coord: &'static str,
+}
+
+const CHAIN: ChainRegisters = ChainRegisters {
+    index: "%r_j",
+    chain: "%rd_chain",
+    base: "%rd_base",
+    first: "%r_first",
+    offset: "%rd_off",
+    address: "%rd_addr",
+    coord: "%r_coord",
+};
+
+const CHAIN_B: ChainRegisters = ChainRegisters {
+    index: "%r_j_b",
+    chain: "%rd_chain_b",
+    base: "%rd_base_b",
+    first: "%r_first_b",
+    offset: "%rd_off_b",
+    address: "%rd_addr_b",
+    coord: "%r_coord_b",
+};
+
+/// 64-bit byte offset: index * 4 without 32-bit overflow for chains above 4 GiB.
+fn global_address(chain: &ChainRegisters) -> Vec<String> {
+    vec![
+        format!("mul.wide.u32 {}, {}, 4", chain.offset, chain.index),
+        format!(
+            "add.s64 {}, {}, {}",
+            chain.address, chain.base, chain.offset
+        ),
+    ]
+}
 
 const SHARED_ADDRESS: &[&str] = &[
     "shl.b32 %r_soff, %r_j, 2",
@@ -31,32 +77,32 @@ const SHARED_ADDRESS: &[&str] = &[
 ];
 
 fn access(path: LoadPath) -> Access {
+    chain_access(path, &CHAIN)
+}
+
+fn chain_access(path: LoadPath, chain: &ChainRegisters) -> Access {
+    let ChainRegisters { index, address, .. } = chain;
+    let global = |qualifier: &str| Access {
+        address: global_address(chain),
+        load: format!("ld.{qualifier}.u32 {index}, [{address}]"),
+    };
     match path {
-        LoadPath::GlobalCa => Access {
-            address: GLOBAL_ADDRESS,
-            load: "ld.global.ca.u32 %r_j, [%rd_addr]",
-        },
-        LoadPath::GlobalCg => Access {
-            address: GLOBAL_ADDRESS,
-            load: "ld.global.cg.u32 %r_j, [%rd_addr]",
-        },
-        LoadPath::GlobalNc => Access {
-            address: GLOBAL_ADDRESS,
-            load: "ld.global.nc.u32 %r_j, [%rd_addr]",
-        },
+        LoadPath::GlobalCa => global("global.ca"),
+        LoadPath::GlobalCg => global("global.cg"),
+        LoadPath::GlobalNc => global("global.nc"),
         LoadPath::Texture => Access {
             // Texel coordinate = block's first element + index; the texture returns the
-            // element in .x (`%r_j`), the other components are unused.
-            address: &["add.u32 %r_coord, %r_first, %r_j"],
-            load: "tex.1d.v4.u32.s32 {%r_j, %r_tex_y, %r_tex_z, %r_tex_w}, [%rd_chain, {%r_coord}]",
+            // element in .x (the index register), the other components are unused.
+            address: vec![format!("add.u32 {}, {}, {index}", chain.coord, chain.first)],
+            load: format!(
+                "tex.1d.v4.u32.s32 {{{index}, %r_tex_y, %r_tex_z, %r_tex_w}}, [{}, {{{}}}]",
+                chain.chain, chain.coord
+            ),
         },
-        LoadPath::Constant => Access {
-            address: GLOBAL_ADDRESS,
-            load: "ld.const.u32 %r_j, [%rd_addr]",
-        },
+        LoadPath::Constant => global("const"),
         LoadPath::Shared => Access {
-            address: SHARED_ADDRESS,
-            load: "ld.shared.u32 %r_j, [%r_saddr]",
+            address: SHARED_ADDRESS.iter().map(|s| s.to_string()).collect(),
+            load: "ld.shared.u32 %r_j, [%r_saddr]".to_owned(),
         },
     }
 }
@@ -66,13 +112,15 @@ fn access(path: LoadPath) -> Access {
 /// generic one at every access (`S2R SR_SWINHI` inside the timed window on sm_90); with a
 /// generic base that conversion happens once, before the loop, and the timed window holds
 /// only the load (`LD.E`), its dependent store and the clock reads.
-const DSMEM_ACCESS: Access = Access {
-    address: &[
-        "mul.wide.u32 %rd_off, %r_j, 4",
-        "add.s64 %rd_addr, %rd_remote, %rd_off",
-    ],
-    load: "ld.u32 %r_j, [%rd_addr]",
-};
+fn dsmem_access() -> Access {
+    Access {
+        address: vec![
+            "mul.wide.u32 %rd_off, %r_j, 4".to_owned(),
+            "add.s64 %rd_addr, %rd_remote, %rd_off".to_owned(),
+        ],
+        load: "ld.u32 %r_j, [%rd_addr]".to_owned(),
+    }
+}
 
 fn bra(w: &mut EntryWriter, predicate: &str, label: &str) {
     w.ins(&format!(
@@ -87,18 +135,24 @@ fn warmup_loop(w: &mut EntryWriter, access: &Access) {
     w.comment(
         "continues from the index it ends on, so these loads are live and cannot be dropped.",
     );
+    untimed_loop(w, access, "%r_warmup", "warmup");
+}
+
+/// `for k in 0..count { index = chain[index] }` with labels `<label>` / `<label>_done`.
+fn untimed_loop(w: &mut EntryWriter, access: &Access, count_reg: &str, label: &str) {
+    let done = format!("{label}_done");
     w.ins("mov.u32 %r_k, 0");
-    w.ins("setp.eq.u32 %p_loop, %r_warmup, 0");
-    bra(w, "@%p_loop ", "warmup_done");
-    w.label("warmup");
-    for instruction in access.address {
+    w.ins(&format!("setp.eq.u32 %p_loop, {count_reg}, 0"));
+    bra(w, "@%p_loop ", &done);
+    w.label(label);
+    for instruction in &access.address {
         w.ins(instruction);
     }
-    w.ins(access.load);
+    w.ins(&access.load);
     w.ins("add.u32 %r_k, %r_k, 1");
-    w.ins("setp.lt.u32 %p_loop, %r_k, %r_warmup");
-    bra(w, "@%p_loop ", "warmup");
-    w.label("warmup_done");
+    w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count_reg}"));
+    bra(w, "@%p_loop ", label);
+    w.label(&done);
 }
 
 /// The fine-grained timed pass: per step, address, clock, load, dependent shared store of the
@@ -115,11 +169,11 @@ fn fine_timed_loop(w: &mut EntryWriter, access: &Access) {
     // scheduling (ptxas reads the first clock into a uniform register in unrolled bodies),
     // which would make the overhead calibrated by `clock_overhead` vary per step.
     w.pragma("nounroll");
-    for instruction in access.address {
+    for instruction in &access.address {
         w.ins(instruction);
     }
     w.ins("mov.u32 %r_t0, %clock");
-    w.ins(access.load);
+    w.ins(&access.load);
     w.ins("st.shared.u32 [%r_sidx], %r_j");
     w.ins("mov.u32 %r_t1, %clock");
     // %clock is 32 bits; the unsigned difference is right across one wrap-around.
@@ -298,10 +352,10 @@ pub fn chase_entry(
         w.ins("setp.eq.u32 %p_loop, %r_steps, 0");
         bra(&mut w, "@%p_loop ", "timed_done");
         w.label("timed");
-        for instruction in access.address {
+        for instruction in &access.address {
             w.ins(instruction);
         }
-        w.ins(access.load);
+        w.ins(&access.load);
         w.ins("add.u32 %r_k, %r_k, 1");
         w.ins("setp.lt.u32 %p_loop, %r_k, %r_steps");
         bra(&mut w, "@%p_loop ", "timed");
@@ -316,6 +370,140 @@ pub fn chase_entry(
         w.ins("add.s64 %rd_cycles_out, %rd_out_cycles, %rd_block_off");
         w.ins("st.global.u64 [%rd_cycles_out], %rd_cycles");
     }
+    w.ins("st.global.u32 [%rd_block_out], %r_smid");
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
+
+/// Loads chain `tag`'s parameters (`chain_<tag>`, `block_stride_<tag>`) and prepares the
+/// registers `path`'s loads use: the base address of block `%rd_row`'s chain (global and
+/// constant paths) or the texture object and the first texel (texture path).
+fn two_phase_chain(
+    w: &mut EntryWriter,
+    path: LoadPath,
+    tag: &str,
+    chain: &ChainRegisters,
+) -> Result<(), String> {
+    let first = format!("%rd_first_{tag}");
+    let first_bytes = format!("%rd_first_bytes_{tag}");
+    let stride = format!("%rd_block_stride_{tag}");
+    w.load_param(&stride, &format!("block_stride_{tag}"), ParamType::U64);
+    w.ins(&format!("mul.lo.u64 {first}, %rd_row, {stride}"));
+    w.load_param(chain.chain, &format!("chain_{tag}"), ParamType::U64);
+    match path {
+        LoadPath::GlobalCa | LoadPath::GlobalNc => {
+            w.ins(&format!("cvta.to.global.u64 {0}, {0}", chain.chain));
+            w.ins(&format!("shl.b64 {first_bytes}, {first}, 2"));
+            w.ins(&format!(
+                "add.s64 {}, {}, {first_bytes}",
+                chain.base, chain.chain
+            ));
+        }
+        LoadPath::Constant => {
+            w.comment(&format!(
+                "chain_{tag} is the element offset of chain {} inside the constant array.",
+                tag.to_uppercase()
+            ));
+            let constant = pchase_kernels::catalogue::constant_chain();
+            let element = format!("%rd_const_first_{tag}");
+            w.ins(&format!("add.s64 {element}, {}, {first}", chain.chain));
+            w.ins(&format!("shl.b64 {first_bytes}, {element}, 2"));
+            w.ins(&format!("mov.u64 %rd_const_{tag}, {}", constant.name()));
+            w.ins(&format!(
+                "add.s64 {}, %rd_const_{tag}, {first_bytes}",
+                chain.base
+            ));
+        }
+        LoadPath::Texture => {
+            w.comment(&format!(
+                "chain_{tag} is a texture object; texel coordinates are 32-bit."
+            ));
+            w.ins(&format!("cvt.u32.u64 {}, {first}", chain.first));
+        }
+        LoadPath::GlobalCg | LoadPath::Shared => {
+            return Err(format!(
+                "kernel `{}`: the two-phase template has no {} path",
+                w.entry(),
+                path.name()
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `two_phase_<first>_<second>`: thread `thread_a` warms chain A through `first`, barrier,
+/// thread `thread_b` warms chain B through `second`, barrier, thread `thread_a` re-times
+/// chain A with the fine timed loop of `chase_fine_<first>`.
+pub fn two_phase_entry(
+    kernel: &'static Kernel,
+    first: LoadPath,
+    second: LoadPath,
+) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    let access_a = chain_access(first, &CHAIN);
+    let access_b = chain_access(second, &CHAIN_B);
+
+    w.comment(&format!(
+        "Two-phase probe: thread_a warms chain A through {}, thread_b then loads chain B",
+        first.name()
+    ));
+    w.comment(&format!(
+        "through {}, and thread_a re-times chain A. Block b uses the chains at elements",
+        second.name()
+    ));
+    w.comment("b * block_stride_a / b * block_stride_b; indices are relative to those starts.");
+    w.comment("Every thread of the block reaches both barriers: the phase branches jump only to");
+    w.comment("labels before the next barrier, and nothing returns before the second one.");
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("mov.u32 %r_row, %ctaid.x");
+    w.load_param("%r_thread_a", "thread_a", ParamType::U32);
+    w.load_param("%r_thread_b", "thread_b", ParamType::U32);
+    w.ins("setp.ne.u32 %p_not_a, %r_tid, %r_thread_a");
+    w.ins("setp.ne.u32 %p_not_b, %r_tid, %r_thread_b");
+    w.load_param("%r_warmup_a", "warmup_a", ParamType::U32);
+    w.load_param("%r_warmup_b", "warmup_b", ParamType::U32);
+    w.load_param("%r_steps", "steps", ParamType::U32);
+    w.ins("cvt.u64.u32 %rd_row, %r_row");
+    two_phase_chain(&mut w, first, "a", &CHAIN)?;
+    two_phase_chain(&mut w, second, "b", &CHAIN_B)?;
+    w.load_param("%rd_out_block", "out_block", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out_block, %rd_out_block");
+    w.ins("mul.wide.u32 %rd_block_off, %r_row, 8");
+    w.ins("add.s64 %rd_block_out, %rd_out_block, %rd_block_off");
+    w.ins(&format!("mov.u32 {}, 0", CHAIN.index));
+    w.ins(&format!("mov.u32 {}, 0", CHAIN_B.index));
+    w.blank();
+
+    w.comment("Phase 1: thread_a warms chain A from index 0; the others wait at the barrier.");
+    bra(&mut w, "@%p_not_a ", "phase_a_done");
+    untimed_loop(&mut w, &access_a, "%r_warmup_a", "warmup_a");
+    w.label("phase_a_done");
+    w.ins("bar.sync 0");
+    w.blank();
+
+    w.comment("Phase 2: thread_b loads chain B from index 0; the others wait at the barrier.");
+    bra(&mut w, "@%p_not_b ", "phase_b_done");
+    untimed_loop(&mut w, &access_b, "%r_warmup_b", "warmup_b");
+    w.comment("Storing B's final index keeps its loads live (ptxas would drop an unused chain);");
+    w.comment(".cg keeps the store out of L1, and thread_a overwrites the word after the barrier.");
+    w.ins(&format!(
+        "st.global.cg.u32 [%rd_block_out+4], {}",
+        CHAIN_B.index
+    ));
+    w.label("phase_b_done");
+    w.ins("bar.sync 0");
+    w.blank();
+
+    w.comment("Phase 3: thread_a continues chain A where its warm-up ended and times each load.");
+    bra(&mut w, "@%p_not_a ", "exit");
+    w.ins("mov.u32 %r_smid, %smid");
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    timing_cursors(&mut w, "%r_steps");
+    fine_timed_loop(&mut w, &access_a);
+    w.blank();
+    copy_timings_out(&mut w, "%r_steps", true);
+    w.ins(&format!("st.global.u32 [%rd_block_out+4], {}", CHAIN.index));
     w.ins("st.global.u32 [%rd_block_out], %r_smid");
     w.label("exit");
     w.ins("ret");
@@ -390,10 +578,10 @@ pub fn dsmem_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("mapa.u64 %rd_remote, %rd_schain_generic, 1");
     w.ins("mov.u32 %r_j, 0");
     w.blank();
-    warmup_loop(&mut w, &DSMEM_ACCESS);
+    warmup_loop(&mut w, &dsmem_access());
     w.blank();
     timing_cursors(&mut w, "%r_steps");
-    fine_timed_loop(&mut w, &DSMEM_ACCESS);
+    fine_timed_loop(&mut w, &dsmem_access());
     w.blank();
     copy_timings_out(&mut w, "%r_steps", true);
     w.ins("st.global.u32 [%rd_block_out+4], %r_j");

@@ -94,6 +94,9 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             KernelKind::InitChain => chase::init_chain_entry(kernel)?,
             KernelKind::ClockOverhead => chase::clock_overhead_entry(kernel)?,
             KernelKind::SmClock => chase::sm_clock_entry(kernel)?,
+            KernelKind::TwoPhase { first, second } => {
+                chase::two_phase_entry(kernel, first, second)?
+            }
             other => return Err(format!("no PTX template for kernel kind {other:?}")),
         };
         out.push('\n');

@@ -74,6 +74,11 @@ impl EntryWriter {
         }
     }
 
+    /// The entry name of the kernel being written (for error messages).
+    pub fn entry(&self) -> &'static str {
+        self.kernel.entry()
+    }
+
     /// A performance-tuning or cluster directive placed between the signature and the body.
     pub fn directive(&mut self, text: &str) {
         self.directives.push(text.to_owned());

@@ -35,7 +35,8 @@ fn entry_names_are_unique_and_found_by_name() {
         let found = catalogue::kernel_by_entry(kernel.entry()).expect("found");
         assert!(std::ptr::eq(found, kernel));
     }
-    assert_eq!(seen.len(), 2 * LoadPath::ALL.len() + 4);
+    let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
+    assert_eq!(seen.len(), 2 * LoadPath::ALL.len() + 4 + two_phase);
     assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
 }
 
@@ -223,4 +224,104 @@ fn modules_list_covers_every_kernel_module() {
         catalogue::chase_fine_dsmem().cluster_dims(),
         Some([2, 1, 1])
     );
+}
+
+#[test]
+fn two_phase_lookup_covers_every_ordered_pair_of_the_four_paths() {
+    let paths = [
+        LoadPath::GlobalCa,
+        LoadPath::GlobalNc,
+        LoadPath::Texture,
+        LoadPath::Constant,
+    ];
+    assert_eq!(catalogue::TWO_PHASE_PATHS, paths);
+    let mut entries = HashSet::new();
+    for first in paths {
+        for second in paths {
+            let kernel = catalogue::two_phase(first, second).expect("pair exists");
+            assert_eq!(kernel.kind(), KernelKind::TwoPhase { first, second });
+            assert_eq!(
+                kernel.entry(),
+                format!("two_phase_{}_{}", first.name(), second.name())
+            );
+            assert_eq!(kernel.module().name(), "pchase");
+            assert_eq!(kernel.min_capability(), ComputeCapability::SM_50);
+            assert_eq!(kernel.cluster_dims(), None);
+            assert!(entries.insert(kernel.entry()));
+        }
+    }
+    let in_catalogue = catalogue::kernels()
+        .filter(|k| matches!(k.kind(), KernelKind::TwoPhase { .. }))
+        .count();
+    assert_eq!(in_catalogue, 16);
+    assert_eq!(entries.len(), 16);
+}
+
+#[test]
+fn two_phase_lookup_of_other_paths_is_an_error() {
+    for other in [LoadPath::GlobalCg, LoadPath::Shared] {
+        for path in LoadPath::ALL {
+            for (first, second) in [(other, path), (path, other)] {
+                assert_eq!(
+                    catalogue::two_phase(first, second).unwrap_err(),
+                    Error::NoTwoPhaseKernel { first, second }
+                );
+            }
+        }
+    }
+    let message = catalogue::two_phase(LoadPath::GlobalCa, LoadPath::Shared)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("global_ca then shared"), "{message}");
+}
+
+#[test]
+fn two_phase_parameters_follow_the_specification() {
+    use ParamType::{U32, U64};
+    let expected = [
+        ("chain_a", U64),
+        ("block_stride_a", U64),
+        ("chain_b", U64),
+        ("block_stride_b", U64),
+        ("thread_a", U32),
+        ("thread_b", U32),
+        ("warmup_a", U32),
+        ("warmup_b", U32),
+        ("steps", U32),
+        ("out_latency", U64),
+        ("out_index", U64),
+        ("out_block", U64),
+    ];
+    for first in catalogue::TWO_PHASE_PATHS {
+        for second in catalogue::TWO_PHASE_PATHS {
+            let kernel = catalogue::two_phase(first, second).unwrap();
+            let params: Vec<(&str, ParamType)> =
+                kernel.params().iter().map(|p| (p.name(), p.ty())).collect();
+            assert_eq!(params, expected, "{}", kernel.entry());
+            // The constant path's chain argument is an offset, unlike the chase kernels'.
+            for name in ["chain_a", "chain_b"] {
+                let meaning = kernel.params()[kernel.param_index(name).unwrap()].meaning();
+                assert!(
+                    meaning.contains("ELEMENT OFFSET") || meaning.contains("element offset"),
+                    "{name}: {meaning}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn two_phase_shared_memory_holds_the_timings_of_chain_a() {
+    for first in catalogue::TWO_PHASE_PATHS {
+        for second in catalogue::TWO_PHASE_PATHS {
+            let kernel = catalogue::two_phase(first, second).unwrap();
+            assert_eq!(kernel.shared_layout(), SharedLayout::Timings);
+            assert_eq!(kernel.dynamic_shared_bytes(1000, 4096), Ok(8000));
+            assert_eq!(kernel.dynamic_shared_bytes(0, 0), Ok(0));
+            assert!(matches!(
+                kernel.dynamic_shared_bytes(u32::MAX / 8 + 1, 0),
+                Err(Error::SharedMemoryOverflow { .. })
+            ));
+        }
+    }
 }

@@ -6,3 +6,4 @@ mod features;
 mod headers;
 mod ptx_text;
 mod timing_order;
+mod two_phase;

@@ -9,16 +9,23 @@ use crate::ptx_text::{parse_module, Instruction, Statement};
 /// The load instruction each kernel must time, spelled independently of the generator.
 fn expected_load(kernel: &Kernel) -> &'static str {
     match kernel.kind() {
-        KernelKind::Chase { path, .. } => match path {
-            LoadPath::GlobalCa => "ld.global.ca.u32",
-            LoadPath::GlobalCg => "ld.global.cg.u32",
-            LoadPath::GlobalNc => "ld.global.nc.u32",
-            LoadPath::Texture => "tex.1d.v4.u32.s32",
-            LoadPath::Constant => "ld.const.u32",
-            LoadPath::Shared => "ld.shared.u32",
-        },
+        KernelKind::Chase { path, .. } => path_load(path),
         KernelKind::ChaseDistributedShared => "ld.u32",
+        // The timed (and first warm-up) loads of a two-phase kernel are chain A's.
+        KernelKind::TwoPhase { first, .. } => path_load(first),
         other => panic!("{other:?} is not a chase"),
+    }
+}
+
+/// The load instruction of a path, spelled independently of the generator.
+pub fn path_load(path: LoadPath) -> &'static str {
+    match path {
+        LoadPath::GlobalCa => "ld.global.ca.u32",
+        LoadPath::GlobalCg => "ld.global.cg.u32",
+        LoadPath::GlobalNc => "ld.global.nc.u32",
+        LoadPath::Texture => "tex.1d.v4.u32.s32",
+        LoadPath::Constant => "ld.const.u32",
+        LoadPath::Shared => "ld.shared.u32",
     }
 }
 
@@ -31,9 +38,28 @@ fn fine_kernels() -> Vec<&'static Kernel> {
                     granularity: Granularity::Fine,
                     ..
                 } | KernelKind::ChaseDistributedShared
+                    | KernelKind::TwoPhase { .. }
             )
         })
         .collect()
+}
+
+/// The one loop of `entry` that reads `%clock` (the fine-grained timed loop).
+pub fn timed_loop(kernel: &Kernel) -> Vec<Instruction> {
+    let module = parse_module(kernel.module().ptx());
+    let mut timed: Vec<_> = module
+        .entry(kernel.entry())
+        .loops()
+        .into_iter()
+        .filter(|body| body.iter().any(Instruction::is_clock32_read))
+        .collect();
+    assert_eq!(
+        timed.len(),
+        1,
+        "{}: expected one timed loop",
+        kernel.entry()
+    );
+    timed.remove(0)
 }
 
 /// Registers computed (transitively) from `seed` by the instructions before `end`.
@@ -133,23 +159,24 @@ fn check_fine_loop(body: &[Instruction], load_opcode: &str) -> Result<(), String
 #[test]
 fn fine_kernels_time_load_then_dependent_shared_store_between_clock_reads() {
     let kernels = fine_kernels();
-    assert_eq!(kernels.len(), LoadPath::ALL.len() + 1);
+    let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
+    assert_eq!(kernels.len(), LoadPath::ALL.len() + 1 + two_phase);
     for kernel in kernels {
-        let module = parse_module(kernel.module().ptx());
-        let entry = module.entry(kernel.entry());
-        let timed: Vec<_> = entry
-            .loops()
-            .into_iter()
-            .filter(|body| body.iter().any(Instruction::is_clock32_read))
-            .collect();
-        assert_eq!(
-            timed.len(),
-            1,
-            "{}: expected one timed loop",
-            kernel.entry()
-        );
-        if let Err(problem) = check_fine_loop(&timed[0], expected_load(kernel)) {
+        if let Err(problem) = check_fine_loop(&timed_loop(kernel), expected_load(kernel)) {
             panic!("{}: {problem}", kernel.entry());
+        }
+    }
+}
+
+#[test]
+fn two_phase_timed_loops_are_the_fine_chase_loops_of_their_first_path() {
+    // Same instructions in the same order, so `clock_overhead` and the single-path
+    // calibration apply to the re-timed pass unchanged.
+    for first in catalogue::TWO_PHASE_PATHS {
+        let reference = timed_loop(catalogue::chase(first, Granularity::Fine));
+        for second in catalogue::TWO_PHASE_PATHS {
+            let kernel = catalogue::two_phase(first, second).unwrap();
+            assert_eq!(timed_loop(kernel), reference, "{}", kernel.entry());
         }
     }
 }
@@ -206,6 +233,22 @@ fn loop_labels(entry: &crate::ptx_text::Entry) -> Vec<String> {
         .collect()
 }
 
+/// Loops of `kernel` that read no clock and load with `load`.
+fn untimed_loops_loading(kernel: &Kernel, load: &str) -> usize {
+    let module = parse_module(kernel.module().ptx());
+    module
+        .entry(kernel.entry())
+        .loops()
+        .into_iter()
+        .filter(|body| {
+            !body
+                .iter()
+                .any(|i| i.is_clock32_read() || i.is_clock64_read())
+                && body.iter().any(|i| i.opcode == load)
+        })
+        .count()
+}
+
 #[test]
 fn chase_kernels_have_an_untimed_warmup_loop_with_the_same_load() {
     for kernel in catalogue::kernels().filter(|k| {
@@ -214,23 +257,30 @@ fn chase_kernels_have_an_untimed_warmup_loop_with_the_same_load() {
             KernelKind::Chase { .. } | KernelKind::ChaseDistributedShared
         )
     }) {
-        let module = parse_module(kernel.module().ptx());
-        let warmups: Vec<_> = module
-            .entry(kernel.entry())
-            .loops()
-            .into_iter()
-            .filter(|body| {
-                !body
-                    .iter()
-                    .any(|i| i.is_clock32_read() || i.is_clock64_read())
-                    && body.iter().any(|i| i.opcode == expected_load(kernel))
-            })
-            .collect();
         assert!(
-            !warmups.is_empty(),
+            untimed_loops_loading(kernel, expected_load(kernel)) > 0,
             "{}: no untimed warm-up loop",
             kernel.entry()
         );
+    }
+}
+
+#[test]
+fn two_phase_kernels_have_an_untimed_loop_per_path() {
+    for first in catalogue::TWO_PHASE_PATHS {
+        for second in catalogue::TWO_PHASE_PATHS {
+            let kernel = catalogue::two_phase(first, second).unwrap();
+            // Chain A's warm-up, and chain B's (the same loop count when both paths agree).
+            let expected = if first == second { 2 } else { 1 };
+            for path in [first, second] {
+                assert_eq!(
+                    untimed_loops_loading(kernel, path_load(path)),
+                    expected,
+                    "{}: untimed loops through {path}",
+                    kernel.entry()
+                );
+            }
+        }
     }
 }
 

@@ -18,7 +18,10 @@ use cust::{
 use pchase_kernels::{catalogue, ChainArgument, Granularity, Kernel};
 
 use crate::{
-    backend::{Backend, BlockSamples, Carveout, ChaseMode, ChaseRequest, ChaseRun, LoadPath},
+    backend::{
+        check_two_phase, Backend, BlockSamples, Carveout, ChaseMode, ChaseRequest, ChaseRun,
+        LoadPath, Phase, TwoPhaseRequest,
+    },
     device::{ComputeCapability, DeviceInfo},
     error::RunnerError,
 };
@@ -250,47 +253,44 @@ impl CudaBackend {
         let line_elems = 32u32;
         let nodes = u32::try_from(elements / u64::from(line_elems))
             .map_err(|_| RunnerError::InvalidRequest("L2 too large to flush".into()))?;
-        let counts = DeviceBuffer::from_slice(&[nodes]).map_err(cuda_error("cuMemcpyHtoD"))?;
-        let init = self.function(catalogue::init_chain())?;
-        self.timed_launch(
-            &init,
-            LaunchShape {
-                grid: (nodes.div_ceil(256).clamp(1, 4096), 1),
-                threads: 256,
-                shared_bytes: 0,
-            },
-            &[
-                ("chain", Arg::U64(ptr)),
-                ("block_stride", Arg::U64(0)),
-                ("nodes", Arg::U64(counts.as_device_ptr().as_raw())),
-                ("stride", Arg::U32(line_elems)),
-            ],
-        )?;
+        self.init_chains_at(ptr, 0, &[nodes], line_elems)?;
         Ok(())
     }
 
     /// Writes the chains of `plan` into device memory with the parallel init kernel.
     fn build_chains(&mut self, plan: &ChainPlan) -> Result<u64, RunnerError> {
         let chain = self.chain_storage(plan.total_elements())?;
-        let nodes = DeviceBuffer::from_slice(&plan.nodes).map_err(cuda_error("cuMemcpyHtoD"))?;
+        self.init_chains_at(chain, plan.block_stride, &plan.nodes, plan.stride_elems)?;
+        Ok(chain)
+    }
+
+    /// Runs the parallel init kernel: array `y` of `nodes` starts at element
+    /// `y * block_stride` of `chain` and gets `nodes[y]` nodes `stride_elems` apart.
+    fn init_chains_at(
+        &self,
+        chain: u64,
+        block_stride: u64,
+        nodes: &[u32],
+        stride_elems: u32,
+    ) -> Result<(), RunnerError> {
+        let counts = DeviceBuffer::from_slice(nodes).map_err(cuda_error("cuMemcpyHtoD"))?;
         let init = self.function(catalogue::init_chain())?;
-        let max_nodes = plan.nodes.iter().copied().max().unwrap_or(1);
-        let blocks_x = max_nodes.div_ceil(256).clamp(1, 4096);
+        let max_nodes = nodes.iter().copied().max().unwrap_or(1);
         self.timed_launch(
             &init,
             LaunchShape {
-                grid: (blocks_x, plan.nodes.len() as u32),
+                grid: (max_nodes.div_ceil(256).clamp(1, 4096), nodes.len() as u32),
                 threads: 256,
                 shared_bytes: 0,
             },
             &[
                 ("chain", Arg::U64(chain)),
-                ("block_stride", Arg::U64(plan.block_stride)),
-                ("nodes", Arg::U64(nodes.as_device_ptr().as_raw())),
-                ("stride", Arg::U32(plan.stride_elems)),
+                ("block_stride", Arg::U64(block_stride)),
+                ("nodes", Arg::U64(counts.as_device_ptr().as_raw())),
+                ("stride", Arg::U32(stride_elems)),
             ],
         )?;
-        Ok(chain)
+        Ok(())
     }
 }
 
@@ -541,6 +541,162 @@ impl Backend for CudaBackend {
                 )));
             }
             verify_block(&plan, b, request.warmup_steps, result)?;
+        }
+        Ok(ChaseRun {
+            blocks: results,
+            gpu_time,
+        })
+    }
+
+    fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
+        let (fill, evict) = (request.fill, request.evict);
+        check_two_phase(request, self.info.max_threads_per_block)?;
+        let kernel = catalogue::two_phase(fill.path, evict.path).map_err(|e| {
+            RunnerError::InvalidRequest(format!("no two-phase kernel for this pair: {e}"))
+        })?;
+        let blocks = request.blocks as usize;
+        // Region A then region B of one buffer; each block's copy on its own 128 KiB
+        // boundary (the constant bank instead packs them at 128-byte lines).
+        let constant = |p: &Phase| p.path == LoadPath::Constant;
+        let align = |elems: u64, p: &Phase| {
+            if constant(p) {
+                elems.div_ceil(32) * 32
+            } else {
+                elems.div_ceil(BLOCK_ALIGN_ELEMS) * BLOCK_ALIGN_ELEMS
+            }
+        };
+        let stride_a = align(fill.chain.elements(), &fill);
+        let stride_b = align(evict.chain.elements(), &evict);
+        let region_a = stride_a * blocks as u64;
+        let region_b = stride_b * blocks as u64;
+        let buffer = self.chain_storage(region_a + region_b)?;
+        let chain_a = buffer;
+        let chain_b = buffer + 4 * region_a;
+        let nodes = |p: &Phase| {
+            u32::try_from(p.chain.nodes())
+                .map_err(|_| RunnerError::InvalidRequest("a chain has more than 2^32 nodes".into()))
+        };
+        self.init_chains_at(
+            chain_a,
+            stride_a,
+            &vec![nodes(&fill)?; blocks],
+            fill.chain.stride / 4,
+        )?;
+        self.init_chains_at(
+            chain_b,
+            stride_b,
+            &vec![nodes(&evict)?; blocks],
+            evict.chain.stride / 4,
+        )?;
+
+        // The kernel argument of each chain: a pointer, a texture object over the chain's
+        // region, or its element offset inside the constant bank.
+        let mut textures = Vec::new();
+        let mut bank_used = 0u64;
+        let mut argument = |this: &Self,
+                            p: &Phase,
+                            ptr: u64,
+                            region: u64|
+         -> Result<u64, RunnerError> {
+            match p.path.chain_argument() {
+                ChainArgument::DevicePointer => Ok(ptr),
+                ChainArgument::TextureObject => {
+                    let texture = LinearTexture::new(ptr, (4 * region) as usize)?;
+                    let handle = texture.handle();
+                    textures.push(texture);
+                    Ok(handle)
+                }
+                ChainArgument::Unused => {
+                    let module = this.module_of(kernel)?;
+                    let (bank, bytes) = module.global(catalogue::constant_chain().name())?;
+                    let offset = bank_used;
+                    bank_used += region;
+                    if (4 * bank_used) as usize > bytes {
+                        return Err(RunnerError::InvalidRequest(format!(
+                            "constant chains need {} B, the constant bank holds {bytes} B",
+                            4 * bank_used
+                        )));
+                    }
+                    driver::copy_device_to_device(bank + 4 * offset, ptr, (4 * region) as usize)?;
+                    Ok(offset)
+                }
+            }
+        };
+        let arg_a = argument(self, &fill, chain_a, region_a)?;
+        let arg_b = argument(self, &evict, chain_b, region_b)?;
+
+        let function = self.function(kernel)?;
+        let steps = request.timed_steps;
+        let dynamic = kernel
+            .dynamic_shared_bytes(steps, 0)
+            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+        self.configure_shared(&function, dynamic, request.carveout)?;
+        let per_block = blocks * steps as usize;
+        let latency = DeviceBuffer::<u32>::zeroed(per_block).map_err(cuda_error("cuMemAlloc"))?;
+        let index = DeviceBuffer::<u32>::zeroed(per_block).map_err(cuda_error("cuMemAlloc"))?;
+        let out_block =
+            DeviceBuffer::<u32>::zeroed(2 * blocks).map_err(cuda_error("cuMemAlloc"))?;
+        let gpu_time = self.timed_launch(
+            &function,
+            LaunchShape {
+                grid: (request.blocks, 1),
+                threads: request.threads,
+                shared_bytes: dynamic,
+            },
+            &[
+                ("chain_a", Arg::U64(arg_a)),
+                ("block_stride_a", Arg::U64(stride_a)),
+                ("chain_b", Arg::U64(arg_b)),
+                ("block_stride_b", Arg::U64(stride_b)),
+                ("thread_a", Arg::U32(fill.thread)),
+                ("thread_b", Arg::U32(evict.thread)),
+                ("warmup_a", Arg::U32(fill.steps)),
+                ("warmup_b", Arg::U32(evict.steps)),
+                ("steps", Arg::U32(steps)),
+                ("out_latency", Arg::U64(latency.as_device_ptr().as_raw())),
+                ("out_index", Arg::U64(index.as_device_ptr().as_raw())),
+                ("out_block", Arg::U64(out_block.as_device_ptr().as_raw())),
+            ],
+        )?;
+        drop(textures);
+        let mut host_latency = vec![0u32; per_block];
+        let mut host_index = vec![0u32; per_block];
+        let mut host_block = vec![0u32; 2 * blocks];
+        latency
+            .copy_to(&mut host_latency[..])
+            .map_err(cuda_error("cuMemcpyDtoH"))?;
+        index
+            .copy_to(&mut host_index[..])
+            .map_err(cuda_error("cuMemcpyDtoH"))?;
+        out_block
+            .copy_to(&mut host_block[..])
+            .map_err(cuda_error("cuMemcpyDtoH"))?;
+        // Chain A's plan, to check the re-timed loads against it.
+        let plan = ChainPlan {
+            nodes: vec![nodes(&fill)?; blocks],
+            block_stride: stride_a,
+            stride_elems: fill.chain.stride / 4,
+            shared_elems: 0,
+        };
+        let mut results = Vec::with_capacity(blocks);
+        for b in 0..blocks {
+            let range = b * steps as usize..(b + 1) * steps as usize;
+            let samples = BlockSamples {
+                smid: host_block[2 * b],
+                latencies: host_latency[range.clone()].to_vec(),
+                indices: host_index[range].to_vec(),
+                final_index: host_block[2 * b + 1],
+                total_cycles: None,
+            };
+            verify_block(&plan, b, fill.steps, &samples)?;
+            let expected = plan.index_after(b, u64::from(fill.steps) + u64::from(steps));
+            if samples.final_index != expected {
+                return Err(RunnerError::WrongResult(format!(
+                    "two-phase block {b}: chain A ended on index {}, the chain says {expected}",
+                    samples.final_index
+                )));
+            }
+            results.push(samples);
         }
         Ok(ChaseRun {
             blocks: results,

@@ -6,6 +6,8 @@
 //! measurement or the reason it is missing.
 
 pub mod analysis;
+pub mod hierarchy;
+pub mod l2;
 pub mod probe;
 pub mod report;
 pub mod search;
@@ -188,6 +190,12 @@ pub struct Measurements {
     pub elements: Vec<(Element, ElementResult)>,
     /// Raw curves of the size sweeps.
     pub curves: Vec<RawCurve>,
+    /// Pairs of SM caches tested for sharing one physical cache, with the outcome.
+    pub sharing: Vec<(Element, Element, hierarchy::EvictionTest)>,
+    /// Copies per SM of each SM cache (`None`: more than the warps tested).
+    pub copies: Vec<(Element, Option<u32>)>,
+    /// The L2's partitions and latencies.
+    pub l2: Option<l2::L2Findings>,
     /// Timings per benchmark.
     pub timings: Vec<Timing>,
 }
@@ -210,6 +218,9 @@ impl Measurements {
         }
     }
 }
+
+/// Warps tried when counting a cache's copies per SM (thread 0 against warps 1..8).
+pub const COPY_WARPS: u32 = 8;
 
 /// A callback told the name of each benchmark as it starts.
 type Progress<'b> = Box<dyn FnMut(&str) + 'b>;
@@ -358,7 +369,54 @@ impl<'b, B: Backend> Session<'b, B> {
         for element in Element::ALL.into_iter().filter(|e| only.contains(e)) {
             self.measure_element(element);
         }
+        self.measure_relations();
         Ok(self.results)
+    }
+
+    /// The exact size of an SM cache, where one was measured.
+    fn exact_size(&self, element: Element) -> Option<u64> {
+        match self.results.element(element)?.sizes.first()?.finding {
+            SizeFinding::Exact { bytes, .. } => Some(bytes),
+            SizeFinding::AtLeast { .. } => None,
+        }
+    }
+
+    /// Sharing between every pair of measured SM caches, and the copies per SM of each.
+    fn measure_relations(&mut self) {
+        let caches: Vec<(Element, LoadPath, u64)> = [
+            (Element::L1, LoadPath::GlobalCa),
+            (Element::Texture, LoadPath::Texture),
+            (Element::ReadOnly, LoadPath::GlobalNc),
+            (Element::ConstantL1, LoadPath::Constant),
+        ]
+        .into_iter()
+        .filter_map(|(e, p)| self.exact_size(e).map(|bytes| (e, p, bytes)))
+        .collect();
+        for (i, &(a, path_a, size_a)) in caches.iter().enumerate() {
+            for &(b, path_b, size_b) in &caches[i + 1..] {
+                let name = format!("sharing {a}/{b}");
+                match self.timed(&name, |s, gpu| {
+                    hierarchy::evicts(
+                        s.backend,
+                        (path_a, size_a * 3 / 4),
+                        (path_b, size_b * 3 / 4, 0),
+                        gpu,
+                    )
+                }) {
+                    Ok(test) => self.results.sharing.push((a, b, test)),
+                    Err(e) => self.fail(a, format!("{name}: {e}")),
+                }
+            }
+        }
+        for &(element, path, size) in &caches {
+            let name = format!("{element} copies per SM");
+            match self.timed(&name, |s, gpu| {
+                hierarchy::copies_per_sm(s.backend, path, size, COPY_WARPS, gpu)
+            }) {
+                Ok(copies) => self.results.copies.push((element, copies)),
+                Err(e) => self.fail(element, format!("{name}: {e}")),
+            }
+        }
     }
 
     fn measure_element(&mut self, element: Element) {
@@ -508,9 +566,15 @@ impl<'b, B: Backend> Session<'b, B> {
         let name = format!("{element} latency");
         let result = match element {
             Element::Shared => self.timed(&name, |s, gpu| s.shared_latency(gpu)),
-            // Larger than any L1, far smaller than any L2; `.cg` skips the L1 anyway.
+            // The element's latency is the near partition's; the partitions, their
+            // latencies and capacities go to `Measurements::l2`.
             Element::L2 => self.timed(&name, |s, gpu| {
-                s.hit_latency(LoadPath::GlobalCg, 4 * 1024 * 1024, 32, gpu)
+                let overhead = f64::from(s.results.clock_overhead.unwrap_or(0));
+                let found = l2::measure_l2(s.backend, overhead, s.options.samples, gpu)?;
+                let near = found.near;
+                s.results.curves.push(found.curve.clone());
+                s.results.l2 = Some(found);
+                Ok(near)
             }),
             Element::DeviceMemory => self.timed(&name, |s, gpu| s.memory_latency(gpu)),
             _ => return,

@@ -162,8 +162,58 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
     for (element, result) in &measured.elements {
         write_element(&mut topo, *element, result);
     }
-    // Per-SM elements measured on one SM each: one copy per SM until the caches-per-SM
-    // benchmark says otherwise; sizes from the API.
+    for (a, b, test) in &measured.sharing {
+        if test.evicted {
+            topo.share_physical_cache([element_kind(*a), element_kind(*b)], Provenance::Benchmark);
+        }
+    }
+    for (element, copies) in &measured.copies {
+        let kind = element_kind(*element);
+        match copies {
+            Some(n) => {
+                topo.element_mut(kind)
+                    .set_count_per_sm(Count::new(*n, Provenance::Benchmark));
+            }
+            None => topo.warn(
+                Some(kind),
+                format!(
+                    "copies per SM: no warp up to {} shares thread 0's copy; at least {} copies",
+                    super::COPY_WARPS - 1,
+                    super::COPY_WARPS
+                ),
+            ),
+        }
+    }
+    if let Some(l2) = measured.l2.as_ref().filter(|l2| l2.far.is_some()) {
+        if let Some(copies) = l2.keeps_copies {
+            topo.add_note(Note {
+                severity: NoteSeverity::Info,
+                element: Some(ElementKind::L2),
+                quantity: Some(QuantityKind::Partitions),
+                message: if copies {
+                    "the near partition keeps copies of far lines: below the near capacity every line hits at the near latency, past it the far-homed lines come back slower".into()
+                } else {
+                    "the near partition keeps no copies of far lines: far-homed lines are slower even in a quarter-L2 array".into()
+                },
+            });
+        }
+        let partitions = topo.element_mut(ElementKind::L2).partitions_mut();
+        partitions.near_latency = Some(Latency::measured(l2.near));
+        partitions.far_latency = l2.far.map(Latency::measured);
+        if l2.far.is_some() {
+            // The share of near lines is 1 / partitions when lines are spread evenly.
+            let count = (1.0 / l2.near_share).round().max(2.0) as u32;
+            partitions.count = Some(Count::new(count, Provenance::Derived));
+        }
+        if let Some((bytes, measured_here)) = l2.near_capacity {
+            partitions.size_each = Some(if measured_here {
+                Size::exact(Bytes(bytes), Provenance::Benchmark)
+            } else {
+                Size::exact(Bytes(bytes), Provenance::Derived)
+            });
+        }
+    }
+    // Sizes from the API.
     topo.element_mut(ElementKind::SharedMemory)
         .set_size(Size::api(Bytes(info.shared_per_sm_bytes)));
     topo.element_mut(ElementKind::L2)

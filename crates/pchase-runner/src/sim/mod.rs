@@ -3,13 +3,19 @@
 //! is tested against a known truth.
 //!
 //! The model, per launch:
-//! - every block is one thread on SM `block % sm_count`, following its own chain at its own
+//! - every block runs on SM `block % sm_count`, following its own chain at its own
 //!   addresses, exactly as the kernels of `pchase-kernels` do (node `k` at element
 //!   `k × stride` holds `((k + 1) % nodes) × stride`); the blocks advance in lockstep, one
 //!   load each in turn;
+//! - a chase is one thread per block (thread 0); the two-phase probe
+//!   ([`Backend::two_phase`]) runs a fill thread, an evict thread and the fill thread again,
+//!   one phase after the other, as its kernel does between its barriers;
 //! - all caches start empty; the SM-private caches a path goes through are looked up
 //!   nearest first, then the L2 (the SM's near partition or the line's far home
 //!   partition), then device memory; every level passed on the way is filled;
+//! - a cache with `copies_per_sm = c` serves thread `t` through copy `(t / warp_size) % c`
+//!   ([`CacheSpec::copy_for_thread`]): a warp always uses one copy, and a thread never sees
+//!   another copy's contents;
 //! - a load costs the latency of the level that served it, plus the path's extra latency;
 //!   a timed load adds jitter and, rarely, an outlier; a fine-grained sample adds the clock
 //!   overhead, as the real kernel's two clock reads do.
@@ -46,29 +52,36 @@ pub use profile::{
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES,
 };
 
-use crate::backend::{Backend, BlockSamples, ChaseMode, ChaseRequest, ChaseRun, LoadPath};
+use crate::backend::{
+    check_two_phase, Backend, BlockSamples, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath,
+    Phase, TwoPhaseRequest,
+};
 use crate::device::DeviceInfo;
 use crate::error::RunnerError;
 use cache::{Cache, Geometry};
 
-/// Where the simulated allocator puts global arrays; each chain gets its own 2 MiB-aligned
+/// Where the simulated allocator puts global arrays; each chase chain gets its own 2 MiB-aligned
 /// range, as separate device allocations would.
 const GLOBAL_BASE: u64 = 1 << 40;
 const ALLOCATION_ALIGN: u64 = 2 << 20;
+/// The two-phase launch puts every block's copy of a chain on its own 128 KiB boundary inside
+/// one buffer (chain A's copies, then chain B's), as the CUDA backend lays them out.
+const TWO_PHASE_BLOCK_ALIGN: u64 = 128 << 10;
 /// Where the constant bank lives (a separate range, so it never aliases global data).
 const CONSTANT_BASE: u64 = 1 << 32;
-/// Constant-path chains of several blocks are packed into the bank at this alignment.
-const CONSTANT_ALIGN: u64 = 256;
+/// Constant-path chains of several blocks (and the two chains of a two-phase probe) are
+/// packed into the bank, each starting on a 128-byte boundary, as the CUDA backend packs them.
+const CONSTANT_ALIGN: u64 = 128;
 /// Host-side cost of one kernel launch, added to the modelled device time.
 const LAUNCH_OVERHEAD: Duration = Duration::from_micros(4);
 /// Relative standard deviation of the simulated SM clock measurement.
 const CLOCK_MEASUREMENT_STDEV: f64 = 5e-4;
 
-/// The SM-private caches of one SM (copy 0 of each profile cache: one thread per block
-/// always uses copy 0).
+/// The SM-private caches of one SM: every copy of every profile cache, indexed
+/// `[profile cache][copy]`.
 #[derive(Debug, Clone)]
 struct SmCaches {
-    caches: Vec<Cache>,
+    caches: Vec<Vec<Cache>>,
 }
 
 /// The L2 partitions and how one SM reaches them.
@@ -126,20 +139,198 @@ fn home_partition(line: u64, count: usize) -> usize {
     (x % count as u64) as usize
 }
 
-/// One block's chase state.
-#[derive(Debug)]
-struct BlockState {
-    sm: usize,
-    near_partition: usize,
+/// One SM cache a load looks up: the profile cache, the copy the loading thread uses, and
+/// the latency of a hit there (path extra included).
+#[derive(Debug, Clone, Copy)]
+struct Level {
+    cache: usize,
+    copy: usize,
+    latency: u32,
+}
+
+/// How the loads of one thread through one path are served.
+#[derive(Debug, Clone)]
+struct Route {
+    /// The SM caches on the path, nearest first, in the thread's copies.
+    levels: Vec<Level>,
+    /// The path's extra latency, added to an L2 hit (the SM levels include it already).
+    extra: u32,
+    /// Latency of a load that misses everything (path extra included).
+    memory_latency: u32,
+    /// `Some(latency)` for the shared path, which never touches a cache.
+    shared_latency: Option<u32>,
+}
+
+/// A position on one block's copy of a chain. The chain is not materialised: the value a
+/// load returns is what the array would hold there.
+#[derive(Debug, Clone, Copy)]
+struct ChainCursor {
     base: u64,
     index: u64,
     stride_elements: u64,
     span_elements: u64,
+}
+
+impl ChainCursor {
+    /// A cursor at index 0 of `chain`, whose element 0 sits at byte address `base`.
+    fn new(base: u64, chain: &ChainSpec) -> ChainCursor {
+        ChainCursor {
+            base,
+            index: 0,
+            stride_elements: u64::from(chain.stride / 4),
+            span_elements: chain.bytes / 4,
+        }
+    }
+
+    /// Byte address of the element the next load reads.
+    #[inline]
+    fn address(&self) -> u64 {
+        self.base + 4 * self.index
+    }
+
+    /// Follows the pointer: the loaded value (the next node's index) becomes the index.
+    #[inline]
+    fn advance(&mut self) {
+        let next = self.index + self.stride_elements;
+        self.index = if next >= self.span_elements { 0 } else { next };
+    }
+
+    /// The current index; below 2^32 because a [`ChainSpec`] has at most 2^32 elements.
+    fn index_u32(&self) -> u32 {
+        u32::try_from(self.index).unwrap_or(u32::MAX)
+    }
+}
+
+/// One block's placement and what it reports.
+#[derive(Debug)]
+struct BlockState {
+    sm: usize,
+    near_partition: usize,
     /// Cycles of all the block's loads (for the modelled device time).
     cycles: u64,
     /// Cycles of the timed loads only.
     timed_cycles: u64,
     samples: BlockSamples,
+}
+
+/// Whether (and how) the loads of a phase are timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timing {
+    /// Warm-up loads: no clock reads, no noise.
+    Untimed,
+    /// Every load timed and recorded with its index.
+    Fine,
+    /// Loads timed as one total.
+    Coarse,
+}
+
+/// What the loads of a launch work with, borrowed from the [`SimBackend`].
+struct Launch<'a> {
+    sms: &'a mut [Option<SmCaches>],
+    l2: &'a mut L2,
+    rng: &'a mut Xoshiro256PlusPlus,
+    jitter: Option<&'a Normal<f64>>,
+    noise: NoiseSpec,
+    overhead: u32,
+}
+
+impl Launch<'_> {
+    /// Runs `steps` loads in every block, block `i` on `cursors[i]` through `route`; the
+    /// blocks advance in lockstep, one load each in turn.
+    fn run_phase(
+        &mut self,
+        blocks: &mut [BlockState],
+        cursors: &mut [ChainCursor],
+        route: &Route,
+        steps: u32,
+        timing: Timing,
+    ) -> Result<(), RunnerError> {
+        if timing == Timing::Fine {
+            for block in blocks.iter_mut() {
+                block.samples.latencies.reserve_exact(steps as usize);
+                block.samples.indices.reserve_exact(steps as usize);
+            }
+        }
+        for _ in 0..steps {
+            for (block, cursor) in blocks.iter_mut().zip(cursors.iter_mut()) {
+                let latency = match route.shared_latency {
+                    Some(latency) => latency,
+                    None => {
+                        // Every used SM is prepared before a launch's first phase.
+                        let Some(sm_caches) = self.sms[block.sm].as_mut() else {
+                            return Err(RunnerError::WrongResult(format!(
+                                "simulator: SM {} was not prepared",
+                                block.sm
+                            )));
+                        };
+                        serve(
+                            sm_caches,
+                            self.l2,
+                            self.rng,
+                            route,
+                            block.near_partition,
+                            cursor.address(),
+                        )
+                    }
+                };
+                cursor.advance();
+                if timing == Timing::Untimed {
+                    block.cycles += u64::from(latency);
+                    continue;
+                }
+                let noisy = (i64::from(latency)
+                    + SimBackend::noise(
+                        self.rng,
+                        self.jitter,
+                        self.noise.outlier_probability,
+                        self.noise.outlier_extra_cycles,
+                    ))
+                .max(1) as u64;
+                block.cycles += noisy;
+                block.timed_cycles += noisy;
+                if timing == Timing::Fine {
+                    let sample =
+                        u32::try_from(noisy + u64::from(self.overhead)).unwrap_or(u32::MAX);
+                    block.samples.latencies.push(sample);
+                    block.samples.indices.push(cursor.index_u32());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Serves one load of byte address `addr` through `route` on one SM; returns the latency of
+/// the level that served it.
+#[inline]
+fn serve(
+    sm_caches: &mut SmCaches,
+    l2: &mut L2,
+    rng: &mut Xoshiro256PlusPlus,
+    route: &Route,
+    near_partition: usize,
+    addr: u64,
+) -> u32 {
+    for level in &route.levels {
+        if sm_caches.caches[level.cache][level.copy].access(addr, rng) {
+            return level.latency;
+        }
+    }
+    l2.access(near_partition, addr, rng)
+        .map_or(route.memory_latency, |latency| latency + route.extra)
+}
+
+/// Checks a chain whose fields were set directly rather than through [`ChainSpec::new`].
+fn check_chain(chain: &ChainSpec) -> Result<(), RunnerError> {
+    ChainSpec::new(chain.bytes, chain.stride).map(|_| ())
+}
+
+/// Bytes one block's copy of a phase's chain occupies in the two-phase layout.
+fn two_phase_block_stride(phase: &Phase) -> u64 {
+    match phase.path {
+        LoadPath::Constant => phase.chain.bytes.next_multiple_of(CONSTANT_ALIGN),
+        _ => phase.chain.bytes.next_multiple_of(TWO_PHASE_BLOCK_ALIGN),
+    }
 }
 
 /// A simulated GPU configured by a [`SimProfile`].
@@ -201,8 +392,8 @@ impl SimBackend {
         &self.profile
     }
 
-    /// Shared memory per SM (bytes) the last chase ran with, i.e. the carveout the
-    /// simulated driver chose; `None` before the first chase.
+    /// Shared memory per SM (bytes) the last launch (chase or two-phase probe) ran with, i.e.
+    /// the carveout the simulated driver chose; `None` before the first launch.
     pub fn last_shared_carveout_bytes(&self) -> Option<u64> {
         self.last_shared_bytes
     }
@@ -227,20 +418,21 @@ impl SimBackend {
     }
 
     /// Builds (or rebuilds, when the carveout changed a unified cache's size) and empties
-    /// the caches of `sm`.
+    /// every copy of the caches of `sm`.
     fn prepare_sm(&mut self, sm: usize, shared_bytes: u64) {
-        let wanted: Vec<Geometry> = self
+        let wanted: Vec<(Geometry, usize)> = self
             .profile
             .caches
             .iter()
             .map(|c| {
-                Geometry::new(
+                let geometry = Geometry::new(
                     c.size_at(shared_bytes),
                     c.line_bytes,
                     c.sector(),
                     c.associativity,
                     c.replacement,
-                )
+                );
+                (geometry, c.copies_per_sm as usize)
             })
             .collect();
         let slot = &mut self.sms[sm];
@@ -249,39 +441,98 @@ impl SimBackend {
                 if state
                     .caches
                     .iter()
-                    .map(Cache::geometry)
+                    .map(|copies| (copies[0].geometry(), copies.len()))
                     .eq(wanted.iter().copied()) =>
             {
-                state.caches.iter_mut().for_each(Cache::reset);
+                state.caches.iter_mut().flatten().for_each(Cache::reset);
             }
             _ => {
                 *slot = Some(SmCaches {
-                    caches: wanted.into_iter().map(Cache::new).collect(),
+                    caches: wanted
+                        .into_iter()
+                        .map(|(geometry, copies)| {
+                            (0..copies).map(|_| Cache::new(geometry)).collect()
+                        })
+                        .collect(),
                 });
             }
         }
     }
 
-    /// Serves one load of byte address `addr` through `levels` (profile cache indices with
-    /// their latencies) on `sm`; returns the latency of the level that served it.
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    fn serve(
-        sm_caches: &mut SmCaches,
-        l2: &mut L2,
-        rng: &mut Xoshiro256PlusPlus,
-        levels: &[(usize, u32)],
-        near_partition: usize,
-        memory_latency: u32,
-        addr: u64,
-    ) -> u32 {
-        for &(cache, latency) in levels {
-            if sm_caches.caches[cache].access(addr, rng) {
-                return latency;
-            }
+    /// How loads of thread `thread` through `path` are served.
+    fn route(&self, path: LoadPath, thread: u32) -> Route {
+        let extra = self
+            .profile
+            .path_extra_latency
+            .get(&path)
+            .copied()
+            .unwrap_or(0);
+        let warp_size = self.profile.device.warp_size;
+        Route {
+            levels: self
+                .profile
+                .caches
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.serves(path))
+                .map(|(i, c)| Level {
+                    cache: i,
+                    copy: c.copy_for_thread(thread, warp_size) as usize,
+                    latency: c.hit_latency + extra,
+                })
+                .collect(),
+            extra,
+            memory_latency: self.profile.memory.latency + extra,
+            shared_latency: (path == LoadPath::Shared)
+                .then_some(self.profile.shared_memory.latency + extra),
         }
-        l2.access(near_partition, addr, rng)
-            .unwrap_or(memory_latency)
+    }
+
+    /// Places `count` blocks on SMs (block `b` on SM `b % sm_count`) and empties every cache
+    /// the launch can reach: the caches of the SMs it uses, and the L2.
+    fn start_launch(&mut self, count: usize, shared_bytes: u64) -> Vec<BlockState> {
+        self.last_shared_bytes = Some(shared_bytes);
+        let sm_count = self.sms.len();
+        let partitions = self.l2.partitions.len();
+        let blocks: Vec<BlockState> = (0..count)
+            .map(|b| {
+                let sm = b % sm_count;
+                BlockState {
+                    sm,
+                    near_partition: sm * partitions / sm_count,
+                    cycles: 0,
+                    timed_cycles: 0,
+                    samples: BlockSamples {
+                        smid: u32::try_from(sm).unwrap_or(u32::MAX),
+                        ..BlockSamples::default()
+                    },
+                }
+            })
+            .collect();
+        for sm in 0..count.min(sm_count) {
+            self.prepare_sm(sm, shared_bytes);
+        }
+        self.l2.reset();
+        blocks
+    }
+
+    /// The loads' view of the backend for one launch.
+    fn launch(&mut self) -> Launch<'_> {
+        Launch {
+            sms: &mut self.sms,
+            l2: &mut self.l2,
+            rng: &mut self.rng,
+            jitter: self.jitter.as_ref(),
+            noise: self.profile.noise,
+            overhead: self.profile.clock.overhead_cycles,
+        }
+    }
+
+    /// The modelled device time of a launch: its overhead plus the slowest block's cycles.
+    fn gpu_time(&self, blocks: &[BlockState]) -> Duration {
+        let slowest = blocks.iter().map(|b| b.cycles).max().unwrap_or(0);
+        LAUNCH_OVERHEAD
+            + Duration::from_secs_f64(slowest as f64 / (self.profile.clock.sm_mhz * 1e6))
     }
 
     fn check_request(&self, request: &ChaseRequest) -> Result<u64, RunnerError> {
@@ -291,16 +542,7 @@ impl SimBackend {
             ));
         }
         for chain in &request.chains {
-            if chain.stride == 0
-                || chain.stride % 4 != 0
-                || chain.bytes == 0
-                || chain.bytes % u64::from(chain.stride) != 0
-            {
-                return Err(RunnerError::InvalidRequest(format!(
-                    "chain of {} B with stride {} B: the size must be a positive multiple of a stride that is a positive multiple of 4",
-                    chain.bytes, chain.stride
-                )));
-            }
+            check_chain(chain)?;
         }
         let timing_bytes = match request.mode {
             ChaseMode::Fine => 8 * u64::from(request.steps),
@@ -325,6 +567,58 @@ impl SimBackend {
         self.profile
             .shared_carveout_for(request.carveout, timing_bytes + chain_copy)
     }
+
+    /// Checks a two-phase probe against the device; returns the shared memory per SM the
+    /// launch runs with.
+    fn check_two_phase_request(&self, request: &TwoPhaseRequest) -> Result<u64, RunnerError> {
+        check_two_phase(request, self.profile.device.max_threads_per_block)?;
+        let blocks = u64::from(request.blocks);
+        let (mut constant, mut global) = (0u64, 0u64);
+        for phase in [&request.fill, &request.evict] {
+            check_chain(&phase.chain)?;
+            let region = blocks.saturating_mul(two_phase_block_stride(phase));
+            match phase.path {
+                LoadPath::Constant => constant = constant.saturating_add(region),
+                _ => global = global.saturating_add(region),
+            }
+        }
+        if constant > CONSTANT_BANK_BYTES {
+            return Err(RunnerError::InvalidRequest(format!(
+                "the constant-path chains of {blocks} block(s) need {constant} B, the constant bank holds {CONSTANT_BANK_BYTES} B"
+            )));
+        }
+        if global > self.profile.device.total_memory_bytes {
+            return Err(RunnerError::InvalidRequest(format!(
+                "the chains of {blocks} block(s) need {global} B, the device has {} B",
+                self.profile.device.total_memory_bytes
+            )));
+        }
+        // The timed pass stores a latency and an index per load in dynamic shared memory.
+        self.profile
+            .shared_carveout_for(request.carveout, 8 * u64::from(request.timed_steps))
+    }
+
+    /// Cursors at index 0 of every block's copy of the chains of `fill` and `evict`, in the
+    /// two-phase layout: in global memory one buffer holds every block's copy of chain A,
+    /// then every block's copy of chain B; in the constant bank they are packed the same way.
+    fn two_phase_cursors(request: &TwoPhaseRequest) -> (Vec<ChainCursor>, Vec<ChainCursor>) {
+        let (mut global_next, mut constant_next) = (GLOBAL_BASE, CONSTANT_BASE);
+        let mut region = |phase: &Phase| {
+            let stride = two_phase_block_stride(phase);
+            let next = match phase.path {
+                LoadPath::Constant => &mut constant_next,
+                _ => &mut global_next,
+            };
+            let start = *next;
+            *next += stride * u64::from(request.blocks);
+            (0..u64::from(request.blocks))
+                .map(|b| ChainCursor::new(start + b * stride, &phase.chain))
+                .collect::<Vec<_>>()
+        };
+        let a = region(&request.fill);
+        let b = region(&request.evict);
+        (a, b)
+    }
 }
 
 impl Backend for SimBackend {
@@ -334,156 +628,106 @@ impl Backend for SimBackend {
 
     fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
         let shared_bytes = self.check_request(request)?;
-        self.last_shared_bytes = Some(shared_bytes);
-        let sm_count = self.sms.len();
-        let partitions = self.l2.partitions.len();
+        let path = request.path;
 
-        // Lay the chains out as the kernels see them, and place the blocks on SMs.
-        let mut blocks = Vec::with_capacity(request.chains.len());
-        let mut next_base = match request.path {
+        // Lay the chains out as the kernels see them.
+        let mut cursors = Vec::with_capacity(request.chains.len());
+        let mut next_base = match path {
             LoadPath::Constant => CONSTANT_BASE,
             _ => GLOBAL_BASE,
         };
-        for (b, chain) in request.chains.iter().enumerate() {
-            let sm = b % sm_count;
-            blocks.push(BlockState {
-                sm,
-                near_partition: sm * partitions / sm_count,
-                base: next_base,
-                index: 0,
-                stride_elements: u64::from(chain.stride / 4),
-                span_elements: chain.bytes / 4,
-                cycles: 0,
-                timed_cycles: 0,
-                samples: BlockSamples {
-                    smid: u32::try_from(sm).unwrap_or(u32::MAX),
-                    ..BlockSamples::default()
-                },
-            });
-            next_base += match request.path {
+        for chain in &request.chains {
+            cursors.push(ChainCursor::new(next_base, chain));
+            next_base += match path {
                 LoadPath::Constant => chain.bytes.next_multiple_of(CONSTANT_ALIGN),
                 _ => chain.bytes.next_multiple_of(ALLOCATION_ALIGN),
             };
         }
-        let mut used: Vec<usize> = blocks.iter().map(|b| b.sm).collect();
-        used.sort_unstable();
-        used.dedup();
-        for &sm in &used {
-            self.prepare_sm(sm, shared_bytes);
-        }
-        self.l2.reset();
-
-        let path = request.path;
-        let extra = self
-            .profile
-            .path_extra_latency
-            .get(&path)
-            .copied()
-            .unwrap_or(0);
-        let levels: Vec<(usize, u32)> = self
-            .profile
-            .caches
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.serves(path))
-            .map(|(i, c)| (i, c.hit_latency + extra))
-            .collect();
-        let shared_latency = self.profile.shared_memory.latency + extra;
-        let memory_latency = self.profile.memory.latency + extra;
-        let overhead = self.profile.clock.overhead_cycles;
-        let fine = request.mode == ChaseMode::Fine;
-        let outlier_probability = self.profile.noise.outlier_probability;
-        let outlier_extra = self.profile.noise.outlier_extra_cycles;
-        if fine {
-            for block in &mut blocks {
-                block
-                    .samples
-                    .latencies
-                    .reserve_exact(request.steps as usize);
-                block.samples.indices.reserve_exact(request.steps as usize);
-            }
-        }
+        let mut blocks = self.start_launch(request.chains.len(), shared_bytes);
+        // A chase is thread 0 of every block: copy 0 of every cache.
+        let route = self.route(path, 0);
         if path == LoadPath::Shared {
             // The block copies its chain into shared memory first: one load per element.
-            for block in &mut blocks {
-                block.cycles += block.span_elements * u64::from(self.profile.l2.far());
+            let far = u64::from(self.profile.l2.far());
+            for (block, cursor) in blocks.iter_mut().zip(&cursors) {
+                block.cycles += cursor.span_elements * far;
             }
         }
+        let timing = match request.mode {
+            ChaseMode::Fine => Timing::Fine,
+            ChaseMode::Coarse => Timing::Coarse,
+        };
+        let mut launch = self.launch();
+        launch.run_phase(
+            &mut blocks,
+            &mut cursors,
+            &route,
+            request.warmup_steps,
+            Timing::Untimed,
+        )?;
+        launch.run_phase(&mut blocks, &mut cursors, &route, request.steps, timing)?;
 
-        let SimBackend {
-            rng,
-            jitter,
-            sms,
-            l2,
-            ..
-        } = self;
-        let jitter = jitter.as_ref();
-        for (phase_steps, timed) in [(request.warmup_steps, false), (request.steps, true)] {
-            for _ in 0..phase_steps {
-                for block in blocks.iter_mut() {
-                    let addr = block.base + 4 * block.index;
-                    let latency = if path == LoadPath::Shared {
-                        shared_latency
-                    } else {
-                        // Every used SM was prepared above.
-                        let Some(sm_caches) = sms[block.sm].as_mut() else {
-                            return Err(RunnerError::WrongResult(format!(
-                                "simulator: SM {} was not prepared",
-                                block.sm
-                            )));
-                        };
-                        Self::serve(
-                            sm_caches,
-                            l2,
-                            rng,
-                            &levels,
-                            block.near_partition,
-                            memory_latency,
-                            addr,
-                        )
-                    };
-                    // The loaded value: the next node's index.
-                    let next = block.index + block.stride_elements;
-                    block.index = if next >= block.span_elements { 0 } else { next };
-                    if timed {
-                        let noisy = (i64::from(latency)
-                            + Self::noise(rng, jitter, outlier_probability, outlier_extra))
-                        .max(1) as u64;
-                        block.cycles += noisy;
-                        block.timed_cycles += noisy;
-                        if fine {
-                            let sample =
-                                u32::try_from(noisy + u64::from(overhead)).unwrap_or(u32::MAX);
-                            block.samples.latencies.push(sample);
-                            block
-                                .samples
-                                .indices
-                                .push(u32::try_from(block.index).unwrap_or(u32::MAX));
-                        }
-                    } else {
-                        block.cycles += u64::from(latency);
-                    }
-                }
-            }
-        }
-
-        let mut slowest = 0u64;
-        let out: Vec<BlockSamples> = blocks
+        let gpu_time = self.gpu_time(&blocks);
+        let overhead = u64::from(self.profile.clock.overhead_cycles);
+        let out = blocks
             .into_iter()
-            .map(|mut block| {
-                slowest = slowest.max(block.cycles);
-                // Indices are below 2^32: ChainSpec limits the elements.
-                block.samples.final_index = u32::try_from(block.index).unwrap_or(u32::MAX);
-                if !fine {
+            .zip(&cursors)
+            .map(|(mut block, cursor)| {
+                block.samples.final_index = cursor.index_u32();
+                if timing == Timing::Coarse {
                     // The timed pass of the coarse kernel is bracketed by one pair of clock
                     // reads: its total is the sum of its loads plus that one overhead.
-                    block.samples.total_cycles = Some(block.timed_cycles + u64::from(overhead));
+                    block.samples.total_cycles = Some(block.timed_cycles + overhead);
                 }
                 block.samples
             })
             .collect();
-        let gpu_time = LAUNCH_OVERHEAD
-            + Duration::from_secs_f64(slowest as f64 / (self.profile.clock.sm_mhz * 1e6));
+        Ok(ChaseRun {
+            blocks: out,
+            gpu_time,
+        })
+    }
+
+    fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
+        let shared_bytes = self.check_two_phase_request(request)?;
+        let (mut chain_a, mut chain_b) = Self::two_phase_cursors(request);
+        let mut blocks = self.start_launch(request.blocks as usize, shared_bytes);
+        // Each phase's thread reaches the caches through its own warp's copies.
+        let fill = self.route(request.fill.path, request.fill.thread);
+        let evict = self.route(request.evict.path, request.evict.thread);
+        let mut launch = self.launch();
+        // The kernel's barriers separate the phases: every block finishes one before any
+        // starts the next.
+        launch.run_phase(
+            &mut blocks,
+            &mut chain_a,
+            &fill,
+            request.fill.steps,
+            Timing::Untimed,
+        )?;
+        launch.run_phase(
+            &mut blocks,
+            &mut chain_b,
+            &evict,
+            request.evict.steps,
+            Timing::Untimed,
+        )?;
+        launch.run_phase(
+            &mut blocks,
+            &mut chain_a,
+            &fill,
+            request.timed_steps,
+            Timing::Fine,
+        )?;
+        let gpu_time = self.gpu_time(&blocks);
+        let out = blocks
+            .into_iter()
+            .zip(&chain_a)
+            .map(|(mut block, cursor)| {
+                block.samples.final_index = cursor.index_u32();
+                block.samples
+            })
+            .collect();
         Ok(ChaseRun {
             blocks: out,
             gpu_time,

@@ -225,8 +225,9 @@ pub struct CacheSpec {
     pub replacement: Replacement,
     /// Cycles of a load served by this cache.
     pub hit_latency: u32,
-    /// Copies of this cache per SM (e.g. four texture caches on Kepler). One thread always
-    /// uses copy 0.
+    /// Copies of this cache per SM (e.g. four texture caches on Kepler, one per warp
+    /// scheduler). Thread `t` uses copy `(t / warp_size) % copies_per_sm`
+    /// ([`CacheSpec::copy_for_thread`]) and never sees another copy's contents.
     #[serde(default = "one")]
     pub copies_per_sm: u32,
     /// The load paths that go through this cache.
@@ -290,6 +291,14 @@ impl CacheSpec {
     /// The sector size (the line size unless set).
     pub fn sector(&self) -> u32 {
         self.sector_bytes.unwrap_or(self.line_bytes)
+    }
+
+    /// The copy of this cache that thread `thread` of a block uses: its warp's index modulo
+    /// the copies, `(thread / warp_size) % copies_per_sm`. Kepler's four texture caches
+    /// belong to its four warp schedulers, and warps are dealt to the schedulers in turn,
+    /// so threads 0 and `32 k` share a copy exactly when `k` is a multiple of the copies.
+    pub fn copy_for_thread(&self, thread: u32, warp_size: u32) -> u32 {
+        (thread / warp_size.max(1)) % self.copies_per_sm.max(1)
     }
 
     /// Whether loads through `path` go through this cache.
@@ -626,8 +635,9 @@ impl SimProfile {
         Ok(())
     }
 
-    /// A random but valid hierarchy for property tests: one to three SM caches over random
-    /// paths, well-separated latencies (nearer levels are faster), an L2 of one or two
+    /// A random but valid hierarchy for property tests: one to three SM caches, each with
+    /// one to four copies per SM, over random paths (so two paths may share a physical
+    /// cache or go through separate ones, and one path may pass several), well-separated latencies (nearer levels are faster), an L2 of one or two
     /// partitions. Caches are at most 64 KiB and the L2 at most 4 MiB, so chases stay fast.
     pub fn random(seed: u64) -> SimProfile {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);

@@ -131,3 +131,40 @@ fn without_a_gpu_the_error_says_so() {
         Err(e) => panic!("unexpected error kind: {e}"),
     }
 }
+
+#[test]
+fn two_phase_probe_follows_chain_a_on_every_pair() {
+    let Some(mut gpu) = gpu_or_skip("two_phase_probe_follows_chain_a_on_every_pair") else {
+        return;
+    };
+    let paths = [
+        LoadPath::GlobalCa,
+        LoadPath::GlobalNc,
+        LoadPath::Texture,
+        LoadPath::Constant,
+    ];
+    for first in paths {
+        for second in paths {
+            let phase = |path, thread| pchase_runner::Phase {
+                path,
+                chain: ChainSpec::new(1024, 32).unwrap(),
+                thread,
+                steps: 32,
+            };
+            let request = pchase_runner::TwoPhaseRequest {
+                fill: phase(first, 0),
+                evict: phase(second, 32),
+                timed_steps: 64,
+                blocks: 4,
+                threads: 64,
+                carveout: Carveout::Percent(0),
+            };
+            // The backend checks every re-timed index of chain A.
+            let run = gpu
+                .two_phase(&request)
+                .unwrap_or_else(|e| panic!("{first}/{second}: {e}"));
+            assert_eq!(run.blocks.len(), 4);
+            assert!(run.blocks.iter().all(|b| b.latencies.len() == 64));
+        }
+    }
+}

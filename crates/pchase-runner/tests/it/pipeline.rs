@@ -190,3 +190,40 @@ fn random_hierarchies_are_recovered() {
         check_profile(&profile);
     }
 }
+
+/// Sharing and copies per SM against the profile: two measured SM caches share exactly
+/// when the profile lists both paths on one cache, and each cache's copies per SM are the
+/// profile's.
+fn check_relations(profile: &SimProfile, m: &Measurements) {
+    let name = &profile.name;
+    let path_of = |e: Element| match e {
+        Element::L1 => LoadPath::GlobalCa,
+        Element::Texture => LoadPath::Texture,
+        Element::ReadOnly => LoadPath::GlobalNc,
+        _ => LoadPath::Constant,
+    };
+    let first_cache = |p: LoadPath| profile.caches_on_path(p).next().map(|c| c.name.clone());
+    for (a, b, test) in &m.sharing {
+        let truth = first_cache(path_of(*a)) == first_cache(path_of(*b));
+        assert_eq!(test.evicted, truth, "{name}: sharing {a}/{b}: {test:?}");
+    }
+    for (element, copies) in &m.copies {
+        let cache = profile
+            .caches_on_path(path_of(*element))
+            .next()
+            .expect("measured caches exist");
+        let truth = cache.copies_per_sm;
+        let expected = (truth < pchase_runner::measure::COPY_WARPS).then_some(truth);
+        assert_eq!(*copies, expected, "{name}: copies of {element}");
+    }
+}
+
+#[test]
+fn relations_of_every_shipped_profile_are_recovered() {
+    for name in SimProfile::bundled_names() {
+        let profile = SimProfile::bundled(name).expect("bundled");
+        let m = measure(&profile);
+        assert!(!m.sharing.is_empty(), "{name}: no sharing tested");
+        check_relations(&profile, &m);
+    }
+}

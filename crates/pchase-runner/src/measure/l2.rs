@@ -1,0 +1,305 @@
+//! The L2 as one SM sees it: near and far partitions, their latencies and capacities, and
+//! the device-memory latency behind them.
+//!
+//! 1. **Latencies.** A fine-grained `.cg` chase over an L2-resident array, one node per
+//!    128-byte line, gives a latency distribution. With partitions, lines homed in the SM's
+//!    own partition come back faster than the others: the sorted samples then have two
+//!    levels. cpd's exact single change point (L2 cost) on the sorted samples splits them,
+//!    and the two-sample KS test plus a minimum gap decide whether the split is real.
+//! 2. **Capacities.** Whole-pass mean latencies (coarse kernel, one block, so that no other
+//!    SM shares the L2 meanwhile) over array sizes from 1/32 of the L2 to twice it, log-spaced,
+//!    segmented by PELT (L2 cost, BIC penalty on the estimated noise). A rise well inside the
+//!    L2 is where the near partition stops holding copies of far lines; the last rise is the
+//!    L2 itself. Without a rise inside, the near partition's capacity is derived from the
+//!    share of near lines times the L2 size the API reports.
+
+use std::time::Duration;
+
+use cpd::{
+    estimate_noise_variance, ks_2samp, pelt, single_change_point, L2Cost, Penalty, SearchOptions,
+};
+use topology::LatencySummary;
+
+use crate::{
+    backend::{Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath},
+    error::RunnerError,
+};
+
+use super::{probe::SizeSamples, search::RawCurve};
+
+/// What the L2 benchmark found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Findings {
+    /// Hits in the SM's near partition (or all hits, with one partition), cycles.
+    pub near: LatencySummary,
+    /// Hits in a far partition, if two levels were found.
+    pub far: Option<LatencySummary>,
+    /// Share of lines that came back at the near latency.
+    pub near_share: f64,
+    /// Two-sample KS statistic and p-value of the near/far split.
+    pub split_statistic: f64,
+    /// p-value of that test.
+    pub split_p_value: f64,
+    /// Capacity of the near partition, bytes, and whether it was measured (`true`: a rise
+    /// in the size sweep) or derived (`false`: share × API size).
+    pub near_capacity: Option<(u64, bool)>,
+    /// Where the sweep's last rise is (the L2 as one SM sees it), bytes.
+    pub total_seen: Option<u64>,
+    /// Whether the near partition keeps copies of far lines: `Some(true)` when every line
+    /// of a quarter-L2 array came back at one (near) latency and, past the near capacity,
+    /// the far-homed lines came back slower; `Some(false)` when far lines were slower
+    /// already at a quarter of the L2; `None` with one partition.
+    pub keeps_copies: Option<bool>,
+    /// The size sweep.
+    pub curve: RawCurve,
+}
+
+fn wrong(what: &str) -> impl Fn(cpd::CpdError) -> RunnerError + '_ {
+    move |e| RunnerError::WrongResult(format!("{what}: {e}"))
+}
+
+/// Splits sorted latency samples into a near and a far level, if there are two.
+fn split_levels(
+    samples: &[u32],
+    overhead: f64,
+) -> Result<(LatencySummary, Option<LatencySummary>, f64, f64, f64), RunnerError> {
+    let mut sorted: Vec<f64> = samples
+        .iter()
+        .map(|&v| (f64::from(v) - overhead).max(0.0))
+        .collect();
+    sorted.sort_by(f64::total_cmp);
+    let summary = |v: &[f64]| {
+        LatencySummary::from_samples(v)
+            .ok_or_else(|| RunnerError::WrongResult("no L2 samples".into()))
+    };
+    let n = sorted.len();
+    let split = single_change_point(
+        &L2Cost::from_series(&sorted).map_err(wrong("L2 levels"))?,
+        SearchOptions::new((n / 20).max(2), 1),
+    )
+    .map_err(wrong("L2 levels"))?;
+    let t = split.change_point;
+    let (near, far) = sorted.split_at(t);
+    let test = ks_2samp(near, far).map_err(wrong("L2 levels"))?;
+    let near_mean = near.iter().sum::<f64>() / near.len() as f64;
+    let far_mean = far.iter().sum::<f64>() / far.len() as f64;
+    // Two levels: a clear gap (10 % or 10 cycles) and a KS test that rejects one level.
+    let two = far_mean - near_mean > (0.1 * near_mean).max(10.0) && test.p_value < 1e-3;
+    if two {
+        Ok((
+            summary(near)?,
+            Some(summary(far)?),
+            t as f64 / n as f64,
+            test.statistic,
+            test.p_value,
+        ))
+    } else {
+        Ok((summary(&sorted)?, None, 1.0, test.statistic, test.p_value))
+    }
+}
+
+/// Fine-grained `.cg` latencies of `samples` loads over `chain`, after one warm pass.
+fn fine_cg<B: Backend>(
+    backend: &mut B,
+    chain: ChainSpec,
+    samples: u32,
+    gpu_time: &mut Duration,
+) -> Result<Vec<u32>, RunnerError> {
+    let run = backend.chase(&ChaseRequest {
+        path: LoadPath::GlobalCg,
+        mode: ChaseMode::Fine,
+        chains: vec![chain],
+        warmup_steps: u32::try_from(chain.nodes()).unwrap_or(u32::MAX),
+        steps: samples,
+        carveout: Carveout::Percent(0),
+        flush_l2: false,
+    })?;
+    *gpu_time += run.gpu_time;
+    run.blocks
+        .into_iter()
+        .next()
+        .map(|b| b.latencies)
+        .ok_or_else(|| RunnerError::WrongResult("an L2 chase returned no block".into()))
+}
+
+/// Mean cycles per `.cg` load over an array of `bytes`, one node per `line`: one block,
+/// a full warm-up pass, then at most 64 Ki timed loads (after a full pass the L2's content
+/// is steady, and the mean needs no more).
+fn coarse_mean<B: Backend>(
+    backend: &mut B,
+    bytes: u64,
+    line: u32,
+    gpu_time: &mut Duration,
+) -> Result<f64, RunnerError> {
+    let chain = ChainSpec::new(bytes / u64::from(line) * u64::from(line), line)?;
+    let nodes = u32::try_from(chain.nodes()).unwrap_or(u32::MAX);
+    let timed = nodes.min(1 << 16);
+    let run = backend.chase(&ChaseRequest {
+        path: LoadPath::GlobalCg,
+        mode: ChaseMode::Coarse,
+        chains: vec![chain],
+        warmup_steps: nodes,
+        steps: timed,
+        carveout: Carveout::Percent(0),
+        flush_l2: false,
+    })?;
+    *gpu_time += run.gpu_time;
+    let cycles = run
+        .blocks
+        .first()
+        .and_then(|b| b.total_cycles)
+        .ok_or_else(|| RunnerError::WrongResult("a coarse L2 chase reported no cycles".into()))?;
+    Ok(cycles as f64 / f64::from(timed))
+}
+
+/// Runs the L2 benchmark.
+pub fn measure_l2<B: Backend>(
+    backend: &mut B,
+    overhead: f64,
+    samples: u32,
+    gpu_time: &mut Duration,
+) -> Result<L2Findings, RunnerError> {
+    let l2 = backend.device().l2_bytes.max(1 << 20);
+    let line = 128u32;
+
+    // 1. Levels, over a quarter of the L2 (at most 8 MiB): resident, many lines.
+    let bytes = (l2 / 4).min(8 << 20) / u64::from(line) * u64::from(line);
+    let latencies = fine_cg(backend, ChainSpec::new(bytes, line)?, samples, gpu_time)?;
+    let (near, far, near_share, split_statistic, split_p_value) =
+        split_levels(&latencies, overhead)?;
+
+    // 2. Capacities: whole-pass means, one block per launch, log-spaced sizes.
+    let mut sizes = Vec::new();
+    let mut size = (l2 / 32).max(u64::from(line) * 64);
+    while size <= 2 * l2 {
+        sizes.push(size / u64::from(line) * u64::from(line));
+        size = (size as f64 * 2f64.powf(1.0 / 3.0)) as u64;
+    }
+    let mut points = Vec::with_capacity(sizes.len());
+    for &bytes in &sizes {
+        points.push(SizeSamples {
+            bytes,
+            values: vec![coarse_mean(backend, bytes, line, gpu_time)?],
+            smids: Vec::new(),
+        });
+    }
+    let means: Vec<f64> = points.iter().map(|p| p.values[0]).collect();
+    let noise = estimate_noise_variance(&means)
+        .map_err(wrong("L2 sweep"))?
+        .max(1e-6);
+    let penalty = Penalty::Bic
+        .per_change_point(means.len(), 1, noise)
+        .map_err(wrong("L2 sweep"))?;
+    let segmentation = pelt(
+        &L2Cost::from_series(&means).map_err(wrong("L2 sweep"))?,
+        penalty,
+        SearchOptions::new(2, 1),
+    )
+    .map_err(wrong("L2 sweep"))?;
+    // Rises: change points where the next segment's mean is at least 5 % higher than the
+    // one before. PELT's segments are at least two sizes long, so a one-size step between
+    // two plateaus can shift a change point by one: each rise is placed at the first size
+    // that is 5 % above the plateau before it.
+    let ends = &segmentation.segment_ends;
+    let mean = |a: usize, b: usize| means[a..b].iter().sum::<f64>() / (b - a) as f64;
+    let mut rises = Vec::new();
+    let mut start = 0;
+    for window in ends.windows(2) {
+        let (end, next_end) = (window[0], window[1]);
+        let plateau = mean(start, end);
+        if mean(end, next_end) > 1.05 * plateau {
+            let first = (start + 1..next_end)
+                .find(|&i| means[i] > 1.05 * plateau)
+                .unwrap_or(end);
+            rises.push(first);
+        }
+        start = end;
+    }
+    let total_seen = rises.last().map(|&i| sizes[i - 1]);
+    // A rise clearly inside the L2 (below 3/4 of it) is the near partition's capacity;
+    // refine it with eight sizes between the last size on the plateau and the first above.
+    let near_rise = match rises
+        .first()
+        .copied()
+        .filter(|&i| sizes[i] < l2 * 3 / 4 && rises.len() > 1)
+    {
+        Some(i) => {
+            let (lo, hi) = (sizes[i - 1], sizes[i]);
+            let plateau = mean(0, i);
+            let step = ((hi - lo) / 9).max(u64::from(line)) / u64::from(line) * u64::from(line);
+            let mut last_flat = lo;
+            for k in 1..=8 {
+                let bytes = lo + k * step;
+                if bytes >= hi {
+                    break;
+                }
+                if coarse_mean(backend, bytes, line, gpu_time)? > 1.05 * plateau {
+                    break;
+                }
+                last_flat = bytes;
+            }
+            Some(last_flat)
+        }
+        None => None,
+    };
+    // One level at a quarter of the L2, but a rise inside it: the near partition held
+    // copies of far lines until it filled. Past that rise the far-homed lines come back at
+    // the far latency: split the levels again there.
+    let mut far = far;
+    let mut near_share = near_share;
+    let mut keeps_copies = None;
+    if let (None, Some(near_bytes)) = (far, near_rise) {
+        let bytes = ((near_bytes + l2) / 2) / u64::from(line) * u64::from(line);
+        let latencies = fine_cg(backend, ChainSpec::new(bytes, line)?, samples, gpu_time)?;
+        let (_, far_there, share_there, _, _) = split_levels(&latencies, overhead)?;
+        keeps_copies = Some(far_there.is_some());
+        if far_there.is_some() {
+            far = far_there;
+            near_share = share_there;
+        }
+    } else if far.is_some() {
+        keeps_copies = Some(false);
+    }
+    let near_capacity = match (near_rise, far.is_some()) {
+        (Some(bytes), _) => Some((bytes, true)),
+        (None, true) => Some(((near_share * l2 as f64) as u64, false)),
+        (None, false) => None,
+    };
+    Ok(L2Findings {
+        near,
+        far,
+        near_share,
+        split_statistic,
+        split_p_value,
+        near_capacity,
+        total_seen,
+        keeps_copies,
+        curve: RawCurve {
+            name: "l2-size".into(),
+            change_index: rises.first().copied(),
+            points,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_levels_are_split_and_one_level_is_not() {
+        let mut two: Vec<u32> = (0..300).map(|i| 220 + (i % 5)).collect();
+        two.extend((0..300).map(|i| 300 + (i % 7)));
+        let (near, far, share, _, p) = split_levels(&two, 4.0).unwrap();
+        let far = far.expect("two levels");
+        assert!((near.p50.0 - 218.0).abs() < 3.0, "{near:?}");
+        assert!((far.p50.0 - 299.0).abs() < 4.0, "{far:?}");
+        assert!((share - 0.5).abs() < 0.01);
+        assert!(p < 1e-6);
+        let one: Vec<u32> = (0..600).map(|i| 280 + (i % 9)).collect();
+        let (all, far, share, _, _) = split_levels(&one, 4.0).unwrap();
+        assert!(far.is_none());
+        assert_eq!(share, 1.0);
+        assert_eq!(all.samples, 600);
+    }
+}
