@@ -24,7 +24,9 @@ fn summary(curve: &RawCurve) -> Vec<(u64, f64, f64)> {
 fn csv(curve: &RawCurve) -> String {
     let mut out = String::from("bytes,replica,smid,mean_cycles_per_load\n");
     for p in &curve.points {
-        for (i, (v, smid)) in p.values.iter().zip(&p.smids).enumerate() {
+        // Sweeps run on one SM per launch (the L2's) record no SM per value.
+        for (i, v) in p.values.iter().enumerate() {
+            let smid = p.smids.get(i).map_or(String::new(), u32::to_string);
             let _ = writeln!(out, "{},{i},{smid},{v:.4}", p.bytes);
         }
     }
@@ -105,4 +107,35 @@ pub fn write_curves(dir: &Path, curves: &[RawCurve]) -> Result<(), String> {
         plot(curve, &dir.join(format!("{stem}.svg")))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pchase_runner::measure::probe::SizeSamples;
+
+    #[test]
+    fn csv_has_a_row_per_value_with_or_without_sms() {
+        let curve = RawCurve {
+            name: "l2-size".into(),
+            points: vec![
+                SizeSamples {
+                    bytes: 1024,
+                    values: vec![282.0],
+                    smids: Vec::new(),
+                },
+                SizeSamples {
+                    bytes: 2048,
+                    values: vec![38.5, 38.75],
+                    smids: vec![3, 7],
+                },
+            ],
+            change_index: Some(1),
+        };
+        let text = csv(&curve);
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows.len(), 4, "{text}");
+        assert_eq!(rows[1], "1024,0,,282.0000");
+        assert_eq!(rows[3], "2048,1,7,38.7500");
+    }
 }
