@@ -44,6 +44,7 @@ fn run() -> Result<(), RunnerError> {
             steps: 512,
             carveout: Carveout::DriverDefault,
             flush_l2: false,
+            reserve_shared_bytes: 0,
         };
         let run = gpu.chase(&request)?;
         let block = &run.blocks[0];

@@ -96,6 +96,10 @@ pub struct ChaseRequest {
     /// Evict the chains from the L2 before the chase (by writing a buffer twice the L2's
     /// size), so that loads without a warm-up go to device memory.
     pub flush_l2: bool,
+    /// Dynamic shared memory to reserve per block beyond what the kernel uses: the driver
+    /// must then configure at least this much shared memory, which takes it from a unified
+    /// L1. Measuring the L1 at several reservations gives its size per carveout.
+    pub reserve_shared_bytes: u32,
 }
 
 impl ChaseRequest {
@@ -109,6 +113,7 @@ impl ChaseRequest {
             steps,
             carveout: Carveout::DriverDefault,
             flush_l2: false,
+            reserve_shared_bytes: 0,
         }
     }
 }

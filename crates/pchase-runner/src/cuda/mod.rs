@@ -467,7 +467,11 @@ impl Backend for CudaBackend {
         let function = self.function(kernel)?;
         let dynamic = kernel
             .dynamic_shared_bytes(steps, plan.shared_elems)
-            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?
+            .checked_add(request.reserve_shared_bytes)
+            .ok_or_else(|| {
+                RunnerError::InvalidRequest("shared-memory reservation overflows".into())
+            })?;
         self.configure_shared(&function, dynamic, request.carveout)?;
 
         let per_block = blocks * steps as usize;
@@ -849,6 +853,7 @@ mod tests {
             steps: 100,
             carveout: Carveout::DriverDefault,
             flush_l2: false,
+            reserve_shared_bytes: 0,
         }
     }
 

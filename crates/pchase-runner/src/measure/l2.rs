@@ -113,6 +113,7 @@ fn fine_cg<B: Backend>(
         steps: samples,
         carveout: Carveout::Percent(0),
         flush_l2: false,
+        reserve_shared_bytes: 0,
     })?;
     *gpu_time += run.gpu_time;
     run.blocks
@@ -142,6 +143,7 @@ fn coarse_mean<B: Backend>(
         steps: timed,
         carveout: Carveout::Percent(0),
         flush_l2: false,
+        reserve_shared_bytes: 0,
     })?;
     *gpu_time += run.gpu_time;
     let cycles = run

@@ -114,6 +114,8 @@ pub struct MeasureOptions {
     pub alpha: f64,
     /// Stride of the size searches, bytes (one node per sector).
     pub search_stride: u32,
+    /// Measure the L1 at every eighth of the shared memory a block may reserve.
+    pub carveout_table: bool,
 }
 
 impl Default for MeasureOptions {
@@ -127,6 +129,7 @@ impl Default for MeasureOptions {
             timed_passes: 2,
             alpha: 0.01,
             search_stride: 32,
+            carveout_table: true,
         }
     }
 }
@@ -136,6 +139,8 @@ impl Default for MeasureOptions {
 pub struct SizeAtCarveout {
     /// The carveout requested.
     pub carveout: Carveout,
+    /// Dynamic shared memory reserved per block, which the driver had to configure.
+    pub reserved_shared_bytes: u32,
     /// What the search found.
     pub finding: SizeFinding,
 }
@@ -483,13 +488,26 @@ impl<'b, B: Backend> Session<'b, B> {
                 }
             }
         }
-        // The unified L1 is measured where it has the most room (the smallest carveout
-        // that fits the timing buffer) and at the driver's default.
-        let carveouts: &[Carveout] = match element {
-            Element::L1 => &[Carveout::Percent(0), Carveout::DriverDefault],
-            _ => &[Carveout::Percent(0)],
-        };
-        for &carveout in carveouts {
+        // The unified L1 is measured where it has the most room (the smallest carveout),
+        // at the driver's default, and with shared memory reserved in eighths of what a
+        // block may have: the driver must then configure a carveout that holds the
+        // reservation, and the L1 shrinks by it (the size-per-carveout table).
+        let mut settings: Vec<(Carveout, u32)> = vec![(Carveout::Percent(0), 0)];
+        if element == Element::L1 {
+            settings.push((Carveout::DriverDefault, 0));
+            if self.options.carveout_table {
+                let optin = self.backend.device().shared_per_block_optin_bytes;
+                for k in 1..=8u64 {
+                    let reserve = (k * optin / 8) / 1024 * 1024;
+                    if let Ok(reserve) = u32::try_from(reserve) {
+                        if reserve > 0 && !settings.iter().any(|&(_, r)| r == reserve) {
+                            settings.push((Carveout::Percent(0), reserve));
+                        }
+                    }
+                }
+            }
+        }
+        for (carveout, reserve) in settings {
             let probe = SizeProbe {
                 path,
                 stride: self.options.search_stride,
@@ -497,19 +515,29 @@ impl<'b, B: Backend> Session<'b, B> {
                 warmup_passes: 1,
                 timed_passes: self.options.timed_passes,
                 replicas: self.options.replicas,
+                reserve_shared_bytes: reserve,
             };
-            let name = format!("{element} size ({})", carveout_label(carveout));
+            let label = if reserve > 0 {
+                format!("{} KiB shared reserved", reserve / 1024)
+            } else {
+                carveout_label(carveout)
+            };
+            let name = format!("{element} size ({label})");
             let alpha = self.options.alpha;
             match self.timed(&name, |s, gpu| {
                 search::find_size(s.backend, &probe, range, alpha, gpu)
             }) {
                 Ok((finding, mut curve)) => {
-                    curve.name = format!("{element}-size-{}", carveout_label(carveout));
+                    curve.name = format!("{element}-size-{label}");
                     self.results.curves.push(curve);
                     self.results
                         .element_mut(element)
                         .sizes
-                        .push(SizeAtCarveout { carveout, finding });
+                        .push(SizeAtCarveout {
+                            carveout,
+                            reserved_shared_bytes: reserve,
+                            finding,
+                        });
                 }
                 Err(e) => self.fail(element, format!("{name}: {e}")),
             }
@@ -618,6 +646,7 @@ impl<'b, B: Backend> Session<'b, B> {
             steps,
             carveout,
             flush_l2,
+            reserve_shared_bytes: 0,
         };
         let run = self.backend.chase(&request)?;
         *gpu += run.gpu_time;

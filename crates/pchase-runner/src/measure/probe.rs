@@ -42,6 +42,8 @@ pub struct SizeProbe {
     pub timed_passes: u32,
     /// SMs each size runs on at once.
     pub replicas: u32,
+    /// Dynamic shared memory reserved per block (to measure the L1 at a carveout).
+    pub reserve_shared_bytes: u32,
 }
 
 /// Bytes the constant path can hold in all (the module's 64 KiB `.const` array).
@@ -156,6 +158,7 @@ impl SizeProbe {
             steps: clamp(self.timed_passes.max(1))?.max(MIN_TIMED_LOADS as u32),
             carveout: self.carveout,
             flush_l2: false,
+            reserve_shared_bytes: self.reserve_shared_bytes,
         };
         let run = backend.chase(&request)?;
         *gpu_time += run.gpu_time;

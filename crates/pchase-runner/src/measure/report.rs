@@ -90,7 +90,7 @@ fn size_of(finding: &SizeFinding, carveout: Carveout) -> Size {
     }
 }
 
-fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) {
+fn write_element(topo: &mut Topology, info: &DeviceInfo, element: Element, result: &ElementResult) {
     let kind = element_kind(element);
     let note = |severity, quantity, message| Note {
         severity,
@@ -117,9 +117,18 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
         }
         match carveout_percent(s.carveout) {
             Some(percent) => {
+                // With shared memory reserved, the carveout is at least the smallest
+                // percentage of the SM's shared memory that holds the reservation.
+                let reserved = u64::from(s.reserved_shared_bytes);
+                let percent = if reserved > 0 {
+                    let per_sm = info.shared_per_sm_bytes.max(1);
+                    u8::try_from((100 * reserved).div_ceil(per_sm).min(100)).unwrap_or(100)
+                } else {
+                    percent
+                };
                 entry.set_size_at_carveout(CarveoutL1Size {
                     carveout_percent: percent,
-                    shared_memory_bytes: None,
+                    shared_memory_bytes: (reserved > 0).then_some(Bytes(reserved)),
                     l1_size: size,
                 });
             }
@@ -160,7 +169,7 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
             .set_global_loads_cached(caches);
     }
     for (element, result) in &measured.elements {
-        write_element(&mut topo, *element, result);
+        write_element(&mut topo, info, *element, result);
     }
     for (a, b, test) in &measured.sharing {
         if test.evicted {
@@ -259,10 +268,12 @@ mod tests {
                         sizes: vec![
                             SizeAtCarveout {
                                 carveout: Carveout::Percent(0),
+                                reserved_shared_bytes: 0,
                                 finding: exact,
                             },
                             SizeAtCarveout {
                                 carveout: Carveout::DriverDefault,
+                                reserved_shared_bytes: 0,
                                 finding: SizeFinding::AtLeast {
                                     bytes: 24_576,
                                     reason: "test".into(),

@@ -564,8 +564,10 @@ impl SimBackend {
                 )));
             }
         }
-        self.profile
-            .shared_carveout_for(request.carveout, timing_bytes + chain_copy)
+        self.profile.shared_carveout_for(
+            request.carveout,
+            timing_bytes + chain_copy + u64::from(request.reserve_shared_bytes),
+        )
     }
 
     /// Checks a two-phase probe against the device; returns the shared memory per SM the

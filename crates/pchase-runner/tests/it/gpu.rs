@@ -65,6 +65,7 @@ fn chase_follows_the_chain_on_every_path() {
                 steps: 256,
                 carveout: Carveout::DriverDefault,
                 flush_l2: false,
+                reserve_shared_bytes: 0,
             };
             // The backend verifies every returned index and the final index against the
             // chain, so success here means the kernel followed the chain.

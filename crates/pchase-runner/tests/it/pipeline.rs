@@ -227,3 +227,43 @@ fn relations_of_every_shipped_profile_are_recovered() {
         check_relations(&profile, &m);
     }
 }
+
+#[test]
+fn the_l1_size_at_every_reservation_matches_the_carveout_the_driver_picks() {
+    for name in ["volta", "h200"] {
+        let profile = SimProfile::bundled(name).expect("bundled");
+        let m = measure(&profile);
+        let cache = profile
+            .caches_on_path(LoadPath::GlobalCa)
+            .next()
+            .expect("an L1");
+        let sizes = &m.element(Element::L1).expect("L1 measured").sizes;
+        let reserved: Vec<_> = sizes
+            .iter()
+            .filter(|s| s.reserved_shared_bytes > 0)
+            .collect();
+        assert_eq!(reserved.len(), 8, "{name}: eight reservations");
+        let mut distinct = std::collections::BTreeSet::new();
+        for entry in reserved {
+            let shared = profile
+                .shared_carveout_for(Carveout::Percent(0), u64::from(entry.reserved_shared_bytes))
+                .expect("reservation fits");
+            let truth = cache.effective_bytes_at(shared);
+            match &entry.finding {
+                SizeFinding::Exact { bytes, .. } => {
+                    assert!(
+                        bytes.abs_diff(truth) <= u64::from(cache.line_bytes),
+                        "{name}: {} B reserved: {bytes} B, truth {truth} B",
+                        entry.reserved_shared_bytes
+                    );
+                    distinct.insert(*bytes);
+                }
+                SizeFinding::AtLeast { .. } => panic!("{name}: a bound at {entry:?}"),
+            }
+        }
+        assert!(
+            distinct.len() >= 3,
+            "{name}: the table shows several carveouts"
+        );
+    }
+}
