@@ -10,8 +10,8 @@
 //!    SM shares the L2 meanwhile) over array sizes from 1/32 of the L2 to twice it, log-spaced,
 //!    segmented by PELT (L2 cost, BIC penalty on the estimated noise). A rise well inside the
 //!    L2 is where the near partition stops holding copies of far lines; the last rise is the
-//!    L2 itself. Without a rise inside, the near partition's capacity is derived from the
-//!    share of near lines times the L2 size the API reports.
+//!    L2 itself. Without a rise inside, the near partition's capacity is derived as half
+//!    the L2 size the API reports.
 
 use std::time::Duration;
 
@@ -41,7 +41,7 @@ pub struct L2Findings {
     /// p-value of that test.
     pub split_p_value: f64,
     /// Capacity of the near partition, bytes, and whether it was measured (`true`: a rise
-    /// in the size sweep) or derived (`false`: share × API size).
+    /// in the size sweep) or derived (`false`: half the API size).
     pub near_capacity: Option<(u64, bool)>,
     /// Where the sweep's last rise is (the L2 as one SM sees it), bytes.
     pub total_seen: Option<u64>,
@@ -264,7 +264,9 @@ pub fn measure_l2<B: Backend>(
     }
     let near_capacity = match (near_rise, far.is_some()) {
         (Some(bytes), _) => Some((bytes, true)),
-        (None, true) => Some(((near_share * l2 as f64) as u64, false)),
+        // Two levels but no rise inside the L2: two equal partitions, the only split the
+        // two levels determine (the share of near lines varies from run to run).
+        (None, true) => Some((l2 / 2, false)),
         (None, false) => None,
     };
     Ok(L2Findings {
