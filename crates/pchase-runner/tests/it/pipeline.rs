@@ -267,3 +267,38 @@ fn the_l1_size_at_every_reservation_matches_the_carveout_the_driver_picks() {
         );
     }
 }
+
+#[test]
+fn a_two_partition_l2_is_recovered() {
+    let profile = SimProfile::bundled("h200").expect("bundled");
+    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
+    let options = MeasureOptions {
+        only: [Element::L2].into_iter().collect(),
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut backend, options)
+        .run()
+        .expect("session runs");
+    let l2 = m.l2.clone().expect("L2 measured");
+    let near = f64::from(profile.l2.near_latency);
+    let far = f64::from(profile.l2.far());
+    assert!(
+        (l2.near.p50.0 - near).abs() <= 3.0,
+        "near {:?} vs {near}",
+        l2.near
+    );
+    let measured_far = l2.far.expect("two levels");
+    assert!(
+        (measured_far.p50.0 - far).abs() <= 3.0,
+        "far {measured_far:?} vs {far}"
+    );
+    assert_eq!(l2.keeps_copies, Some(false));
+    // Without copies the sweep has no rise inside the L2: the near capacity is derived,
+    // half the L2, which is the profile's partition size.
+    assert_eq!(
+        l2.near_capacity,
+        Some((profile.l2.partition_bytes(), false))
+    );
+    let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
+    topo.validate().expect("a valid topology");
+}
