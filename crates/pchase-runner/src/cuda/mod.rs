@@ -58,6 +58,7 @@ fn init_driver() -> Result<(), RunnerError> {
 /// Fields drop in declaration order: buffers and modules go before the context.
 #[derive(Debug)]
 pub struct CudaBackend {
+    single_thread_fill: bool,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -115,6 +116,7 @@ impl CudaBackend {
             }
         }
         Ok(CudaBackend {
+            single_thread_fill: false,
             chain_buffer: None,
             flush_buffer: None,
             modules,
@@ -122,6 +124,13 @@ impl CudaBackend {
             info,
             _context: context,
         })
+    }
+
+    /// Builds chains with one thread instead of the parallel init kernel's grid. The
+    /// chains are the same; this exists to show that the parallel fill does not change
+    /// what the single timing thread then measures (`tests/it/gpu.rs`).
+    pub fn set_single_thread_fill(&mut self, single: bool) {
+        self.single_thread_fill = single;
     }
 
     /// Names of the modules loaded on this device.
@@ -276,11 +285,16 @@ impl CudaBackend {
         let counts = DeviceBuffer::from_slice(nodes).map_err(cuda_error("cuMemcpyHtoD"))?;
         let init = self.function(catalogue::init_chain())?;
         let max_nodes = nodes.iter().copied().max().unwrap_or(1);
+        let (blocks_x, threads) = if self.single_thread_fill {
+            (1, 1)
+        } else {
+            (max_nodes.div_ceil(256).clamp(1, 4096), 256)
+        };
         self.timed_launch(
             &init,
             LaunchShape {
-                grid: (max_nodes.div_ceil(256).clamp(1, 4096), nodes.len() as u32),
-                threads: 256,
+                grid: (blocks_x, nodes.len() as u32),
+                threads,
                 shared_bytes: 0,
             },
             &[

@@ -169,3 +169,42 @@ fn two_phase_probe_follows_chain_a_on_every_pair() {
         }
     }
 }
+
+#[test]
+fn a_parallel_fill_measures_like_a_single_thread_fill() {
+    let Some(mut gpu) = gpu_or_skip("a_parallel_fill_measures_like_a_single_thread_fill") else {
+        return;
+    };
+    // L2-scale arrays, where a fill by thousands of threads leaves the L2 in a different
+    // state than one thread's: after the timing thread's own warm-up pass it must not matter.
+    for mib in [8u64, 24, 40, 80] {
+        let chain = ChainSpec::new(mib << 20, 128).unwrap();
+        let nodes = chain.nodes() as u32;
+        let request = ChaseRequest {
+            path: LoadPath::GlobalCg,
+            mode: ChaseMode::Coarse,
+            chains: vec![chain],
+            warmup_steps: nodes,
+            steps: nodes.min(1 << 16),
+            carveout: Carveout::Percent(0),
+            flush_l2: false,
+            reserve_shared_bytes: 0,
+        };
+        let mut means = Vec::new();
+        for single in [false, true] {
+            gpu.set_single_thread_fill(single);
+            let run = gpu.chase(&request).unwrap();
+            let cycles = run.blocks[0].total_cycles.unwrap() as f64;
+            means.push(cycles / f64::from(request.steps));
+        }
+        gpu.set_single_thread_fill(false);
+        eprintln!(
+            "{mib} MiB: parallel fill {:.1}, single-thread fill {:.1} cycles per load",
+            means[0], means[1]
+        );
+        assert!(
+            (means[0] - means[1]).abs() <= 0.02 * means[0],
+            "{mib} MiB: {means:?}"
+        );
+    }
+}
