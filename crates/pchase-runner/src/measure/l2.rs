@@ -52,6 +52,9 @@ pub struct L2Findings {
     pub keeps_copies: Option<bool>,
     /// The size sweep.
     pub curve: RawCurve,
+    /// The L2's fetch granularity (sector), from the spacing of misses of a 4-byte-stride
+    /// chase over a chain evicted from the L2 (every new sector is a miss to memory).
+    pub fetch_granularity: Option<u64>,
 }
 
 fn wrong(what: &str) -> impl Fn(cpd::CpdError) -> RunnerError + '_ {
@@ -170,6 +173,26 @@ pub fn measure_l2<B: Backend>(
     let (near, far, near_share, split_statistic, split_p_value) =
         split_levels(&latencies, overhead)?;
 
+    // Fetch granularity: a cold 4-byte-stride chase after an L2 flush; each load that
+    // opens a new sector goes to memory, the others hit what it brought.
+    let cold = ChainSpec::new(64 * 1024, 4)?;
+    let run = backend.chase(&ChaseRequest {
+        path: LoadPath::GlobalCg,
+        mode: ChaseMode::Fine,
+        chains: vec![cold],
+        warmup_steps: 0,
+        steps: samples,
+        carveout: Carveout::Percent(0),
+        flush_l2: true,
+        reserve_shared_bytes: 0,
+    })?;
+    *gpu_time += run.gpu_time;
+    let fetch_granularity = run
+        .blocks
+        .first()
+        .and_then(|b| super::line_from_misses(&b.latencies).ok())
+        .map(|line| line.bytes);
+
     // 2. Capacities: whole-pass means, one block per launch, log-spaced sizes.
     let mut sizes = Vec::new();
     let mut size = (l2 / 32).max(u64::from(line) * 64);
@@ -278,6 +301,7 @@ pub fn measure_l2<B: Backend>(
         near_capacity,
         total_seen,
         keeps_copies,
+        fetch_granularity,
         curve: RawCurve {
             name: "l2-size".into(),
             change_index: rises.first().copied(),

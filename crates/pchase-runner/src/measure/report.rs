@@ -221,6 +221,10 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
             });
         }
     }
+    if let Some(bytes) = measured.l2.as_ref().and_then(|l2| l2.fetch_granularity) {
+        topo.element_mut(ElementKind::L2)
+            .set_fetch_granularity(Size::exact(Bytes(bytes), Provenance::Benchmark));
+    }
     // Sizes from the API.
     topo.element_mut(ElementKind::SharedMemory)
         .set_size(Size::api(Bytes(info.shared_per_sm_bytes)));

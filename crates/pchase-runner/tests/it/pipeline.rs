@@ -293,6 +293,7 @@ fn a_two_partition_l2_is_recovered() {
         "far {measured_far:?} vs {far}"
     );
     assert_eq!(l2.keeps_copies, Some(false));
+    assert_eq!(l2.fetch_granularity, Some(u64::from(profile.l2.sector())));
     // Without copies the sweep has no rise inside the L2: the near capacity is derived,
     // half the L2, which is the profile's partition size.
     assert_eq!(
