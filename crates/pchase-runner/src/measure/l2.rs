@@ -5,7 +5,7 @@
 //!    128-byte line, gives a latency distribution. With partitions, lines homed in the SM's
 //!    own partition come back faster than the others: the sorted samples then have two
 //!    levels. cpd's exact single change point (L2 cost) on the sorted samples splits them,
-//!    and the two-sample KS test plus a minimum gap decide whether the split is real.
+//!    and Ashman's D (gap against spread) decides whether the split is real.
 //! 2. **Capacities.** Whole-pass mean latencies (coarse kernel, one block, so that no other
 //!    SM shares the L2 meanwhile) over array sizes from 1/32 of the L2 to twice it, log-spaced,
 //!    segmented by PELT (L2 cost, BIC penalty on the estimated noise). A rise well inside the
@@ -15,9 +15,7 @@
 
 use std::time::Duration;
 
-use cpd::{
-    estimate_noise_variance, ks_2samp, pelt, single_change_point, L2Cost, Penalty, SearchOptions,
-};
+use cpd::{estimate_noise_variance, pelt, single_change_point, L2Cost, Penalty, SearchOptions};
 use topology::LatencySummary;
 
 use crate::{
@@ -25,7 +23,7 @@ use crate::{
     error::RunnerError,
 };
 
-use super::{probe::SizeSamples, search::RawCurve};
+use super::{probe::SizeSamples, search::RawCurve, stats::median};
 
 /// What the L2 benchmark found.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,10 +34,9 @@ pub struct L2Findings {
     pub far: Option<LatencySummary>,
     /// Share of lines that came back at the near latency.
     pub near_share: f64,
-    /// Two-sample KS statistic and p-value of the near/far split.
-    pub split_statistic: f64,
-    /// p-value of that test.
-    pub split_p_value: f64,
+    /// Ashman's D of the near/far split: the distance of the two levels' medians in units
+    /// of their robust spreads, `√2·|m₁ − m₂| / √(s₁² + s₂²)`; two levels need D > 3.
+    pub separation: f64,
     /// Capacity of the near partition, bytes, and whether it was measured (`true`: a rise
     /// in the size sweep) or derived (`false`: half the API size).
     pub near_capacity: Option<(u64, bool)>,
@@ -62,10 +59,17 @@ fn wrong(what: &str) -> impl Fn(cpd::CpdError) -> RunnerError + '_ {
 }
 
 /// Splits sorted latency samples into a near and a far level, if there are two.
+///
+/// The exact single change point (L2 cost) of the sorted samples is the best split into
+/// two levels. Any split of sorted values separates them perfectly, so a two-sample test
+/// between the halves would always reject; what decides is how far apart the halves are
+/// against their own spread: Ashman's D > 3 on the halves' medians and robust spreads (a
+/// unimodal normal distribution split at its best point gives less) and a gap of at least
+/// 8 cycles.
 fn split_levels(
     samples: &[u32],
     overhead: f64,
-) -> Result<(LatencySummary, Option<LatencySummary>, f64, f64, f64), RunnerError> {
+) -> Result<(LatencySummary, Option<LatencySummary>, f64, f64), RunnerError> {
     let mut sorted: Vec<f64> = samples
         .iter()
         .map(|&v| (f64::from(v) - overhead).max(0.0))
@@ -81,23 +85,32 @@ fn split_levels(
         SearchOptions::new((n / 20).max(2), 1),
     )
     .map_err(wrong("L2 levels"))?;
-    let t = split.change_point;
-    let (near, far) = sorted.split_at(t);
-    let test = ks_2samp(near, far).map_err(wrong("L2 levels"))?;
-    let near_mean = near.iter().sum::<f64>() / near.len() as f64;
-    let far_mean = far.iter().sum::<f64>() / far.len() as f64;
-    // Two levels: a clear gap (10 % or 10 cycles) and a KS test that rejects one level.
-    let two = far_mean - near_mean > (0.1 * near_mean).max(10.0) && test.p_value < 1e-3;
-    if two {
+    let (near, far) = sorted.split_at(split.change_point);
+    let (near_summary, far_summary) = (summary(near)?, summary(far)?);
+    // Medians and robust spreads (1.4826 × the median absolute deviation), so that a few
+    // outlier loads (refreshes, interrupts) in the far half do not hide two clean levels.
+    let robust = |v: &[f64]| {
+        let m = median(v);
+        let deviations: Vec<f64> = v.iter().map(|x| (x - m).abs()).collect();
+        (m, 1.4826 * median(&deviations))
+    };
+    let ((near_center, near_sd), (far_center, far_sd)) = (robust(near), robust(far));
+    let gap = far_center - near_center;
+    let spread = (near_sd.powi(2) + far_sd.powi(2)).sqrt();
+    let separation = if spread > 0.0 {
+        std::f64::consts::SQRT_2 * gap / spread
+    } else {
+        f64::INFINITY
+    };
+    if separation > 3.0 && gap >= 8.0 {
         Ok((
-            summary(near)?,
-            Some(summary(far)?),
-            t as f64 / n as f64,
-            test.statistic,
-            test.p_value,
+            near_summary,
+            Some(far_summary),
+            near.len() as f64 / n as f64,
+            separation,
         ))
     } else {
-        Ok((summary(&sorted)?, None, 1.0, test.statistic, test.p_value))
+        Ok((summary(&sorted)?, None, 1.0, separation))
     }
 }
 
@@ -170,8 +183,7 @@ pub fn measure_l2<B: Backend>(
     // 1. Levels, over a quarter of the L2 (at most 8 MiB): resident, many lines.
     let bytes = (l2 / 4).min(8 << 20) / u64::from(line) * u64::from(line);
     let latencies = fine_cg(backend, ChainSpec::new(bytes, line)?, samples, gpu_time)?;
-    let (near, far, near_share, split_statistic, split_p_value) =
-        split_levels(&latencies, overhead)?;
+    let (near, far, near_share, separation) = split_levels(&latencies, overhead)?;
 
     // Fetch granularity: a cold 4-byte-stride chase after an L2 flush; each load that
     // opens a new sector goes to memory, the others hit what it brought.
@@ -276,7 +288,7 @@ pub fn measure_l2<B: Backend>(
     if let (None, Some(near_bytes)) = (far, near_rise) {
         let bytes = ((near_bytes + l2) / 2) / u64::from(line) * u64::from(line);
         let latencies = fine_cg(backend, ChainSpec::new(bytes, line)?, samples, gpu_time)?;
-        let (_, far_there, share_there, _, _) = split_levels(&latencies, overhead)?;
+        let (_, far_there, share_there, _) = split_levels(&latencies, overhead)?;
         keeps_copies = Some(far_there.is_some());
         if far_there.is_some() {
             far = far_there;
@@ -296,8 +308,7 @@ pub fn measure_l2<B: Backend>(
         near,
         far,
         near_share,
-        split_statistic,
-        split_p_value,
+        separation,
         near_capacity,
         total_seen,
         keeps_copies,
@@ -318,14 +329,21 @@ mod tests {
     fn two_levels_are_split_and_one_level_is_not() {
         let mut two: Vec<u32> = (0..300).map(|i| 220 + (i % 5)).collect();
         two.extend((0..300).map(|i| 300 + (i % 7)));
-        let (near, far, share, _, p) = split_levels(&two, 4.0).unwrap();
+        let (near, far, share, separation) = split_levels(&two, 4.0).unwrap();
         let far = far.expect("two levels");
         assert!((near.p50.0 - 218.0).abs() < 3.0, "{near:?}");
         assert!((far.p50.0 - 299.0).abs() < 4.0, "{far:?}");
         assert!((share - 0.5).abs() < 0.01);
-        assert!(p < 1e-6);
-        let one: Vec<u32> = (0..600).map(|i| 280 + (i % 9)).collect();
-        let (all, far, share, _, _) = split_levels(&one, 4.0).unwrap();
+        assert!(separation > 3.0);
+        // A unimodal normal spread about as wide as the two levels' gap.
+        use rand::{rngs::Xoshiro256PlusPlus, SeedableRng};
+        use rand_distr::{Distribution, Normal};
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let normal = Normal::new(280.0f64, 12.0).unwrap();
+        let one: Vec<u32> = (0..600)
+            .map(|_| normal.sample(&mut rng).round() as u32)
+            .collect();
+        let (all, far, share, _) = split_levels(&one, 4.0).unwrap();
         assert!(far.is_none());
         assert_eq!(share, 1.0);
         assert_eq!(all.samples, 600);
