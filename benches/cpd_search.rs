@@ -1,6 +1,7 @@
 //! Criterion benchmarks of `cpd`'s searches: the single change point with L2
 //! at n = 10⁶ (goal: under 10 ms), and PELT / dynamic programming with the L2
-//! and RBF costs on seeded piecewise-constant series.
+//! and RBF costs on seeded piecewise-constant series (the specialised paths:
+//! functional pruning for L2, the fused kernel loop for RBF).
 
 use cpd::{
     dynp, pelt, single_change_point, single_change_point_l2, Gamma, L2Cost, RbfCost, SearchOptions,
@@ -51,10 +52,20 @@ fn searches(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("dynp_l2_k5", n), &n, |b, _| {
             b.iter(|| dynp(&l2, 5, SearchOptions::default()).unwrap())
         });
+        group.bench_with_input(BenchmarkId::new("dynp_l2_k1", n), &n, |b, _| {
+            b.iter(|| dynp(&l2, 1, SearchOptions::default()).unwrap())
+        });
         if n <= 10_000 {
+            // The kernel searches are O(n²) kernels: n = 10⁵ takes seconds per run.
             let rbf = RbfCost::from_series(&series, Gamma::Fixed(0.1)).unwrap();
             group.bench_with_input(BenchmarkId::new("pelt_rbf", n), &n, |b, _| {
                 b.iter(|| pelt(&rbf, 5.0, SearchOptions::default()).unwrap())
+            });
+            group.bench_with_input(BenchmarkId::new("dynp_rbf_k5", n), &n, |b, _| {
+                b.iter(|| dynp(&rbf, 5, SearchOptions::default()).unwrap())
+            });
+            group.bench_with_input(BenchmarkId::new("dynp_rbf_k1", n), &n, |b, _| {
+                b.iter(|| dynp(&rbf, 1, SearchOptions::default()).unwrap())
             });
         }
     }

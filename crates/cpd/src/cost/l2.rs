@@ -85,6 +85,16 @@ impl L2Cost {
     pub fn n_dims(&self) -> usize {
         self.n_dims
     }
+
+    /// `(n + 1) × d` row-major prefix sums of the centred values.
+    pub(crate) fn prefix_sum(&self) -> &[f64] {
+        &self.prefix_sum
+    }
+
+    /// `n + 1` prefix sums of the squared norms of the centred rows.
+    pub(crate) fn prefix_sq(&self) -> &[f64] {
+        &self.prefix_sq
+    }
 }
 
 impl SegmentCost for L2Cost {
@@ -107,5 +117,9 @@ impl SegmentCost for L2Cost {
 
     fn is_split_superadditive(&self) -> bool {
         true
+    }
+
+    fn as_l2(&self) -> Option<&L2Cost> {
+        Some(self)
     }
 }

@@ -9,6 +9,7 @@
 //! Users add their own cost by implementing [`SegmentCost`]; every search in
 //! [`crate::search`] accepts any implementation.
 
+pub(crate) mod kernel_row;
 mod l1;
 mod l2;
 mod normal;
@@ -68,6 +69,25 @@ pub trait SegmentCost {
             *l = self.segment_cost(start, t);
             *r = self.segment_cost(t, end);
         }
+    }
+
+    /// This cost as an [`L2Cost`], if it is one.
+    ///
+    /// [`crate::dynp`] and [`crate::pelt`] run a specialised exact algorithm on
+    /// the L2 cost (functional pruning over the segment mean, on its prefix
+    /// sums). Only [`L2Cost`] returns `Some`; a user cost that wraps one may
+    /// forward this call to get the same speed, provided its
+    /// [`SegmentCost::segment_cost`] is the wrapped L2 cost.
+    fn as_l2(&self) -> Option<&L2Cost> {
+        None
+    }
+
+    /// This cost as an [`RbfCost`], if it is one: [`crate::dynp`] and
+    /// [`crate::pelt`] then run a fused, vectorised loop over the kernel rows.
+    /// Only [`RbfCost`] returns `Some` (a wrapper may forward, as for
+    /// [`SegmentCost::as_l2`]).
+    fn as_rbf(&self) -> Option<&RbfCost> {
+        None
     }
 
     /// A cursor that produces costs of segments with increasing ends.

@@ -2,6 +2,7 @@
 
 use ndarray::ArrayView2;
 
+use super::kernel_row::{gaussian_kernel_row, sum};
 use super::{CostSweep, SegmentCost};
 use crate::error::{CpdError, Result};
 use crate::signal::validate_signal;
@@ -105,15 +106,20 @@ impl RbfCost {
         self.gamma_is_exact_median
     }
 
+    /// Number of dimensions (columns) of the fitted signal.
+    pub(crate) fn n_dims(&self) -> usize {
+        self.n_dims
+    }
+
+    /// Row-major copy of the signal.
+    pub(crate) fn values(&self) -> &[f64] {
+        &self.values
+    }
+
+    /// `out[i] = k(x_{first+i}, x_point)` for `i < out.len()`.
     #[inline]
-    fn kernel(&self, i: usize, j: usize) -> f64 {
-        let d = self.n_dims;
-        let (a, b) = (
-            &self.values[i * d..i * d + d],
-            &self.values[j * d..j * d + d],
-        );
-        let sq: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
-        (-self.gamma * sq).exp()
+    pub(crate) fn kernel_row(&self, first: usize, point: usize, out: &mut [f64]) {
+        gaussian_kernel_row(&self.values, self.n_dims, self.gamma, first, point, out);
     }
 }
 
@@ -125,10 +131,11 @@ impl SegmentCost for RbfCost {
     fn segment_cost(&self, start: usize, end: usize) -> f64 {
         let len = (end - start) as f64;
         let mut off_diagonal = 0.0;
-        for i in start..end {
-            for j in start..i {
-                off_diagonal += self.kernel(i, j);
-            }
+        let mut row = vec![0.0; end - start];
+        for i in start + 1..end {
+            let row = &mut row[..i - start];
+            self.kernel_row(start, i, row);
+            off_diagonal += sum(row);
         }
         // The diagonal of the Gaussian kernel is exactly one.
         (len - (len + 2.0 * off_diagonal) / len).max(0.0)
@@ -136,6 +143,10 @@ impl SegmentCost for RbfCost {
 
     fn is_split_superadditive(&self) -> bool {
         true
+    }
+
+    fn as_rbf(&self) -> Option<&RbfCost> {
+        Some(self)
     }
 
     fn split_costs(
@@ -148,17 +159,29 @@ impl SegmentCost for RbfCost {
     ) {
         // Running block sums from the left (prefix) and from the right (suffix):
         // adding one point to a block adds its kernel row once, twice off the
-        // diagonal.
+        // diagonal. Each kernel is evaluated once: row t (the kernels of x_t
+        // with the earlier points) is the new part of the prefix block at t + 1,
+        // and its entries are the later-point parts of the suffix rows of the
+        // earlier points.
         let len = end - start;
+        let mut row = vec![0.0; len];
+        let mut lower = vec![0.0; len];
+        let mut upper = vec![0.0; len];
+        for t in start + 1..end {
+            let row = &mut row[..t - start];
+            self.kernel_row(start, t, row);
+            lower[t - start] = sum(row);
+            for (u, k) in upper.iter_mut().zip(row.iter()) {
+                *u += k;
+            }
+        }
         let mut prefix = vec![0.0; len + 1];
-        for t in start..end {
-            let row: f64 = (start..t).map(|i| self.kernel(i, t)).sum();
-            prefix[t - start + 1] = prefix[t - start] + 2.0 * row + 1.0;
+        for i in 0..len {
+            prefix[i + 1] = prefix[i] + 2.0 * lower[i] + 1.0;
         }
         let mut suffix = vec![0.0; len + 1];
-        for t in (start..end).rev() {
-            let row: f64 = (t + 1..end).map(|i| self.kernel(i, t)).sum();
-            suffix[t - start] = suffix[t - start + 1] + 2.0 * row + 1.0;
+        for i in (0..len).rev() {
+            suffix[i] = suffix[i + 1] + 2.0 * upper[i] + 1.0;
         }
         for ((&t, l), r) in splits.iter().zip(left.iter_mut()).zip(right.iter_mut()) {
             let (nl, nr) = ((t - start) as f64, (end - t) as f64);
@@ -173,6 +196,7 @@ impl SegmentCost for RbfCost {
             end: 0,
             base: 0,
             block_sums: Vec::new(),
+            row: Vec::new(),
         })
     }
 }
@@ -185,6 +209,8 @@ struct RbfSweep<'a> {
     base: usize,
     /// `block_sums[s - base] = S(s, end)`.
     block_sums: Vec<f64>,
+    /// Scratch: the kernels of the newest point with every live start.
+    row: Vec<f64>,
 }
 
 impl RbfSweep<'_> {
@@ -192,13 +218,12 @@ impl RbfSweep<'_> {
     fn advance(&mut self) {
         let new_point = self.end;
         self.block_sums.push(0.0);
-        // S(s, e+1) = S(s, e) + 2 Σ_{i=s}^{e} k(i, e) − k(e, e), accumulated from
-        // s = e downwards (the same recurrence as ruptures' C code, O(e − base)).
-        let mut column_sum = 0.0;
-        for s in (self.base..=new_point).rev() {
-            column_sum += self.cost.kernel(s, new_point);
-            self.block_sums[s - self.base] += 2.0 * column_sum - 1.0;
-        }
+        // S(s, e+1) = S(s, e) + 2 Σ_{i=s}^{e} k(i, e) − k(e, e) (the recurrence of
+        // ruptures' C code, O(e − base)): one vectorised kernel row, then its
+        // suffix sums.
+        self.row.resize(new_point + 1 - self.base, 0.0);
+        self.cost.kernel_row(self.base, new_point, &mut self.row);
+        add_doubled_suffix_sums(&self.row, &mut self.block_sums);
         self.end += 1;
     }
 
@@ -223,6 +248,43 @@ impl CostSweep for RbfSweep<'_> {
             let len = (end - start) as f64;
             (*cost) = (len - self.block_sums[start - self.base] / len).max(0.0);
         }
+    }
+}
+
+/// `sums[i] += 2 Σ_{j ≥ i} row[j] − 1` for every `i`.
+///
+/// A running suffix sum is one chain of dependent additions (about four cycles
+/// per element, slower than the vectorised kernel row). The row is cut into
+/// eight blocks summed as eight independent chains, then each block gets the
+/// total of the blocks above it.
+fn add_doubled_suffix_sums(row: &[f64], sums: &mut [f64]) {
+    const CHAINS: usize = 8;
+    let len = row.len();
+    let block = len / CHAINS;
+    let body = block * CHAINS;
+    let mut above = 0.0;
+    for i in (body..len).rev() {
+        above += row[i];
+        sums[i] += 2.0 * above - 1.0;
+    }
+    if block == 0 {
+        return;
+    }
+    let mut chains = [0.0; CHAINS];
+    for i in (0..block).rev() {
+        for (c, chain) in chains.iter_mut().enumerate() {
+            *chain += row[c * block + i];
+            sums[c * block + i] += 2.0 * *chain - 1.0;
+        }
+    }
+    for c in (0..CHAINS).rev() {
+        let offset = 2.0 * above;
+        if offset != 0.0 {
+            for s in &mut sums[c * block..(c + 1) * block] {
+                *s += offset;
+            }
+        }
+        above += chains[c];
     }
 }
 

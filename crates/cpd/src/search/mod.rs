@@ -13,7 +13,9 @@
 
 mod binseg;
 mod dynp;
+mod l2_fast;
 mod pelt;
+mod rbf_fast;
 mod single;
 
 pub use binseg::{binseg, BinsegStop};
@@ -110,6 +112,22 @@ impl Segmentation {
         penalty: f64,
     ) -> Self {
         let segment_costs = crate::cost::segment_costs(cost, &segment_ends);
+        let n_changes = segment_ends.len().saturating_sub(1);
+        let objective = segment_costs.iter().sum::<f64>() + penalty * n_changes as f64;
+        Self {
+            segment_ends,
+            segment_costs,
+            penalty,
+            objective,
+        }
+    }
+
+    /// A segmentation from its ends and the already computed segment costs.
+    pub(crate) fn from_parts(
+        segment_ends: Vec<usize>,
+        segment_costs: Vec<f64>,
+        penalty: f64,
+    ) -> Self {
         let n_changes = segment_ends.len().saturating_sub(1);
         let objective = segment_costs.iter().sum::<f64>() + penalty * n_changes as f64;
         Self {

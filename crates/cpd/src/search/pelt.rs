@@ -25,6 +25,9 @@ use crate::error::Result;
 /// # Ok::<(), cpd::CpdError>(())
 /// ```
 ///
+/// [`crate::L2Cost`] uses functional pruning (FPOP) and [`crate::RbfCost`] with
+/// jump 1 a fused, vectorised kernel loop; both are exact, like the generic path.
+///
 /// The penalty must be positive and finite ([`crate::Penalty`] computes the usual
 /// choices). Ties go to the earliest last change.
 pub fn pelt<C: SegmentCost + ?Sized>(
@@ -37,19 +40,29 @@ pub fn pelt<C: SegmentCost + ?Sized>(
     let n = cost.n_samples();
     check_length(n, min_size)?;
     let jump = options.jump;
+    if let Some(l2) = cost.as_l2() {
+        let ends = super::l2_fast::pelt_l2(l2, penalty, min_size, jump);
+        return Ok(Segmentation::from_ends(cost, ends, penalty));
+    }
+    if let (Some(rbf), 1) = (cost.as_rbf(), jump) {
+        let (ends, costs) = super::rbf_fast::pelt_rbf(rbf, penalty, min_size);
+        return Ok(Segmentation::from_parts(ends, costs, penalty));
+    }
     let prune = cost.is_split_superadditive();
-    let final_slot = if n % jump == 0 {
-        n / jump
-    } else {
-        n / jump + 1
-    };
+    let final_slot = n.div_ceil(jump);
     let mut best = vec![f64::INFINITY; final_slot + 1];
     let mut back = vec![usize::MAX; final_slot + 1];
+    // The cost of the last segment back[slot]..pos, as the sweep computed it.
+    let mut back_cost = vec![f64::NAN; final_slot + 1];
     best[0] = -penalty;
 
-    // Live starts, sorted, and the end at which each was found dominated.
+    // Live starts, sorted, with F(start) and the end at which each was found
+    // dominated (`usize::MAX` if not yet).
     let mut starts: Vec<usize> = vec![0];
+    let mut values: Vec<f64> = vec![-penalty];
     let mut pruned_at: Vec<usize> = vec![usize::MAX];
+    // The smallest `pruned_at + min_size`: before it, nothing expires.
+    let mut next_expiry = usize::MAX;
     let mut costs: Vec<f64> = Vec::new();
     let mut sweep = cost.sweep();
     let mut next_start = min_size.div_ceil(jump) * jump;
@@ -63,53 +76,72 @@ pub fn pelt<C: SegmentCost + ?Sized>(
 
     for &end in &ends {
         while next_start + min_size <= end && next_start + min_size <= n {
-            starts.push(next_start);
-            pruned_at.push(usize::MAX);
+            let value = best[next_start / jump];
+            if value.is_finite() {
+                starts.push(next_start);
+                values.push(value);
+                pruned_at.push(usize::MAX);
+            }
             next_start += jump;
         }
-        if prune {
-            let mut w = 0;
+        if end >= next_expiry {
+            let mut kept = 0;
+            next_expiry = usize::MAX;
             for r in 0..starts.len() {
-                if pruned_at[r] == usize::MAX || pruned_at[r] + min_size > end {
-                    starts[w] = starts[r];
-                    pruned_at[w] = pruned_at[r];
-                    w += 1;
+                let p = pruned_at[r];
+                if p == usize::MAX || p + min_size > end {
+                    if p != usize::MAX {
+                        next_expiry = next_expiry.min(p + min_size);
+                    }
+                    starts[kept] = starts[r];
+                    values[kept] = values[r];
+                    pruned_at[kept] = p;
+                    kept += 1;
                 }
             }
-            starts.truncate(w);
-            pruned_at.truncate(w);
+            starts.truncate(kept);
+            values.truncate(kept);
+            pruned_at.truncate(kept);
         }
         costs.resize(starts.len(), 0.0);
         sweep.costs_ending_at(end, &starts, &mut costs);
         let mut value = f64::INFINITY;
         let mut arg = usize::MAX;
-        for (&s, &c) in starts.iter().zip(&costs) {
-            let v = best[s / jump] + c;
+        for (i, (&f, &c)) in values.iter().zip(&costs).enumerate() {
+            let v = f + c;
             if v < value {
                 value = v;
-                arg = s;
+                arg = i;
             }
         }
         let is_final = end == n;
         let slot = if is_final { final_slot } else { end / jump };
         best[slot] = value + penalty;
-        back[slot] = arg;
+        if arg != usize::MAX {
+            back[slot] = starts[arg];
+            back_cost[slot] = costs[arg];
+        }
         if prune && !is_final {
-            for ((&s, &c), p) in starts.iter().zip(&costs).zip(pruned_at.iter_mut()) {
-                // F(s) + c(s, t) ≥ F(t), with F(t) = value + penalty.
-                if *p == usize::MAX && best[s / jump] + c >= value + penalty {
+            // F(s) + c(s, t) ≥ F(t), with F(t) = value + penalty.
+            let bound = value + penalty;
+            for ((&f, &c), p) in values.iter().zip(&costs).zip(pruned_at.iter_mut()) {
+                if *p == usize::MAX && f + c >= bound {
                     *p = end;
+                    next_expiry = next_expiry.min(end + min_size);
                 }
             }
         }
     }
 
     let mut ends_out = vec![n];
+    let mut segment_costs = vec![back_cost[final_slot]];
     let mut start = back[final_slot];
     while start > 0 {
         ends_out.push(start);
+        segment_costs.push(back_cost[start / jump]);
         start = back[start / jump];
     }
     ends_out.reverse();
-    Ok(Segmentation::from_ends(cost, ends_out, penalty))
+    segment_costs.reverse();
+    Ok(Segmentation::from_parts(ends_out, segment_costs, penalty))
 }

@@ -59,7 +59,26 @@ pub fn single_change_point<C: SegmentCost + ?Sized>(
     let min_size = options.effective_min_size(cost)?;
     let n = cost.n_samples();
     check_length(n, min_size)?;
-    let splits = admissible_splits(0, n, min_size, options.jump);
+    let (change_point, left_cost, right_cost) = best_split(cost, min_size, options.jump)?;
+    Ok(SingleChangePoint {
+        change_point,
+        left_cost,
+        right_cost,
+        objective: left_cost + right_cost,
+        unsplit_cost: cost.segment_cost(0, n),
+        n_samples: n,
+    })
+}
+
+/// The best admissible split of `0..n` (ties to the smallest) and the costs of
+/// its two segments. Callers have validated the options and the length.
+pub(crate) fn best_split<C: SegmentCost + ?Sized>(
+    cost: &C,
+    min_size: usize,
+    jump: usize,
+) -> Result<(usize, f64, f64)> {
+    let n = cost.n_samples();
+    let splits = admissible_splits(0, n, min_size, jump);
     if splits.is_empty() {
         return Err(crate::error::CpdError::TooManyChangePoints {
             requested: 1,
@@ -78,14 +97,7 @@ pub fn single_change_point<C: SegmentCost + ?Sized>(
             best = i;
         }
     }
-    Ok(SingleChangePoint {
-        change_point: splits[best],
-        left_cost: left[best],
-        right_cost: right[best],
-        objective: best_value,
-        unsplit_cost: cost.segment_cost(0, n),
-        n_samples: n,
-    })
+    Ok((splits[best], left[best], right[best]))
 }
 
 /// The exact best single change point of a series under the L2 cost, in two

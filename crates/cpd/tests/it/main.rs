@@ -2,6 +2,7 @@
 //! a brute-force oracle, property tests and bad-input handling.
 
 mod bad_input;
+mod fast_paths;
 mod fixtures;
 mod ks;
 mod oracle;
