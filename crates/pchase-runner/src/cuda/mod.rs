@@ -44,6 +44,17 @@ fn cuda_error(call: &'static str) -> impl Fn(CudaError) -> RunnerError {
     }
 }
 
+/// Copies a device buffer to a new host vector.
+fn to_host<T: cust::memory::DeviceCopy + Default + Clone>(
+    buffer: &DeviceBuffer<T>,
+) -> Result<Vec<T>, RunnerError> {
+    let mut host = vec![T::default(); buffer.len()];
+    buffer
+        .copy_to(&mut host[..])
+        .map_err(cuda_error("cuMemcpyDtoH"))?;
+    Ok(host)
+}
+
 /// Initialises the driver; distinguishes "no GPU" from other failures.
 fn init_driver() -> Result<(), RunnerError> {
     match cust::init(CudaFlags::empty()) {
@@ -514,14 +525,8 @@ impl Backend for CudaBackend {
                 args.push(("out_latency", Arg::U64(latency.as_device_ptr().as_raw())));
                 args.push(("out_index", Arg::U64(index.as_device_ptr().as_raw())));
                 let time = self.timed_launch(&function, shape, &args)?;
-                let mut host_latency = vec![0u32; per_block];
-                let mut host_index = vec![0u32; per_block];
-                latency
-                    .copy_to(&mut host_latency[..])
-                    .map_err(cuda_error("cuMemcpyDtoH"))?;
-                index
-                    .copy_to(&mut host_index[..])
-                    .map_err(cuda_error("cuMemcpyDtoH"))?;
+                let host_latency = to_host(&latency)?;
+                let host_index = to_host(&index)?;
                 for (b, result) in results.iter_mut().enumerate() {
                     let range = b * steps as usize..(b + 1) * steps as usize;
                     result.latencies = host_latency[range.clone()].to_vec();
@@ -534,20 +539,14 @@ impl Backend for CudaBackend {
                     DeviceBuffer::<u64>::zeroed(blocks).map_err(cuda_error("cuMemAlloc"))?;
                 args.push(("out_cycles", Arg::U64(cycles.as_device_ptr().as_raw())));
                 let time = self.timed_launch(&function, shape, &args)?;
-                let mut host_cycles = vec![0u64; blocks];
-                cycles
-                    .copy_to(&mut host_cycles[..])
-                    .map_err(cuda_error("cuMemcpyDtoH"))?;
+                let host_cycles = to_host(&cycles)?;
                 for (result, c) in results.iter_mut().zip(host_cycles) {
                     result.total_cycles = Some(c);
                 }
                 time
             }
         };
-        let mut host_block = vec![0u32; 2 * blocks];
-        out_block
-            .copy_to(&mut host_block[..])
-            .map_err(cuda_error("cuMemcpyDtoH"))?;
+        let host_block = to_host(&out_block)?;
         for (b, result) in results.iter_mut().enumerate() {
             result.smid = host_block[2 * b];
             result.final_index = host_block[2 * b + 1];
@@ -677,18 +676,9 @@ impl Backend for CudaBackend {
             ],
         )?;
         drop(textures);
-        let mut host_latency = vec![0u32; per_block];
-        let mut host_index = vec![0u32; per_block];
-        let mut host_block = vec![0u32; 2 * blocks];
-        latency
-            .copy_to(&mut host_latency[..])
-            .map_err(cuda_error("cuMemcpyDtoH"))?;
-        index
-            .copy_to(&mut host_index[..])
-            .map_err(cuda_error("cuMemcpyDtoH"))?;
-        out_block
-            .copy_to(&mut host_block[..])
-            .map_err(cuda_error("cuMemcpyDtoH"))?;
+        let host_latency = to_host(&latency)?;
+        let host_index = to_host(&index)?;
+        let host_block = to_host(&out_block)?;
         // Chain A's plan, to check the re-timed loads against it.
         let plan = ChainPlan {
             nodes: vec![nodes(&fill)?; blocks],
@@ -748,9 +738,7 @@ impl Backend for CudaBackend {
                 ("out", Arg::U64(out.as_device_ptr().as_raw())),
             ],
         )?;
-        let mut host = vec![0u32; samples as usize];
-        out.copy_to(&mut host[..])
-            .map_err(cuda_error("cuMemcpyDtoH"))?;
+        let mut host = to_host(&out)?;
         host.sort_unstable();
         Ok(host[host.len() / 2])
     }
@@ -772,10 +760,8 @@ impl Backend for CudaBackend {
                 ("out", Arg::U64(out.as_device_ptr().as_raw())),
             ],
         )?;
-        let mut host = [0u64; 4];
-        out.copy_to(&mut host[..])
-            .map_err(cuda_error("cuMemcpyDtoH"))?;
-        let [t0, c0, t1, c1] = host;
+        let host = to_host(&out)?;
+        let (t0, c0, t1, c1) = (host[0], host[1], host[2], host[3]);
         let ns = t1.saturating_sub(t0);
         let cycles = c1.saturating_sub(c0);
         if ns == 0 || cycles < spin {
