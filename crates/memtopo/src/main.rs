@@ -38,7 +38,7 @@ pub struct Cli {
     /// Write the raw latency curves as CSV and SVG plots into DIR.
     #[arg(long, value_name = "DIR")]
     pub keep_raw: Option<PathBuf>,
-    /// Timed loads per array size.
+    /// Timed loads of the fine-grained benchmarks (latency distributions, fetch granularity).
     #[arg(long, default_value_t = 768)]
     pub samples: u32,
     /// More log output (-v info, -vv debug, -vvv trace).
