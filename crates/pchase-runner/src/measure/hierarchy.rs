@@ -15,7 +15,10 @@ use crate::{
     error::RunnerError,
 };
 
-use super::stats::{median, quantile};
+use super::{
+    stats::{median, quantile},
+    LineFinding,
+};
 
 /// How a two-phase probe came out.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,16 +36,14 @@ pub struct EvictionTest {
     pub p_value: f64,
 }
 
-/// Bytes per node of the probes' chains: one node per 32-byte sector.
-const STRIDE: u32 = 32;
-
 /// Three repetitions must agree.
 const REPETITIONS: usize = 3;
 
-/// A chain of about `bytes`, at least one node.
-fn chain(bytes: u64) -> Result<ChainSpec, RunnerError> {
-    let stride = u64::from(STRIDE);
-    ChainSpec::new((bytes / stride).max(1) * stride, STRIDE)
+/// A chain of about `bytes` with one node per `stride` bytes (a cache's fetch unit, so
+/// that evicting a line makes every node in it miss), at least one node.
+pub fn chain(bytes: u64, stride: u32) -> Result<ChainSpec, RunnerError> {
+    let step = u64::from(stride);
+    ChainSpec::new((bytes / step).max(1) * step, stride)
 }
 
 fn nodes(spec: ChainSpec) -> u32 {
@@ -90,8 +91,8 @@ fn slow_share(samples: &[u32], threshold: f64) -> f64 {
         / samples.len() as f64
 }
 
-/// Whether warming `evict` (a chain of `evict_bytes` through `evict_path` by thread
-/// `evict_thread`) evicts `fill_bytes` warmed through `fill_path` by thread 0.
+/// Whether warming `evict` (a chain through a path, by a thread) evicts the chain `fill`
+/// warmed through its path by thread 0.
 ///
 /// The baseline is the same launch with a one-node evicting chain. A load is slow when it
 /// exceeds the baseline's 99th percentile by max(4 cycles, 10 %); B evicted A when, in each
@@ -100,18 +101,18 @@ fn slow_share(samples: &[u32], threshold: f64) -> f64 {
 /// launches that disagree, is [`RunnerError::WrongResult`] ("undecided").
 pub fn evicts<B: Backend>(
     backend: &mut B,
-    fill: (LoadPath, u64),
-    evict: (LoadPath, u64, u32),
+    fill: (LoadPath, ChainSpec),
+    evict: (LoadPath, ChainSpec, u32),
     gpu_time: &mut Duration,
 ) -> Result<EvictionTest, RunnerError> {
-    let a = chain(fill.1)?;
+    let a = fill.1;
     // Time only the first pass over A after B: later passes would find A back in the cache
     // (A refills it), diluting the misses of a small chain.
     let shape = ProbeShape {
         blocks: backend.device().sm_count.clamp(1, 8),
         timed_steps: nodes(a).min(512),
     };
-    let b = chain(evict.1)?;
+    let b = evict.1;
     let fill_phase = Phase {
         path: fill.0,
         chain: a,
@@ -125,7 +126,7 @@ pub fn evicts<B: Backend>(
         steps: nodes(b),
     };
     let tiny = Phase {
-        chain: chain(u64::from(STRIDE))?,
+        chain: chain(u64::from(b.stride), b.stride)?,
         steps: 1,
         ..evict_phase
     };
@@ -192,15 +193,120 @@ pub fn copies_per_sm<B: Backend>(
     backend: &mut B,
     path: LoadPath,
     cache_bytes: u64,
+    granularity: u32,
     max_warps: u32,
     gpu_time: &mut Duration,
 ) -> Result<Option<u32>, RunnerError> {
-    let bytes = cache_bytes * 3 / 4;
+    let spec = chain(cache_bytes * 3 / 4, granularity)?;
     for warp in 1..max_warps {
-        let test = evicts(backend, (path, bytes), (path, bytes, 32 * warp), gpu_time)?;
+        let test = evicts(backend, (path, spec), (path, spec, 32 * warp), gpu_time)?;
         if test.evicted {
             return Ok(Some(warp));
         }
     }
     Ok(None)
+}
+
+/// The allocation line of a cache: the bytes one tag covers.
+///
+/// Thread 0 warms chain A, one node per fetch unit (`granularity`) over the measured
+/// capacity (the largest array that still hits), so that A fills every way of the sets and
+/// every sector of its lines. A second chain then evicts lines of A: the least recently
+/// used in each set it touches, which are among A's first lines. Re-timing A from its
+/// start, each evicted tag shows as a run of consecutive misses, one per fetch unit it held:
+/// the most common run length times the fetch granularity is the line. This reads tags,
+/// not capacity, so it works whether sets are indexed by address bits or by a hash (a
+/// capacity-at-a-stride method cannot tell a line from a sector in a cache indexed by
+/// address bits).
+///
+/// The evicting chain has up to 32 nodes 33 × 1 KiB apart, which fall into sets far apart
+/// and so evict lines of A that are far apart too: several separate runs, some within the
+/// loads the timing buffer holds. A small cache gets fewer evicting nodes (one per 32 of
+/// A's nodes), so that most of A survives to show the runs against.
+pub fn allocation_line<B: Backend>(
+    backend: &mut B,
+    path: LoadPath,
+    cache_bytes: u64,
+    granularity: u64,
+    gpu_time: &mut Duration,
+) -> Result<LineFinding, RunnerError> {
+    let unit = u32::try_from(granularity)
+        .ok()
+        .filter(|g| *g >= 4 && g % 4 == 0)
+        .ok_or_else(|| RunnerError::InvalidRequest(format!("granularity {granularity} B")))?;
+    let a = ChainSpec::new(
+        (cache_bytes / u64::from(unit)).max(2) * u64::from(unit),
+        unit,
+    )?;
+    // On the constant path both chains share the 64 KiB bank: one block, and nodes
+    // 33 × 256 B apart (lines up to 256 B), as many as fit beside A.
+    let (blocks, spacing, room) = if path == LoadPath::Constant {
+        let spacing = 33 * 256u64;
+        let room = super::probe::CONSTANT_BANK_BYTES.saturating_sub(a.bytes + 256) / spacing;
+        (1, spacing, room.clamp(1, 32))
+    } else {
+        (backend.device().sm_count.clamp(1, 8), 33 * 1024, 32)
+    };
+    let shape = ProbeShape {
+        blocks,
+        timed_steps: nodes(a).min(512),
+    };
+    let fill = Phase {
+        path,
+        chain: a,
+        thread: 0,
+        steps: nodes(a),
+    };
+    let evicting = room.min((a.nodes() / 32).max(1));
+    let b = ChainSpec::new(
+        evicting * spacing,
+        u32::try_from(spacing).unwrap_or(u32::MAX),
+    )?;
+    let evict = Phase {
+        path,
+        chain: b,
+        thread: 0,
+        steps: nodes(b),
+    };
+    let blocks = run_probe(backend, shape, fill, evict, gpu_time)?;
+    if let Some(line) = runs_of_misses(&blocks, granularity) {
+        return Ok(line);
+    }
+    Err(RunnerError::WrongResult(
+        "no evicted line seen in the re-timed pass".into(),
+    ))
+}
+
+/// The most common length of runs of consecutive misses (loads slower than 1.5 × the
+/// median + 4 cycles), times `granularity`; `None` without runs.
+fn runs_of_misses(blocks: &[Vec<u32>], granularity: u64) -> Option<LineFinding> {
+    let mut counts = std::collections::BTreeMap::new();
+    let mut misses = 0;
+    for latencies in blocks {
+        let mut sorted: Vec<f64> = latencies.iter().map(|&v| f64::from(v)).collect();
+        sorted.sort_by(f64::total_cmp);
+        if sorted.is_empty() {
+            continue;
+        }
+        let threshold = 1.5 * quantile(&sorted, 0.5) + 4.0;
+        let mut run = 0usize;
+        for &v in latencies.iter().chain(std::iter::once(&0)) {
+            if f64::from(v) > threshold {
+                run += 1;
+                misses += 1;
+            } else if run > 0 {
+                *counts.entry(run).or_insert(0usize) += 1;
+                run = 0;
+            }
+        }
+    }
+    let total: usize = counts.values().sum();
+    let (&run, &count) = counts
+        .iter()
+        .max_by_key(|(run, count)| (**count, std::cmp::Reverse(**run)))?;
+    Some(LineFinding {
+        bytes: granularity * run as u64,
+        agreement: count as f64 / total as f64,
+        misses,
+    })
 }

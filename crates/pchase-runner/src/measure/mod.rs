@@ -163,6 +163,8 @@ pub struct ElementResult {
     pub sizes: Vec<SizeAtCarveout>,
     /// Fetch granularity.
     pub line: Option<LineFinding>,
+    /// Allocation line (the bytes one tag covers), from the eviction probe.
+    pub line_bytes: Option<LineFinding>,
     /// Hit latency in cycles, with the clock overhead subtracted.
     pub latency: Option<LatencySummary>,
     /// Benchmarks of this element that failed, with the reason.
@@ -388,23 +390,32 @@ impl<'b, B: Backend> Session<'b, B> {
 
     /// Sharing between every pair of measured SM caches, and the copies per SM of each.
     fn measure_relations(&mut self) {
-        let caches: Vec<(Element, LoadPath, u64)> = [
+        // Each cache with its measured size and fetch unit (the probes' node spacing).
+        let caches: Vec<(Element, LoadPath, u64, u32)> = [
             (Element::L1, LoadPath::GlobalCa),
             (Element::Texture, LoadPath::Texture),
             (Element::ReadOnly, LoadPath::GlobalNc),
             (Element::ConstantL1, LoadPath::Constant),
         ]
         .into_iter()
-        .filter_map(|(e, p)| self.exact_size(e).map(|bytes| (e, p, bytes)))
+        .filter_map(|(e, p)| {
+            let unit = self
+                .results
+                .element(e)
+                .and_then(|r| r.line.as_ref())
+                .and_then(|l| u32::try_from(l.bytes).ok())
+                .unwrap_or(32);
+            self.exact_size(e).map(|bytes| (e, p, bytes, unit))
+        })
         .collect();
-        for (i, &(a, path_a, size_a)) in caches.iter().enumerate() {
-            for &(b, path_b, size_b) in &caches[i + 1..] {
+        for (i, &(a, path_a, size_a, unit_a)) in caches.iter().enumerate() {
+            for &(b, path_b, size_b, unit_b) in &caches[i + 1..] {
                 let name = format!("sharing {a}/{b}");
                 match self.timed(&name, |s, gpu| {
                     hierarchy::evicts(
                         s.backend,
-                        (path_a, size_a * 3 / 4),
-                        (path_b, size_b * 3 / 4, 0),
+                        (path_a, hierarchy::chain(size_a * 3 / 4, unit_a)?),
+                        (path_b, hierarchy::chain(size_b * 3 / 4, unit_b)?, 0),
                         gpu,
                     )
                 }) {
@@ -413,10 +424,10 @@ impl<'b, B: Backend> Session<'b, B> {
                 }
             }
         }
-        for &(element, path, size) in &caches {
+        for &(element, path, size, unit) in &caches {
             let name = format!("{element} copies per SM");
             match self.timed(&name, |s, gpu| {
-                hierarchy::copies_per_sm(s.backend, path, size, COPY_WARPS, gpu)
+                hierarchy::copies_per_sm(s.backend, path, size, unit, COPY_WARPS, gpu)
             }) {
                 Ok(copies) => self.results.copies.push((element, copies)),
                 Err(e) => self.fail(element, format!("{name}: {e}")),
@@ -558,6 +569,20 @@ impl<'b, B: Backend> Session<'b, B> {
             match self.timed(&name, |s, gpu| s.line_size(path, size, gpu)) {
                 Ok(line) => self.results.element_mut(element).line = Some(line),
                 Err(e) => self.fail(element, format!("{name}: {e}")),
+            }
+            let granularity = self
+                .results
+                .element(element)
+                .and_then(|r| r.line.as_ref())
+                .map(|l| l.bytes);
+            if let Some(granularity) = granularity {
+                let name = format!("{element} allocation line");
+                match self.timed(&name, |s, gpu| {
+                    hierarchy::allocation_line(s.backend, path, size, granularity, gpu)
+                }) {
+                    Ok(line) => self.results.element_mut(element).line_bytes = Some(line),
+                    Err(e) => self.fail(element, format!("{name}: {e}")),
+                }
             }
         }
         let name = format!("{element} latency");

@@ -144,6 +144,9 @@ fn write_element(topo: &mut Topology, info: &DeviceInfo, element: Element, resul
     if let Some(line) = &result.line {
         entry.set_fetch_granularity(Size::exact(Bytes(line.bytes), Provenance::Benchmark));
     }
+    if let Some(line) = &result.line_bytes {
+        entry.set_line_size(Size::exact(Bytes(line.bytes), Provenance::Benchmark));
+    }
     if let Some(latency) = result.latency {
         entry.set_latency(Latency::measured(latency));
     }

@@ -107,6 +107,17 @@ fn check_profile(profile: &SimProfile) {
             Some(u64::from(cache.sector())),
             "{name} {element}: fetch granularity"
         );
+        // The allocation line (tag size), where the step is sharp and the cache has sets:
+        // in a fully associative LRU cache filled to capacity, the probe's one evicted
+        // line makes every line miss in turn (docs/measurement.md).
+        let fully_associative = matches!(cache.associativity, Associativity::Full);
+        if !blurred && !fully_associative {
+            assert_eq!(
+                result.line_bytes.as_ref().map(|l| l.bytes),
+                Some(u64::from(cache.line_bytes)),
+                "{name} {element}: allocation line"
+            );
+        }
         let latency = result.latency.expect("latency measured");
         let extra = profile.path_extra_latency.get(&path).copied().unwrap_or(0);
         let expected = f64::from(cache.hit_latency + extra);
