@@ -1,7 +1,7 @@
 //! Optimal segmentation with a fixed number of change points, by dynamic
 //! programming with inequality pruning.
 
-use super::{check_length, SearchOptions, Segmentation};
+use super::{check_length, segment_ends, SearchOptions, Segmentation};
 use crate::cost::SegmentCost;
 use crate::error::{CpdError, Result};
 
@@ -133,12 +133,7 @@ fn segment_neighbourhood<C: SegmentCost + ?Sized>(
     let mut sweep = cost.sweep();
     let mut next_start = min_size.div_ceil(jump) * jump;
 
-    let mut ends: Vec<usize> = (min_size.div_ceil(jump) * jump..=n.saturating_sub(min_size))
-        .step_by(jump)
-        .collect();
-    if ends.last() != Some(&n) {
-        ends.push(n);
-    }
+    let ends = segment_ends(n, min_size, jump);
 
     for &end in &ends {
         // Positions that can now end an earlier segment become starts.

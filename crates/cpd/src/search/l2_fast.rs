@@ -18,6 +18,7 @@
 //! A start `u` prunes others only once it is usable (`end ≥ u + min_size`), which
 //! keeps the result exact with `min_size > 1`, as in [`super::pelt`].
 
+use super::segment_ends;
 use crate::cost::{L2Cost, SegmentCost};
 
 /// The prefix sums of a fitted L2 cost.
@@ -249,18 +250,6 @@ impl Live for LiveStarts1d {
     fn best_ending_at(&self, prefix: &Prefix<'_>, end: usize) -> (f64, usize) {
         best_of(prefix, &self.starts, &self.values, end)
     }
-}
-
-/// The grid of segment ends: multiples of `jump` from the first admissible
-/// one, then `n`.
-fn segment_ends(n: usize, min_size: usize, jump: usize) -> Vec<usize> {
-    let mut ends: Vec<usize> = (min_size.div_ceil(jump) * jump..=n.saturating_sub(min_size))
-        .step_by(jump)
-        .collect();
-    if ends.last() != Some(&n) {
-        ends.push(n);
-    }
-    ends
 }
 
 /// The slot of position `pos` (a multiple of `jump`, or `n`) in per-position tables.

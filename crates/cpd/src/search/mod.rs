@@ -191,3 +191,15 @@ pub(crate) fn admissible_splits(
     }
     (first..=end - min_size).step_by(jump).collect()
 }
+
+/// The grid of segment ends: multiples of `jump` from the first admissible
+/// one, then `n`.
+pub(crate) fn segment_ends(n: usize, min_size: usize, jump: usize) -> Vec<usize> {
+    let mut ends: Vec<usize> = (min_size.div_ceil(jump) * jump..=n.saturating_sub(min_size))
+        .step_by(jump)
+        .collect();
+    if ends.last() != Some(&n) {
+        ends.push(n);
+    }
+    ends
+}

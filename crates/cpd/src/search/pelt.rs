@@ -1,7 +1,7 @@
 //! PELT: the exact penalised segmentation with pruning (Killick, Fearnhead and
 //! Eckley, 2012), with `min_size` and `jump` handled without losing exactness.
 
-use super::{check_length, check_penalty, SearchOptions, Segmentation};
+use super::{check_length, check_penalty, segment_ends, SearchOptions, Segmentation};
 use crate::cost::SegmentCost;
 use crate::error::Result;
 
@@ -67,12 +67,7 @@ pub fn pelt<C: SegmentCost + ?Sized>(
     let mut sweep = cost.sweep();
     let mut next_start = min_size.div_ceil(jump) * jump;
 
-    let mut ends: Vec<usize> = (min_size.div_ceil(jump) * jump..=n.saturating_sub(min_size))
-        .step_by(jump)
-        .collect();
-    if ends.last() != Some(&n) {
-        ends.push(n);
-    }
+    let ends = segment_ends(n, min_size, jump);
 
     for &end in &ends {
         while next_start + min_size <= end && next_start + min_size <= n {
