@@ -2,7 +2,7 @@
 
 use std::{fmt::Write as _, fs, path::Path};
 
-use pchase_runner::measure::RawCurve;
+use pchase_runner::measure::{l2::L2Line, RawCurve};
 use plotters::prelude::*;
 
 /// Mean and median latency of each swept size.
@@ -109,6 +109,21 @@ pub fn write_curves(dir: &Path, curves: &[RawCurve]) -> Result<(), String> {
     Ok(())
 }
 
+/// Writes the L2 line probe's timed loads as `l2-line.csv` into `dir`: one row per load
+/// with its byte offset in the array, its cycles and whether it counted as a miss.
+pub fn write_l2_line(dir: &Path, line: &L2Line) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let mut out = format!(
+        "# array_bytes={} granularity={} threshold={:.1} line_bytes={}\nload,offset_bytes,cycles,miss\n",
+        line.array_bytes, line.granularity, line.threshold, line.bytes
+    );
+    for (k, &cycles) in line.latencies.iter().enumerate() {
+        let miss = u8::from(f64::from(cycles) > line.threshold);
+        let _ = writeln!(out, "{k},{},{cycles},{miss}", k as u64 * line.granularity);
+    }
+    fs::write(dir.join("l2-line.csv"), out).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +152,29 @@ mod tests {
         assert_eq!(rows.len(), 4, "{text}");
         assert_eq!(rows[1], "1024,0,,282.0000");
         assert_eq!(rows[3], "2048,1,7,38.7500");
+    }
+
+    #[test]
+    fn the_l2_line_probe_is_written_with_offsets_and_misses() {
+        let dir = std::env::temp_dir().join(format!("memtopo-raw-{}", std::process::id()));
+        let line = L2Line {
+            bytes: 128,
+            agreement: 1.0,
+            runs: 1,
+            miss_share: 0.5,
+            array_bytes: 1 << 20,
+            threshold: 450.0,
+            granularity: 64,
+            latencies: vec![280, 660, 661, 281],
+        };
+        write_l2_line(&dir, &line).unwrap();
+        let text = fs::read_to_string(dir.join("l2-line.csv")).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        let rows: Vec<&str> = text.lines().collect();
+        assert_eq!(rows.len(), 6, "{text}");
+        assert!(rows[0].contains("line_bytes=128"), "{text}");
+        assert_eq!(rows[2], "0,0,280,0");
+        assert_eq!(rows[3], "1,64,660,1");
+        assert_eq!(rows[5], "3,192,281,0");
     }
 }

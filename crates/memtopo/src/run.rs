@@ -127,21 +127,31 @@ fn write_output(topo: &Topology, path: &Path) -> Result<(), CliError> {
 
 fn print_timings(measured: &Measurements, total: std::time::Duration) {
     println!();
-    println!("{:<36} {:>10} {:>10}", "benchmark", "wall ms", "GPU ms");
+    println!(
+        "{:<36} {:>10} {:>10} {:>12}",
+        "benchmark", "wall ms", "GPU ms", "analysis ms"
+    );
     for t in &measured.timings {
         println!(
-            "{:<36} {:>10.1} {:>10.1}",
+            "{:<36} {:>10.1} {:>10.1} {:>12.2}",
             t.benchmark,
             t.wall.as_secs_f64() * 1e3,
-            t.gpu.as_secs_f64() * 1e3
+            t.gpu.as_secs_f64() * 1e3,
+            t.analysis.as_secs_f64() * 1e3
         );
     }
     let gpu: std::time::Duration = measured.timings.iter().map(|t| t.gpu).sum();
+    let analysis: std::time::Duration = measured.timings.iter().map(|t| t.analysis).sum();
     println!(
-        "{:<36} {:>10.1} {:>10.1}",
+        "{:<36} {:>10.1} {:>10.1} {:>12.2}",
         "total (including context creation)",
         total.as_secs_f64() * 1e3,
-        gpu.as_secs_f64() * 1e3
+        gpu.as_secs_f64() * 1e3,
+        analysis.as_secs_f64() * 1e3
+    );
+    println!(
+        "change-point analysis: {:.2} % of the wall time",
+        100.0 * analysis.as_secs_f64() / total.as_secs_f64().max(f64::MIN_POSITIVE)
     );
 }
 
@@ -188,6 +198,12 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
             path: dir.display().to_string(),
             reason: e,
         })?;
+        if let Some(Ok(line)) = measured.l2.as_ref().map(|l2| &l2.line) {
+            raw::write_l2_line(dir, line).map_err(|e| CliError::Output {
+                path: dir.display().to_string(),
+                reason: e,
+            })?;
+        }
     }
     let failed = measured
         .elements

@@ -5,6 +5,27 @@ use cpd::{
 };
 use ndarray::Array2;
 
+thread_local! {
+    /// Host time spent in change-point analysis on this thread since the last
+    /// [`take_analysis_time`].
+    static ANALYSIS_TIME: std::cell::Cell<std::time::Duration> =
+        const { std::cell::Cell::new(std::time::Duration::ZERO) };
+}
+
+/// Runs `f` (a change-point analysis) and adds its host time to this thread's account, so
+/// that `--timings` reports what the analysis costs separately from the launches.
+pub(crate) fn analysing<T>(f: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let result = f();
+    ANALYSIS_TIME.with(|t| t.set(t.get() + start.elapsed()));
+    result
+}
+
+/// The analysis time accumulated on this thread, and a reset of the account.
+pub(crate) fn take_analysis_time() -> std::time::Duration {
+    ANALYSIS_TIME.with(|t| t.replace(std::time::Duration::ZERO))
+}
+
 use super::probe::SizeSamples;
 use crate::error::RunnerError;
 
@@ -54,6 +75,10 @@ pub fn sweep_matrix(points: &[SizeSamples]) -> Result<Array2<f64>, RunnerError> 
 /// Reduces the sweep by the geometric mapping, finds the single change point of the
 /// distance series (L2 cost, exact) and tests it with the two-sample KS test at `alpha`.
 pub fn decide_sweep(points: &[SizeSamples], alpha: f64) -> Result<SweepDecision, RunnerError> {
+    analysing(|| decide_sweep_now(points, alpha))
+}
+
+fn decide_sweep_now(points: &[SizeSamples], alpha: f64) -> Result<SweepDecision, RunnerError> {
     let matrix = sweep_matrix(points)?;
     let mapped = GeometricMapping::new()
         .map(matrix.view())

@@ -155,7 +155,7 @@ pub fn evicts<B: Backend>(
         );
         let probe_pooled: Vec<f64> = probe.iter().flatten().map(|&v| f64::from(v)).collect();
         last_test = Some(
-            ks_2samp(&pooled, &probe_pooled)
+            super::analysis::analysing(|| ks_2samp(&pooled, &probe_pooled))
                 .map_err(|e| RunnerError::WrongResult(format!("KS test: {e}")))?,
         );
         shares.push(probe_share);
@@ -278,7 +278,8 @@ pub fn allocation_line<B: Backend>(
 }
 
 /// The most common length of runs of consecutive misses (loads slower than 1.5 × the
-/// median + 4 cycles), times `granularity`; `None` without runs.
+/// median + 4 cycles; a run cut off by the end of the window left out), times
+/// `granularity`; `None` without runs.
 fn runs_of_misses(blocks: &[Vec<u32>], granularity: u64) -> Option<LineFinding> {
     let mut counts = std::collections::BTreeMap::new();
     let mut misses = 0;
@@ -289,15 +290,9 @@ fn runs_of_misses(blocks: &[Vec<u32>], granularity: u64) -> Option<LineFinding> 
             continue;
         }
         let threshold = 1.5 * quantile(&sorted, 0.5) + 4.0;
-        let mut run = 0usize;
-        for &v in latencies.iter().chain(std::iter::once(&0)) {
-            if f64::from(v) > threshold {
-                run += 1;
-                misses += 1;
-            } else if run > 0 {
-                *counts.entry(run).or_insert(0usize) += 1;
-                run = 0;
-            }
+        for (_, run) in super::l2::slow_runs(latencies, threshold) {
+            misses += run;
+            *counts.entry(run).or_insert(0usize) += 1;
         }
     }
     let total: usize = counts.values().sum();

@@ -52,6 +52,33 @@ pub struct L2Findings {
     /// The L2's fetch granularity (sector), from the spacing of misses of a 4-byte-stride
     /// chase over a chain evicted from the L2 (every new sector is a miss to memory).
     pub fetch_granularity: Option<u64>,
+    /// The L2's allocation line (the bytes one tag covers), from the runs of misses in a
+    /// fine-grained chase over an array that only partly fits; `Err` says why there is
+    /// none.
+    pub line: Result<L2Line, String>,
+}
+
+/// How the L2's allocation line was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Line {
+    /// The line, bytes.
+    pub bytes: u64,
+    /// Share of miss runs that start and end on a multiple of the line (at least 0.9).
+    pub agreement: f64,
+    /// Miss runs seen.
+    pub runs: usize,
+    /// Share of the timed loads that missed.
+    pub miss_share: f64,
+    /// The array the chase ran over, bytes.
+    pub array_bytes: u64,
+    /// The latency between hits and misses used to tell them apart, cycles (raw, with the
+    /// clock overhead).
+    pub threshold: f64,
+    /// The fetch unit the nodes were spaced by, bytes.
+    pub granularity: u64,
+    /// The timed loads' latencies, raw cycles; load `k` read byte `k × granularity` of the
+    /// array.
+    pub latencies: Vec<u32>,
 }
 
 fn wrong(what: &str) -> impl Fn(cpd::CpdError) -> RunnerError + '_ {
@@ -67,6 +94,13 @@ fn wrong(what: &str) -> impl Fn(cpd::CpdError) -> RunnerError + '_ {
 /// unimodal normal distribution split at its best point gives less) and a gap of at least
 /// 8 cycles.
 fn split_levels(
+    samples: &[u32],
+    overhead: f64,
+) -> Result<(LatencySummary, Option<LatencySummary>, f64, f64), RunnerError> {
+    super::analysis::analysing(|| split_levels_now(samples, overhead))
+}
+
+fn split_levels_now(
     samples: &[u32],
     overhead: f64,
 ) -> Result<(LatencySummary, Option<LatencySummary>, f64, f64), RunnerError> {
@@ -170,6 +204,128 @@ fn coarse_mean<B: Backend>(
     Ok(cycles as f64 / f64::from(timed))
 }
 
+/// Timed loads of the line probe: 8192 one-fetch-unit nodes (512 KiB at 64 B, inside one
+/// 2 MiB page, so the TLB does not add slow loads), 64 KiB of timing buffer.
+const LINE_PROBE_STEPS: u32 = 8192;
+
+/// Runs of consecutive slow loads (`> threshold`) in a window: `(first index, length)`.
+/// A run that reaches the end of the window is cut off and left out.
+pub(super) fn slow_runs(latencies: &[u32], threshold: f64) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut start = None;
+    for (i, &v) in latencies.iter().enumerate() {
+        match (f64::from(v) > threshold, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                runs.push((s, i - s));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    runs
+}
+
+/// The largest power of two `units` (up to 256) such that at least 90 % of `runs` start and
+/// end on a multiple of it, and that share.
+fn aligned_unit(runs: &[(usize, usize)]) -> (usize, f64) {
+    let agreement = |unit: usize| {
+        runs.iter()
+            .filter(|(start, len)| start % unit == 0 && len % unit == 0)
+            .count() as f64
+            / runs.len() as f64
+    };
+    let mut best = (1, agreement(1));
+    for shift in 1..=8 {
+        let share = agreement(1 << shift);
+        if share >= 0.9 {
+            best = (1 << shift, share);
+        }
+    }
+    best
+}
+
+/// The L2's allocation line, from a fine-grained chase over an array that only partly fits.
+///
+/// Past its capacity, a cyclic chase keeps part of the array in the L2. Which lines stay
+/// depends on the replacement policy and on how addresses map to sets, but a line stays or
+/// goes whole: with one node per fetch unit, each absent line is a run of misses, one per
+/// fetch unit it covers, and runs of several adjacent absent lines still start and end on
+/// line boundaries. The line is the largest power-of-two multiple of the fetch unit on
+/// which at least 90 % of the runs start and end. The array is the sweep's size whose mean
+/// is nearest to halfway between the hit plateau and the largest mean, so that hits and
+/// misses are both common. An L2 that goes from all hits to all misses (LRU replacement on
+/// sets indexed by address bits) has no such size; the result then says so.
+///
+/// A load is a miss when it takes more than 1.5 × the slower L2 hit level + 4 cycles, the
+/// rule of the fetch-granularity probe.
+fn l2_line<B: Backend>(
+    backend: &mut B,
+    sizes: &[u64],
+    means: &[f64],
+    granularity: u64,
+    hit_cycles: f64,
+    gpu_time: &mut Duration,
+) -> Result<Result<L2Line, String>, RunnerError> {
+    let unit = match u32::try_from(granularity) {
+        Ok(g) if g >= 4 && g % 4 == 0 => g,
+        _ => return Ok(Err(format!("fetch granularity {granularity} B"))),
+    };
+    let (Some(&plateau), Some(top)) = (means.first(), means.iter().copied().reduce(f64::max))
+    else {
+        return Ok(Err("no size sweep".into()));
+    };
+    let target = (plateau + top) / 2.0;
+    let Some(index) = (0..means.len())
+        .filter(|&i| means[i] > 1.1 * plateau && means[i] < top)
+        .min_by(|&a, &b| {
+            (means[a] - target)
+                .abs()
+                .total_cmp(&(means[b] - target).abs())
+        })
+    else {
+        return Ok(Err(format!(
+            "no size where the L2 holds part of the array: the sweep goes from {plateau:.0} to {top:.0} cycles per load in one step"
+        )));
+    };
+    let bytes = sizes[index] / u64::from(unit) * u64::from(unit);
+    let chain = ChainSpec::new(bytes, unit)?;
+    let room = backend.device().shared_per_block_optin_bytes / 8;
+    let steps = u64::from(LINE_PROBE_STEPS).min(chain.nodes()).min(room);
+    let latencies = fine_cg(backend, chain, steps as u32, gpu_time)?;
+    let threshold = 1.5 * hit_cycles + 4.0;
+    let slow = latencies
+        .iter()
+        .filter(|&&v| f64::from(v) > threshold)
+        .count();
+    let miss_share = slow as f64 / latencies.len().max(1) as f64;
+    let runs = slow_runs(&latencies, threshold);
+    log::debug!(
+        "L2 line probe over {bytes} B: {slow} of {} loads above {threshold:.0} cycles, {} runs",
+        latencies.len(),
+        runs.len()
+    );
+    if !(0.05..=0.95).contains(&miss_share) || runs.len() < 16 {
+        return Ok(Err(format!(
+            "{:.1} MiB: {:.0} % of the loads missed in {} runs; a line needs at least 16 runs among hits",
+            bytes as f64 / f64::from(1u32 << 20),
+            100.0 * miss_share,
+            runs.len()
+        )));
+    }
+    let (units, agreement) = aligned_unit(&runs);
+    Ok(Ok(L2Line {
+        bytes: units as u64 * granularity,
+        agreement,
+        runs: runs.len(),
+        miss_share,
+        array_bytes: bytes,
+        threshold,
+        granularity,
+        latencies,
+    }))
+}
+
 /// Runs the L2 benchmark.
 pub fn measure_l2<B: Backend>(
     backend: &mut B,
@@ -221,17 +377,15 @@ pub fn measure_l2<B: Backend>(
         });
     }
     let means: Vec<f64> = points.iter().map(|p| p.values[0]).collect();
-    let noise = estimate_noise_variance(&means)
-        .map_err(wrong("L2 sweep"))?
-        .max(1e-6);
-    let penalty = Penalty::Bic
-        .per_change_point(means.len(), 1, noise)
-        .map_err(wrong("L2 sweep"))?;
-    let segmentation = pelt(
-        &L2Cost::from_series(&means).map_err(wrong("L2 sweep"))?,
-        penalty,
-        SearchOptions::new(2, 1),
-    )
+    let segmentation = super::analysis::analysing(|| {
+        let noise = estimate_noise_variance(&means)?.max(1e-6);
+        let penalty = Penalty::Bic.per_change_point(means.len(), 1, noise)?;
+        pelt(
+            &L2Cost::from_series(&means)?,
+            penalty,
+            SearchOptions::new(2, 1),
+        )
+    })
     .map_err(wrong("L2 sweep"))?;
     // Rises: change points where the next segment's mean is at least 5 % higher than the
     // one before. PELT's segments are at least two sizes long, so a one-size step between
@@ -297,6 +451,12 @@ pub fn measure_l2<B: Backend>(
     } else if far.is_some() {
         keeps_copies = Some(false);
     }
+    // 3. The line, over a size where the sweep mixes hits and misses.
+    let hit_cycles = far.unwrap_or(near).p50.0 + overhead;
+    let line = match fetch_granularity {
+        Some(granularity) => l2_line(backend, &sizes, &means, granularity, hit_cycles, gpu_time)?,
+        None => Err("no fetch granularity to space the nodes by".into()),
+    };
     let near_capacity = match (near_rise, far.is_some()) {
         (Some(bytes), _) => Some((bytes, true)),
         // Two levels but no rise inside the L2: two equal partitions, the only split the
@@ -313,6 +473,7 @@ pub fn measure_l2<B: Backend>(
         total_seen,
         keeps_copies,
         fetch_granularity,
+        line,
         curve: RawCurve {
             name: "l2-size".into(),
             change_index: rises.first().copied(),
@@ -347,5 +508,28 @@ mod tests {
         assert!(far.is_none());
         assert_eq!(share, 1.0);
         assert_eq!(all.samples, 600);
+    }
+
+    #[test]
+    fn slow_runs_leave_out_a_run_cut_by_the_window() {
+        let latencies = [280, 660, 670, 281, 650, 282, 700];
+        assert_eq!(slow_runs(&latencies, 450.0), vec![(1, 2), (4, 1)]);
+        assert!(slow_runs(&[280, 281], 450.0).is_empty());
+    }
+
+    #[test]
+    fn the_line_is_the_largest_unit_runs_align_to() {
+        // Absent 128-byte lines at 64-byte nodes: runs of 2 and 4 at even starts.
+        let runs = [(0, 2), (4, 4), (10, 2), (14, 2), (20, 6)];
+        assert_eq!(aligned_unit(&runs), (2, 1.0));
+        // Four-node lines: every run starts and ends on a multiple of 4.
+        let runs = [(0, 4), (8, 8), (20, 4), (28, 4)];
+        assert_eq!(aligned_unit(&runs).0, 4);
+        // One stray slow load in ten runs is tolerated; two in five are not.
+        let mut runs: Vec<(usize, usize)> = (0..9).map(|i| (4 * i, 2)).collect();
+        runs.push((41, 1));
+        assert_eq!(aligned_unit(&runs), (2, 0.9));
+        let runs = [(0, 2), (4, 2), (8, 2), (13, 1), (15, 1)];
+        assert_eq!(aligned_unit(&runs).0, 1);
     }
 }

@@ -180,6 +180,9 @@ pub struct Timing {
     pub wall: Duration,
     /// Summed device time of its launches.
     pub gpu: Duration,
+    /// Host time of its change-point analysis (cpd calls: geometric mapping, change points,
+    /// KS tests, PELT), timed around each call.
+    pub analysis: Duration,
 }
 
 /// The outcome of a session.
@@ -336,11 +339,13 @@ impl<'b, B: Backend> Session<'b, B> {
         self.start(name);
         let wall = Instant::now();
         let mut gpu = Duration::ZERO;
+        analysis::take_analysis_time();
         let result = f(self, &mut gpu);
         self.results.timings.push(Timing {
             benchmark: name.to_string(),
             wall: wall.elapsed(),
             gpu,
+            analysis: analysis::take_analysis_time(),
         });
         result
     }

@@ -228,6 +228,19 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
         topo.element_mut(ElementKind::L2)
             .set_fetch_granularity(Size::exact(Bytes(bytes), Provenance::Benchmark));
     }
+    match measured.l2.as_ref().map(|l2| &l2.line) {
+        Some(Ok(line)) => {
+            topo.element_mut(ElementKind::L2)
+                .set_line_size(Size::exact(Bytes(line.bytes), Provenance::Benchmark));
+        }
+        Some(Err(why)) => topo.add_note(Note {
+            severity: NoteSeverity::NotMeasured,
+            element: Some(ElementKind::L2),
+            quantity: Some(QuantityKind::LineSize),
+            message: format!("L2 line size not measured: {why}"),
+        }),
+        None => {}
+    }
     // Sizes from the API.
     topo.element_mut(ElementKind::SharedMemory)
         .set_size(Size::api(Bytes(info.shared_per_sm_bytes)));

@@ -305,6 +305,8 @@ fn a_two_partition_l2_is_recovered() {
     );
     assert_eq!(l2.keeps_copies, Some(false));
     assert_eq!(l2.fetch_granularity, Some(u64::from(profile.l2.sector())));
+    let line = l2.line.as_ref().expect("the L2 line measured");
+    assert_eq!(line.bytes, u64::from(profile.l2.line_bytes), "{line:?}");
     // Without copies the sweep has no rise inside the L2: the near capacity is derived,
     // half the L2, which is the profile's partition size.
     assert_eq!(
@@ -313,4 +315,56 @@ fn a_two_partition_l2_is_recovered() {
     );
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
     topo.validate().expect("a valid topology");
+}
+
+/// The L2 line probe reads the line, not a constant: the same two-partition L2 with 64 and
+/// 256-byte lines (32-byte sectors), and one partition with random replacement.
+#[test]
+fn the_l2_line_is_read_from_runs_of_misses() {
+    let base = SimProfile::bundled("h200").expect("bundled");
+    let mut variants = Vec::new();
+    for line in [64u32, 256] {
+        let mut profile = base.clone();
+        profile.l2.line_bytes = line;
+        variants.push(profile);
+    }
+    let mut single = SimProfile::bundled("volta").expect("bundled");
+    single.l2.replacement = pchase_runner::sim::Replacement::Random;
+    variants.push(single);
+    for profile in variants {
+        let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
+        let options = MeasureOptions {
+            only: [Element::L2].into_iter().collect(),
+            ..MeasureOptions::default()
+        };
+        let m = Session::new(&mut backend, options)
+            .run()
+            .expect("session runs");
+        let l2 = m.l2.expect("L2 measured");
+        let line = l2.line.as_ref().expect("the L2 line measured");
+        assert_eq!(
+            line.bytes,
+            u64::from(profile.l2.line_bytes),
+            "{}: {line:?}",
+            profile.name
+        );
+        assert!(line.agreement >= 0.9 && line.runs >= 16, "{line:?}");
+    }
+}
+
+/// An LRU L2 with sets indexed by address bits goes from all hits to all misses: no size
+/// mixes them, and the probe says so instead of guessing.
+#[test]
+fn an_l2_without_partial_misses_gives_no_line() {
+    let profile = SimProfile::bundled("volta").expect("bundled");
+    let mut backend = SimBackend::new(profile).expect("valid profile");
+    let options = MeasureOptions {
+        only: [Element::L2].into_iter().collect(),
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut backend, options)
+        .run()
+        .expect("session runs");
+    let why = m.l2.expect("L2 measured").line.expect_err("no line");
+    assert!(why.contains("no size") || why.contains("runs"), "{why}");
 }
