@@ -12,28 +12,31 @@
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); return 1; } } while (0)
 
-constexpr int kWidths[] = {0, 4, 8, 16, 32, 64, 96, 128};
-constexpr int kOffsets[] = {0, 32, 64, 96};
-constexpr int kW = sizeof(kWidths) / sizeof(int);
-constexpr int kR = sizeof(kOffsets) / sizeof(int);
+// Written bytes per line (index 0..7) and read offsets (index 0..3).
+__host__ __device__ constexpr int width(int i) {
+  return i == 0 ? 0 : i == 1 ? 4 : i == 2 ? 8 : i == 3 ? 16 : i == 4 ? 32 : i == 5 ? 64 : i == 6 ? 96 : 128;
+}
+__host__ __device__ constexpr int offset(int r) { return 32 * r; }
+constexpr int kW = 8;
+constexpr int kR = 4;
 constexpr int kReps = 32;                 // fresh lines per (width, offset)
 constexpr size_t kLineSpacing = 4096;     // lines far apart: no neighbour effects
 constexpr int kLines = kW * kR * kReps;
 
 __global__ void probe(uint8_t* base, uint32_t* out) {
   __shared__ volatile uint32_t sink;
-  // Phase 1: partial writes. Line k gets width kWidths[(k / kReps) / kR].
+  // Phase 1: partial writes. Line k gets width width((k / kReps) / kR).
   for (int k = 0; k < kLines; ++k) {
-    int w = kWidths[(k / kReps) / kR];
+    int w = width((k / kReps) / kR);
     uint8_t* line = base + (size_t)k * kLineSpacing;
     for (int b = 0; b < w; b += 4) {
       asm volatile("st.global.cg.u32 [%0], %1;" :: "l"(line + b), "r"(0x1234u) : "memory");
     }
   }
   __threadfence();
-  // Phase 2: one timed load per line at offset kOffsets[(k / kReps) % kR].
+  // Phase 2: one timed load per line at offset offset((k / kReps) % kR).
   for (int k = 0; k < kLines; ++k) {
-    int r = kOffsets[(k / kReps) % kR];
+    int r = offset((k / kReps) % kR);
     uint8_t* p = base + (size_t)k * kLineSpacing + r;
     uint32_t v, t0, t1;
     asm volatile("mov.u32 %0, %%clock;" : "=r"(t0) :: "memory");
@@ -69,10 +72,10 @@ int main() {
     printf("trial %d (L2 %d B): median cycles of %d loads per (written bytes w, read offset r)\n",
            trial, l2, kReps);
     printf("%8s", "w \\ r");
-    for (int r = 0; r < kR; ++r) printf(" %8d", kOffsets[r]);
+    for (int r = 0; r < kR; ++r) printf(" %8d", offset(r));
     printf("\n");
     for (int w = 0; w < kW; ++w) {
-      printf("%8d", kWidths[w]);
+      printf("%8d", width(w));
       for (int r = 0; r < kR; ++r) {
         uint32_t v[kReps];
         for (int i = 0; i < kReps; ++i) v[i] = host[(w * kR + r) * kReps + i];

@@ -114,8 +114,8 @@ pub fn write_curves(dir: &Path, curves: &[RawCurve]) -> Result<(), String> {
 pub fn write_l2_line(dir: &Path, line: &L2Line) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let mut out = format!(
-        "# array_bytes={} granularity={} threshold={:.1} line_bytes={}\nload,offset_bytes,cycles,miss\n",
-        line.array_bytes, line.granularity, line.threshold, line.bytes
+        "# array_bytes={} evicting_nodes={} granularity={} threshold={:.1} line_bytes={}\nload,offset_bytes,cycles,miss\n",
+        line.array_bytes, line.evicting_nodes, line.granularity, line.threshold, line.bytes
     );
     for (k, &cycles) in line.latencies.iter().enumerate() {
         let miss = u8::from(f64::from(cycles) > line.threshold);
@@ -163,6 +163,7 @@ mod tests {
             runs: 1,
             miss_share: 0.5,
             array_bytes: 1 << 20,
+            evicting_nodes: 1024,
             threshold: 450.0,
             granularity: 64,
             latencies: vec![280, 660, 661, 281],

@@ -320,9 +320,11 @@ fn chase_index(path: LoadPath, granularity: Granularity) -> usize {
 }
 
 /// The load paths of the two-phase kernels, in the order of their index in the catalogue:
-/// [`two_phase`] has a kernel for every ordered pair of these (16 kernels).
-pub const TWO_PHASE_PATHS: [LoadPath; 4] = [
+/// [`two_phase`] has a kernel for every ordered pair of these (25 kernels). `GlobalCg`
+/// (L2 only) serves the L2's allocation-line probe.
+pub const TWO_PHASE_PATHS: [LoadPath; 5] = [
     LoadPath::GlobalCa,
+    LoadPath::GlobalCg,
     LoadPath::GlobalNc,
     LoadPath::Texture,
     LoadPath::Constant,
@@ -342,22 +344,31 @@ const fn two_phase_kernel(entry: &'static str, first: LoadPath, second: LoadPath
 
 /// Two-phase kernels indexed by `two_phase_index(first, second)`: `first` major, both in
 /// the order of [`TWO_PHASE_PATHS`].
-static TWO_PHASE: [Kernel; 16] = {
-    use LoadPath::{Constant, GlobalCa, GlobalNc, Texture};
+static TWO_PHASE: [Kernel; 25] = {
+    use LoadPath::{Constant, GlobalCa, GlobalCg, GlobalNc, Texture};
     [
         two_phase_kernel("two_phase_global_ca_global_ca", GlobalCa, GlobalCa),
+        two_phase_kernel("two_phase_global_ca_global_cg", GlobalCa, GlobalCg),
         two_phase_kernel("two_phase_global_ca_global_nc", GlobalCa, GlobalNc),
         two_phase_kernel("two_phase_global_ca_texture", GlobalCa, Texture),
         two_phase_kernel("two_phase_global_ca_constant", GlobalCa, Constant),
+        two_phase_kernel("two_phase_global_cg_global_ca", GlobalCg, GlobalCa),
+        two_phase_kernel("two_phase_global_cg_global_cg", GlobalCg, GlobalCg),
+        two_phase_kernel("two_phase_global_cg_global_nc", GlobalCg, GlobalNc),
+        two_phase_kernel("two_phase_global_cg_texture", GlobalCg, Texture),
+        two_phase_kernel("two_phase_global_cg_constant", GlobalCg, Constant),
         two_phase_kernel("two_phase_global_nc_global_ca", GlobalNc, GlobalCa),
+        two_phase_kernel("two_phase_global_nc_global_cg", GlobalNc, GlobalCg),
         two_phase_kernel("two_phase_global_nc_global_nc", GlobalNc, GlobalNc),
         two_phase_kernel("two_phase_global_nc_texture", GlobalNc, Texture),
         two_phase_kernel("two_phase_global_nc_constant", GlobalNc, Constant),
         two_phase_kernel("two_phase_texture_global_ca", Texture, GlobalCa),
+        two_phase_kernel("two_phase_texture_global_cg", Texture, GlobalCg),
         two_phase_kernel("two_phase_texture_global_nc", Texture, GlobalNc),
         two_phase_kernel("two_phase_texture_texture", Texture, Texture),
         two_phase_kernel("two_phase_texture_constant", Texture, Constant),
         two_phase_kernel("two_phase_constant_global_ca", Constant, GlobalCa),
+        two_phase_kernel("two_phase_constant_global_cg", Constant, GlobalCg),
         two_phase_kernel("two_phase_constant_global_nc", Constant, GlobalNc),
         two_phase_kernel("two_phase_constant_texture", Constant, Texture),
         two_phase_kernel("two_phase_constant_constant", Constant, Constant),
@@ -495,7 +506,7 @@ pub fn modules() -> &'static [&'static Module] {
 ///
 /// ```
 /// use pchase_kernels::catalogue;
-/// assert_eq!(catalogue::kernels().count(), 32);
+/// assert_eq!(catalogue::kernels().count(), 41);
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
     CHASE

@@ -177,6 +177,10 @@ pub struct TwoPhaseRequest {
     pub threads: u32,
     /// The shared-memory carveout of the launch.
     pub carveout: Carveout,
+    /// Evict both chains from the L2 before the launch (as [`ChaseRequest::flush_l2`]), so
+    /// that the phases, not the chains' initialisation, decide what the L2 holds and in
+    /// which order the lines were used.
+    pub flush_l2: bool,
 }
 
 /// Checks what every backend requires of a [`TwoPhaseRequest`]: at least one block and one
@@ -203,10 +207,14 @@ pub fn check_two_phase(
     for phase in [request.fill, request.evict] {
         if !matches!(
             phase.path,
-            LoadPath::GlobalCa | LoadPath::GlobalNc | LoadPath::Texture | LoadPath::Constant
+            LoadPath::GlobalCa
+                | LoadPath::GlobalCg
+                | LoadPath::GlobalNc
+                | LoadPath::Texture
+                | LoadPath::Constant
         ) {
             return bad(format!(
-                "the two-phase probe is for SM caches; {} is not one of their paths",
+                "the two-phase probe is for caches of global data; {} is not one of their paths",
                 phase.path
             ));
         }

@@ -392,7 +392,7 @@ fn two_phase_chain(
     w.ins(&format!("mul.lo.u64 {first}, %rd_row, {stride}"));
     w.load_param(chain.chain, &format!("chain_{tag}"), ParamType::U64);
     match path {
-        LoadPath::GlobalCa | LoadPath::GlobalNc => {
+        LoadPath::GlobalCa | LoadPath::GlobalCg | LoadPath::GlobalNc => {
             w.ins(&format!("cvta.to.global.u64 {0}, {0}", chain.chain));
             w.ins(&format!("shl.b64 {first_bytes}, {first}, 2"));
             w.ins(&format!(
@@ -421,7 +421,7 @@ fn two_phase_chain(
             ));
             w.ins(&format!("cvt.u32.u64 {}, {first}", chain.first));
         }
-        LoadPath::GlobalCg | LoadPath::Shared => {
+        LoadPath::Shared => {
             return Err(format!(
                 "kernel `{}`: the two-phase template has no {} path",
                 w.entry(),

@@ -641,6 +641,9 @@ impl Backend for CudaBackend {
         };
         let arg_a = argument(self, &fill, chain_a, region_a)?;
         let arg_b = argument(self, &evict, chain_b, region_b)?;
+        if request.flush_l2 {
+            self.flush_l2()?;
+        }
 
         let function = self.function(kernel)?;
         let steps = request.timed_steps;

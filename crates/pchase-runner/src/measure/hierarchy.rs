@@ -73,6 +73,7 @@ fn run_probe<B: Backend>(
         blocks: shape.blocks,
         threads,
         carveout: Carveout::Percent(0),
+        flush_l2: false,
     };
     let run = backend.two_phase(&request)?;
     *gpu_time += run.gpu_time;

@@ -19,11 +19,17 @@ use cpd::{estimate_noise_variance, pelt, single_change_point, L2Cost, Penalty, S
 use topology::LatencySummary;
 
 use crate::{
-    backend::{Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath},
+    backend::{
+        Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath, Phase, TwoPhaseRequest,
+    },
     error::RunnerError,
 };
 
-use super::{probe::SizeSamples, search::RawCurve, stats::median};
+use super::{
+    probe::SizeSamples,
+    search::RawCurve,
+    stats::{median, quantile},
+};
 
 /// What the L2 benchmark found.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,9 +58,8 @@ pub struct L2Findings {
     /// The L2's fetch granularity (sector), from the spacing of misses of a 4-byte-stride
     /// chase over a chain evicted from the L2 (every new sector is a miss to memory).
     pub fetch_granularity: Option<u64>,
-    /// The L2's allocation line (the bytes one tag covers), from the runs of misses in a
-    /// fine-grained chase over an array that only partly fits; `Err` says why there is
-    /// none.
+    /// The L2's allocation line (the bytes one tag covers), from the runs of misses after
+    /// a sparse eviction; `Err` says why there is none.
     pub line: Result<L2Line, String>,
 }
 
@@ -67,10 +72,12 @@ pub struct L2Line {
     pub agreement: f64,
     /// Miss runs seen.
     pub runs: usize,
-    /// Share of the timed loads that missed.
+    /// Share of the re-timed loads that missed.
     pub miss_share: f64,
-    /// The array the chase ran over, bytes.
+    /// Chain A (warmed, then re-timed), bytes.
     pub array_bytes: u64,
+    /// Nodes of the evicting chain B.
+    pub evicting_nodes: u32,
     /// The latency between hits and misses used to tell them apart, cycles (raw, with the
     /// clock overhead).
     pub threshold: f64,
@@ -204,8 +211,8 @@ fn coarse_mean<B: Backend>(
     Ok(cycles as f64 / f64::from(timed))
 }
 
-/// Timed loads of the line probe: 8192 one-fetch-unit nodes (512 KiB at 64 B, inside one
-/// 2 MiB page, so the TLB does not add slow loads), 64 KiB of timing buffer.
+/// Re-timed loads of the line probe: 8192 one-fetch-unit nodes (512 KiB at 64 B, inside
+/// one 2 MiB page, so the TLB does not add slow loads), 64 KiB of timing buffer.
 const LINE_PROBE_STEPS: u32 = 8192;
 
 /// Runs of consecutive slow loads (`> threshold`) in a window: `(first index, length)`.
@@ -245,85 +252,126 @@ fn aligned_unit(runs: &[(usize, usize)]) -> (usize, f64) {
     best
 }
 
-/// The L2's allocation line, from a fine-grained chase over an array that only partly fits.
+/// Nodes of the evicting chain are 33 lines of 128 B apart (an odd number of lines, so that
+/// they fall into sets and partitions all over the L2 whatever its hash).
+const EVICTING_SPACING: u32 = 33 * 128;
+
+/// The L2's allocation line: the bytes one tag covers, read from which lines an eviction
+/// takes away.
 ///
-/// Past its capacity, a cyclic chase keeps part of the array in the L2. Which lines stay
-/// depends on the replacement policy and on how addresses map to sets, but a line stays or
-/// goes whole: with one node per fetch unit, each absent line is a run of misses, one per
-/// fetch unit it covers, and runs of several adjacent absent lines still start and end on
-/// line boundaries. The line is the largest power-of-two multiple of the fetch unit on
-/// which at least 90 % of the runs start and end. The array is the sweep's size whose mean
-/// is nearest to halfway between the hit plateau and the largest mean, so that hits and
-/// misses are both common. An L2 that goes from all hits to all misses (LRU replacement on
-/// sets indexed by address bits) has no such size; the result then says so.
+/// One thread warms chain A, one node per fetch unit, over 85 % of the capacity one SM's
+/// accesses get (the L2 flushed first, so that A's lines are used in address order), then
+/// loads a sparse chain B whose nodes are 33 lines apart, then re-times A's first nodes.
+/// Each node of B lands in some set; where that set is full it evicts the set's least
+/// recently used line of A, and lines of one set are far apart in A: the evicted lines are
+/// isolated, and each shows as a run of misses, one per fetch unit it held. The line is the
+/// largest power-of-two multiple of the fetch unit on which at least 90 % of the runs start
+/// and end (two evicted lines side by side make a run of twice the line, still aligned to
+/// it). A cyclic chase over an array that only partly fits is no substitute: on the H200
+/// it evicts whole 256-byte partition chunks at once, or misses everything
+/// (docs/results/h200.md).
 ///
-/// A load is a miss when it takes more than 1.5 × the slower L2 hit level + 4 cycles, the
-/// rule of the fetch-granularity probe.
+/// A load counts as a miss above `threshold` cycles. B starts with one node per 1024 lines
+/// of A (at least 8) and grows fourfold, up to one per line, until the re-timed pass shows
+/// at least 128 runs (so that a few stray slow loads cannot outvote them) or more than half
+/// of A missed; the launch with the most runs (at least 16) decides.
 fn l2_line<B: Backend>(
     backend: &mut B,
-    sizes: &[u64],
-    means: &[f64],
+    capacity: u64,
     granularity: u64,
-    hit_cycles: f64,
+    threshold: f64,
     gpu_time: &mut Duration,
 ) -> Result<Result<L2Line, String>, RunnerError> {
     let unit = match u32::try_from(granularity) {
         Ok(g) if g >= 4 && g % 4 == 0 => g,
         _ => return Ok(Err(format!("fetch granularity {granularity} B"))),
     };
-    let (Some(&plateau), Some(top)) = (means.first(), means.iter().copied().reduce(f64::max))
-    else {
-        return Ok(Err("no size sweep".into()));
-    };
-    let target = (plateau + top) / 2.0;
-    let Some(index) = (0..means.len())
-        .filter(|&i| means[i] > 1.1 * plateau && means[i] < top)
-        .min_by(|&a, &b| {
-            (means[a] - target)
-                .abs()
-                .total_cmp(&(means[b] - target).abs())
-        })
-    else {
-        return Ok(Err(format!(
-            "no size where the L2 holds part of the array: the sweep goes from {plateau:.0} to {top:.0} cycles per load in one step"
-        )));
-    };
-    let bytes = sizes[index] / u64::from(unit) * u64::from(unit);
-    let chain = ChainSpec::new(bytes, unit)?;
-    let room = backend.device().shared_per_block_optin_bytes / 8;
-    let steps = u64::from(LINE_PROBE_STEPS).min(chain.nodes()).min(room);
-    let latencies = fine_cg(backend, chain, steps as u32, gpu_time)?;
-    let threshold = 1.5 * hit_cycles + 4.0;
-    let slow = latencies
-        .iter()
-        .filter(|&&v| f64::from(v) > threshold)
-        .count();
-    let miss_share = slow as f64 / latencies.len().max(1) as f64;
-    let runs = slow_runs(&latencies, threshold);
-    log::debug!(
-        "L2 line probe over {bytes} B: {slow} of {} loads above {threshold:.0} cycles, {} runs",
-        latencies.len(),
-        runs.len()
-    );
-    if !(0.05..=0.95).contains(&miss_share) || runs.len() < 16 {
-        return Ok(Err(format!(
-            "{:.1} MiB: {:.0} % of the loads missed in {} runs; a line needs at least 16 runs among hits",
-            bytes as f64 / f64::from(1u32 << 20),
-            100.0 * miss_share,
-            runs.len()
-        )));
+    let bytes = (capacity / 100 * 85) / u64::from(unit) * u64::from(unit);
+    if bytes < 64 * u64::from(unit) {
+        return Ok(Err(format!("an L2 of {capacity} B is too small to probe")));
     }
-    let (units, agreement) = aligned_unit(&runs);
-    Ok(Ok(L2Line {
-        bytes: units as u64 * granularity,
-        agreement,
-        runs: runs.len(),
-        miss_share,
-        array_bytes: bytes,
-        threshold,
-        granularity,
-        latencies,
-    }))
+    let a = ChainSpec::new(bytes, unit)?;
+    let a_nodes = u32::try_from(a.nodes()).unwrap_or(u32::MAX);
+    let room = backend.device().shared_per_block_optin_bytes / 8;
+    let steps = u64::from(LINE_PROBE_STEPS).min(a.nodes()).min(room) as u32;
+    let lines = (bytes / 128).max(1);
+    let mut seen = Vec::new();
+    let mut best: Option<L2Line> = None;
+    for share in [1024u64, 256, 64, 16, 4, 1] {
+        let evicting = u32::try_from((lines / share).max(8)).unwrap_or(u32::MAX);
+        let b = ChainSpec::new(
+            u64::from(evicting) * u64::from(EVICTING_SPACING),
+            EVICTING_SPACING,
+        )?;
+        let run = backend.two_phase(&TwoPhaseRequest {
+            fill: Phase {
+                path: LoadPath::GlobalCg,
+                chain: a,
+                thread: 0,
+                steps: a_nodes,
+            },
+            evict: Phase {
+                path: LoadPath::GlobalCg,
+                chain: b,
+                thread: 0,
+                steps: evicting,
+            },
+            timed_steps: steps,
+            blocks: 1,
+            threads: 32,
+            carveout: Carveout::Percent(0),
+            flush_l2: true,
+        })?;
+        *gpu_time += run.gpu_time;
+        let latencies = run
+            .blocks
+            .into_iter()
+            .next()
+            .map(|b| b.latencies)
+            .ok_or_else(|| RunnerError::WrongResult("an L2 probe returned no block".into()))?;
+        let slow = latencies
+            .iter()
+            .filter(|&&v| f64::from(v) > threshold)
+            .count();
+        let miss_share = slow as f64 / latencies.len().max(1) as f64;
+        let runs = slow_runs(&latencies, threshold);
+        log::debug!(
+            "L2 line probe, A {bytes} B, B {evicting} nodes: {slow} of {} loads above {threshold:.0} cycles, {} runs",
+            latencies.len(),
+            runs.len()
+        );
+        seen.push(format!(
+            "{evicting} nodes: {} runs, {:.0} % missed",
+            runs.len(),
+            100.0 * miss_share
+        ));
+        if runs.len() >= 16 && best.as_ref().is_none_or(|b| runs.len() > b.runs) {
+            let (units, agreement) = aligned_unit(&runs);
+            best = Some(L2Line {
+                bytes: units as u64 * granularity,
+                agreement,
+                runs: runs.len(),
+                miss_share,
+                array_bytes: bytes,
+                evicting_nodes: evicting,
+                threshold,
+                granularity,
+                latencies,
+            });
+        }
+        // Enough runs to outvote stray slow loads, or so many misses that more eviction
+        // would only merge runs.
+        if runs.len() >= 128 || miss_share > 0.5 {
+            break;
+        }
+    }
+    if let Some(line) = best {
+        return Ok(Ok(line));
+    }
+    Ok(Err(format!(
+        "too few evicted lines in the re-timed {steps} loads over {bytes} B ({})",
+        seen.join(", ")
+    )))
 }
 
 /// Runs the L2 benchmark.
@@ -355,10 +403,26 @@ pub fn measure_l2<B: Backend>(
         reserve_shared_bytes: 0,
     })?;
     *gpu_time += run.gpu_time;
-    let fetch_granularity = run
+    let cold_latencies = run
         .blocks
-        .first()
-        .and_then(|b| super::line_from_misses(&b.latencies).ok())
+        .into_iter()
+        .next()
+        .map(|b| b.latencies)
+        .unwrap_or_default();
+    let mut sorted: Vec<f64> = cold_latencies.iter().map(|&v| f64::from(v)).collect();
+    sorted.sort_by(f64::total_cmp);
+    // Memory can be less than 1.5 × the L2's latency (Kepler: 339 against 223 cycles), so
+    // the SM caches' rule does not fit: a load is a miss above the midpoint between the
+    // median (hits) and the 99th percentile (memory: 1 load in 8 or 16 misses), where
+    // those are clearly apart.
+    let (cold_p50, cold_p99) = if sorted.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (quantile(&sorted, 0.5), quantile(&sorted, 0.99))
+    };
+    let fetch_granularity = (cold_p99 > 1.2 * cold_p50 + 8.0)
+        .then(|| super::line_from_misses_above(&cold_latencies, (cold_p50 + cold_p99) / 2.0))
+        .and_then(Result::ok)
         .map(|line| line.bytes);
 
     // 2. Capacities: whole-pass means, one block per launch, log-spaced sizes.
@@ -451,11 +515,20 @@ pub fn measure_l2<B: Backend>(
     } else if far.is_some() {
         keeps_copies = Some(false);
     }
-    // 3. The line, over a size where the sweep mixes hits and misses.
-    let hit_cycles = far.unwrap_or(near).p50.0 + overhead;
-    let line = match fetch_granularity {
-        Some(granularity) => l2_line(backend, &sizes, &means, granularity, hit_cycles, gpu_time)?,
-        None => Err("no fetch granularity to space the nodes by".into()),
+    // 3. The line, by a sparse eviction from an array of 85 % of the capacity one SM's
+    // accesses get: the refined near capacity where the sweep rose inside the L2, else the
+    // last size before the first rise. A re-timed load is a miss above 1.25 × the cold
+    // chase's hit level (its median) + 4 cycles, or halfway to its memory level (99th
+    // percentile) where that is lower; both levels come from one launch, unlike the
+    // near/far split, which at a quarter of a small L2 can mistake memory for a level.
+    let capacity = near_rise.or_else(|| rises.first().map(|&i| sizes[i - 1]));
+    let line = match (fetch_granularity, capacity) {
+        (Some(granularity), Some(capacity)) => {
+            let threshold = (1.25 * cold_p50 + 4.0).min((cold_p50 + cold_p99) / 2.0);
+            l2_line(backend, capacity, granularity, threshold, gpu_time)?
+        }
+        (None, _) => Err("no fetch granularity to space the nodes by".into()),
+        (_, None) => Err("no rise in the size sweep to size the array by".into()),
     };
     let near_capacity = match (near_rise, far.is_some()) {
         (Some(bytes), _) => Some((bytes, true)),

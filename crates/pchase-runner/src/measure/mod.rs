@@ -853,6 +853,12 @@ pub fn line_from_misses(samples: &[u32]) -> Result<LineFinding, RunnerError> {
             "no misses visible (median {p50} cycles, p99 {p99} cycles)"
         )));
     }
+    line_from_misses_above(samples, threshold)
+}
+
+/// The most common distance, in bytes, between loads of a 4-byte-stride chase slower than
+/// `threshold` cycles.
+pub fn line_from_misses_above(samples: &[u32], threshold: f64) -> Result<LineFinding, RunnerError> {
     let misses: Vec<usize> = samples
         .iter()
         .enumerate()

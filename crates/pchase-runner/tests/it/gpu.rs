@@ -159,6 +159,7 @@ fn two_phase_probe_follows_chain_a_on_every_pair() {
                 blocks: 4,
                 threads: 64,
                 carveout: Carveout::Percent(0),
+                flush_l2: false,
             };
             // The backend checks every re-timed index of chain A.
             let run = gpu

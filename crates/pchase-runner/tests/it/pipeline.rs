@@ -184,6 +184,22 @@ fn check_profile(profile: &SimProfile) {
         memory.p50.0,
         profile.memory.latency
     );
+    let l2 = m.l2.as_ref().expect("L2 measured");
+    assert_eq!(
+        l2.fetch_granularity,
+        Some(u64::from(profile.l2.sector())),
+        "{name} L2 fetch granularity"
+    );
+    match &l2.line {
+        Ok(line) => assert_eq!(
+            line.bytes,
+            u64::from(profile.l2.line_bytes),
+            "{name} L2 line ({} runs, agreement {:.2})",
+            line.runs,
+            line.agreement
+        ),
+        Err(why) => panic!("{name}: no L2 line: {why}"),
+    }
 }
 
 #[test]
@@ -318,7 +334,8 @@ fn a_two_partition_l2_is_recovered() {
 }
 
 /// The L2 line probe reads the line, not a constant: the same two-partition L2 with 64 and
-/// 256-byte lines (32-byte sectors), and one partition with random replacement.
+/// 256-byte lines (32-byte sectors), and a one-partition L2 of 64-byte lines with LRU and
+/// with random replacement.
 #[test]
 fn the_l2_line_is_read_from_runs_of_misses() {
     let base = SimProfile::bundled("h200").expect("bundled");
@@ -328,9 +345,11 @@ fn the_l2_line_is_read_from_runs_of_misses() {
         profile.l2.line_bytes = line;
         variants.push(profile);
     }
-    let mut single = SimProfile::bundled("volta").expect("bundled");
-    single.l2.replacement = pchase_runner::sim::Replacement::Random;
+    let single = SimProfile::bundled("volta").expect("bundled");
+    let mut random = single.clone();
+    random.l2.replacement = pchase_runner::sim::Replacement::Random;
     variants.push(single);
+    variants.push(random);
     for profile in variants {
         let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
         let options = MeasureOptions {
@@ -350,21 +369,4 @@ fn the_l2_line_is_read_from_runs_of_misses() {
         );
         assert!(line.agreement >= 0.9 && line.runs >= 16, "{line:?}");
     }
-}
-
-/// An LRU L2 with sets indexed by address bits goes from all hits to all misses: no size
-/// mixes them, and the probe says so instead of guessing.
-#[test]
-fn an_l2_without_partial_misses_gives_no_line() {
-    let profile = SimProfile::bundled("volta").expect("bundled");
-    let mut backend = SimBackend::new(profile).expect("valid profile");
-    let options = MeasureOptions {
-        only: [Element::L2].into_iter().collect(),
-        ..MeasureOptions::default()
-    };
-    let m = Session::new(&mut backend, options)
-        .run()
-        .expect("session runs");
-    let why = m.l2.expect("L2 measured").line.expect_err("no line");
-    assert!(why.contains("no size") || why.contains("runs"), "{why}");
 }

@@ -524,6 +524,7 @@ fn probe(fill: Phase, evict: Phase) -> TwoPhaseRequest {
         blocks: 1,
         threads: fill.thread.max(evict.thread) + 1,
         carveout: Carveout::DriverDefault,
+        flush_l2: false,
     }
 }
 
@@ -748,6 +749,7 @@ fn two_phase_indices_blocks_and_sms_follow_the_kernel() {
         blocks: 6,
         threads: 65,
         carveout: Carveout::DriverDefault,
+        flush_l2: false,
     };
     let run = gpu.two_phase(&request).unwrap();
     assert_eq!(run.blocks.len(), 6);
