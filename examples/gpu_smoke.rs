@@ -45,6 +45,7 @@ fn run() -> Result<(), RunnerError> {
             carveout: Carveout::DriverDefault,
             flush_l2: false,
             reserve_shared_bytes: 0,
+            written_bytes: 0,
         };
         let run = gpu.chase(&request)?;
         let block = &run.blocks[0];

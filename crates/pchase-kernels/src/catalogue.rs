@@ -144,7 +144,7 @@ static DSMEM_PARAMS: [Param; 8] = [
     ),
 ];
 
-static INIT_CHAIN_PARAMS: [Param; 4] = [
+static INIT_CHAIN_PARAMS: [Param; 5] = [
     param(
         "chain",
         ParamType::U64,
@@ -160,6 +160,11 @@ static INIT_CHAIN_PARAMS: [Param; 4] = [
         "stride",
         ParamType::U32,
         "elements between consecutive nodes",
+    ),
+    param(
+        "node_words",
+        ParamType::U32,
+        "words written per node, from the node on: the next index, then zeros (1: the index only)",
     ),
 ];
 

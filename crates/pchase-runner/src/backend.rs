@@ -100,6 +100,12 @@ pub struct ChaseRequest {
     /// must then configure at least this much shared memory, which takes it from a unified
     /// L1. Measuring the L1 at several reservations gives its size per carveout.
     pub reserve_shared_bytes: u32,
+    /// With `flush_l2`: after the flush, write the first `written_bytes` of every node
+    /// again (the next index, then zeros), so that the L2 holds those bytes of each node and
+    /// nothing else of the chains; 0 writes nothing. A load then hits the L2 only where the
+    /// write covered the whole sector it needs: the L2 sector probe. A multiple of 4, at
+    /// most the stride.
+    pub written_bytes: u32,
 }
 
 impl ChaseRequest {
@@ -114,6 +120,7 @@ impl ChaseRequest {
             carveout: Carveout::DriverDefault,
             flush_l2: false,
             reserve_shared_bytes: 0,
+            written_bytes: 0,
         }
     }
 }
@@ -181,6 +188,36 @@ pub struct TwoPhaseRequest {
     /// that the phases, not the chains' initialisation, decide what the L2 holds and in
     /// which order the lines were used.
     pub flush_l2: bool,
+}
+
+/// Checks what every backend requires of a [`ChaseRequest`]'s `written_bytes`: a multiple
+/// of 4, at most the stride, with `flush_l2`, on a global path (the others copy the chain
+/// elsewhere before the chase).
+///
+/// # Errors
+/// [`RunnerError::InvalidRequest`] naming what is wrong.
+pub fn check_written(request: &ChaseRequest) -> Result<(), RunnerError> {
+    let written = request.written_bytes;
+    if written == 0 {
+        return Ok(());
+    }
+    let stride = request.chains.iter().map(|c| c.stride).min().unwrap_or(0);
+    let why = if written % 4 != 0 || written > stride {
+        format!("{written} written bytes per node: a multiple of 4 up to the {stride} B stride")
+    } else if !request.flush_l2 {
+        "written bytes per node need flush_l2 (they are written after the flush)".into()
+    } else if !matches!(
+        request.path,
+        LoadPath::GlobalCa | LoadPath::GlobalCg | LoadPath::GlobalNc
+    ) {
+        format!(
+            "written bytes per node need a global path, not {}",
+            request.path
+        )
+    } else {
+        return Ok(());
+    };
+    Err(RunnerError::InvalidRequest(why))
 }
 
 /// Checks what every backend requires of a [`TwoPhaseRequest`]: at least one block and one

@@ -260,6 +260,11 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
             ea.and_then(|e| e.fetch_granularity.as_ref()),
             eb.and_then(|e| e.fetch_granularity.as_ref()),
         );
+        d.size(
+            field("sector_size"),
+            ea.and_then(|e| e.sector_size.as_ref()),
+            eb.and_then(|e| e.sector_size.as_ref()),
+        );
         d.latency(
             field("latency"),
             ea.and_then(|e| e.latency.as_ref()),

@@ -23,7 +23,7 @@ pub struct SchemaVersion {
 
 impl SchemaVersion {
     /// The version this crate writes.
-    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 0 };
+    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 1 };
 }
 
 impl fmt::Display for SchemaVersion {
@@ -308,8 +308,10 @@ pub enum QuantityKind {
     Size,
     /// The cache line.
     LineSize,
-    /// The fetch granularity (sector).
+    /// The fetch granularity.
     FetchGranularity,
+    /// The sector.
+    SectorSize,
     /// The load latency.
     Latency,
     /// The number per SM.
@@ -330,6 +332,7 @@ impl fmt::Display for QuantityKind {
             QuantityKind::Size => "size",
             QuantityKind::LineSize => "line size",
             QuantityKind::FetchGranularity => "fetch granularity",
+            QuantityKind::SectorSize => "sector size",
             QuantityKind::Latency => "latency",
             QuantityKind::CountPerSm => "count per SM",
             QuantityKind::SharedWith => "shared with",
@@ -434,9 +437,15 @@ pub struct Element {
     /// The cache line size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_size: Option<Size>,
-    /// The fetch granularity (sector size).
+    /// The fetch granularity: what one miss brings (the sector size where a miss brings
+    /// one sector).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetch_granularity: Option<Size>,
+    /// The sector: the smallest part of a line the cache keeps valid on its own (added in
+    /// schema 1.1). It can be smaller than the fetch granularity: the H200's L2 keeps
+    /// 32-byte sectors but fetches 64 bytes on a read miss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sector_size: Option<Size>,
     /// The load latency of a hit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
@@ -473,6 +482,12 @@ impl Element {
     /// Sets the line size.
     pub fn set_line_size(&mut self, line: Size) -> &mut Self {
         self.line_size = Some(line);
+        self
+    }
+
+    /// Sets the sector size.
+    pub fn set_sector_size(&mut self, sector: Size) -> &mut Self {
+        self.sector_size = Some(sector);
         self
     }
 

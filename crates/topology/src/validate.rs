@@ -166,6 +166,18 @@ impl Checker {
                 );
             }
         }
+        if let Some(sector) = &element.sector_size {
+            self.size(&field("sector_size"), sector);
+            if let Some(line) = &element.line_size {
+                self.fits(
+                    &field("sector_size"),
+                    sector,
+                    "sector size",
+                    line,
+                    "line size",
+                );
+            }
+        }
         if let Some(latency) = &element.latency {
             self.latency(&field("latency"), latency);
         }

@@ -675,7 +675,9 @@ pub fn sm_clock_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.finish()
 }
 
-/// `init_chain`: `chain[y * block_stride + k * stride] = ((k + 1) % nodes[y]) * stride`.
+/// `init_chain`: `chain[y * block_stride + k * stride] = ((k + 1) % nodes[y]) * stride`,
+/// and zeros in the `node_words − 1` words after it (the L2 sector probe writes whole or
+/// partial sectors this way).
 pub fn init_chain_entry(kernel: &'static Kernel) -> Result<String, String> {
     let mut w = EntryWriter::new(kernel);
     w.comment("Array y = ctaid.y; node k runs over a grid-stride loop in x. Counters are 64-bit");
@@ -686,6 +688,7 @@ pub fn init_chain_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.load_param("%rd_nodes_ptr", "nodes", ParamType::U64);
     w.ins("cvta.to.global.u64 %rd_nodes_ptr, %rd_nodes_ptr");
     w.load_param("%r_stride", "stride", ParamType::U32);
+    w.load_param("%r_node_words", "node_words", ParamType::U32);
     w.ins("mov.u32 %r_y, %ctaid.y");
     w.ins("mul.wide.u32 %rd_nodes_off, %r_y, 4");
     w.ins("add.s64 %rd_nodes_addr, %rd_nodes_ptr, %rd_nodes_off");
@@ -716,6 +719,19 @@ pub fn init_chain_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("shl.b64 %rd_elem_bytes, %rd_elem, 2");
     w.ins("add.s64 %rd_addr, %rd_base, %rd_elem_bytes");
     w.ins("st.global.u32 [%rd_addr], %r_value");
+    w.comment("Zeros in words 1 .. node_words - 1 of the node.");
+    w.ins("mov.u32 %r_zero, 0");
+    w.ins("mov.u32 %r_word, 1");
+    w.ins("setp.ge.u32 %p_pad, %r_word, %r_node_words");
+    bra(&mut w, "@%p_pad ", "padded");
+    w.label("pad");
+    w.ins("mul.wide.u32 %rd_word_bytes, %r_word, 4");
+    w.ins("add.s64 %rd_word_addr, %rd_addr, %rd_word_bytes");
+    w.ins("st.global.u32 [%rd_word_addr], %r_zero");
+    w.ins("add.u32 %r_word, %r_word, 1");
+    w.ins("setp.lt.u32 %p_pad, %r_word, %r_node_words");
+    bra(&mut w, "@%p_pad ", "pad");
+    w.label("padded");
     w.ins("add.s64 %rd_k, %rd_k, %rd_grid_threads");
     w.ins("setp.lt.u64 %p_loop, %rd_k, %rd_nodes");
     bra(&mut w, "@%p_loop ", "node");

@@ -78,7 +78,7 @@ fn fine_and_coarse_parameters_follow_the_specification() {
     }
     assert_eq!(
         names(catalogue::init_chain()),
-        ["chain", "block_stride", "nodes", "stride"]
+        ["chain", "block_stride", "nodes", "stride", "node_words"]
     );
     assert_eq!(names(catalogue::clock_overhead()), ["samples", "out"]);
     assert_eq!(names(catalogue::sm_clock()), ["spin_cycles", "out"]);

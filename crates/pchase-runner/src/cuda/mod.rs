@@ -19,8 +19,8 @@ use pchase_kernels::{catalogue, ChainArgument, Granularity, Kernel};
 
 use crate::{
     backend::{
-        check_two_phase, Backend, BlockSamples, Carveout, ChaseMode, ChaseRequest, ChaseRun,
-        LoadPath, Phase, TwoPhaseRequest,
+        check_two_phase, check_written, Backend, BlockSamples, Carveout, ChaseMode, ChaseRequest,
+        ChaseRun, LoadPath, Phase, TwoPhaseRequest,
     },
     device::{ComputeCapability, DeviceInfo},
     error::RunnerError,
@@ -273,25 +273,27 @@ impl CudaBackend {
         let line_elems = 32u32;
         let nodes = u32::try_from(elements / u64::from(line_elems))
             .map_err(|_| RunnerError::InvalidRequest("L2 too large to flush".into()))?;
-        self.init_chains_at(ptr, 0, &[nodes], line_elems)?;
+        self.init_chains_at(ptr, 0, &[nodes], line_elems, 1)?;
         Ok(())
     }
 
     /// Writes the chains of `plan` into device memory with the parallel init kernel.
     fn build_chains(&mut self, plan: &ChainPlan) -> Result<u64, RunnerError> {
         let chain = self.chain_storage(plan.total_elements())?;
-        self.init_chains_at(chain, plan.block_stride, &plan.nodes, plan.stride_elems)?;
+        self.init_chains_at(chain, plan.block_stride, &plan.nodes, plan.stride_elems, 1)?;
         Ok(chain)
     }
 
     /// Runs the parallel init kernel: array `y` of `nodes` starts at element
-    /// `y * block_stride` of `chain` and gets `nodes[y]` nodes `stride_elems` apart.
+    /// `y * block_stride` of `chain` and gets `nodes[y]` nodes `stride_elems` apart, each
+    /// written over `node_words` words (the next index, then zeros).
     fn init_chains_at(
         &self,
         chain: u64,
         block_stride: u64,
         nodes: &[u32],
         stride_elems: u32,
+        node_words: u32,
     ) -> Result<(), RunnerError> {
         let counts = DeviceBuffer::from_slice(nodes).map_err(cuda_error("cuMemcpyHtoD"))?;
         let init = self.function(catalogue::init_chain())?;
@@ -313,6 +315,7 @@ impl CudaBackend {
                 ("block_stride", Arg::U64(block_stride)),
                 ("nodes", Arg::U64(counts.as_device_ptr().as_raw())),
                 ("stride", Arg::U32(stride_elems)),
+                ("node_words", Arg::U32(node_words)),
             ],
         )?;
         Ok(())
@@ -443,6 +446,7 @@ impl Backend for CudaBackend {
     }
 
     fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
+        check_written(request)?;
         let plan = ChainPlan::new(request, &self.info)?;
         let granularity = match request.mode {
             ChaseMode::Fine => Granularity::Fine,
@@ -488,6 +492,15 @@ impl Backend for CudaBackend {
 
         if request.flush_l2 {
             self.flush_l2()?;
+            if request.written_bytes > 0 {
+                self.init_chains_at(
+                    chain,
+                    plan.block_stride,
+                    &plan.nodes,
+                    plan.stride_elems,
+                    request.written_bytes / 4,
+                )?;
+            }
         }
         let function = self.function(kernel)?;
         let dynamic = kernel
@@ -598,12 +611,14 @@ impl Backend for CudaBackend {
             stride_a,
             &vec![nodes(&fill)?; blocks],
             fill.chain.stride / 4,
+            1,
         )?;
         self.init_chains_at(
             chain_b,
             stride_b,
             &vec![nodes(&evict)?; blocks],
             evict.chain.stride / 4,
+            1,
         )?;
 
         // The kernel argument of each chain: a pointer, a texture object over the chain's
@@ -857,6 +872,7 @@ mod tests {
             carveout: Carveout::DriverDefault,
             flush_l2: false,
             reserve_shared_bytes: 0,
+            written_bytes: 0,
         }
     }
 
@@ -951,7 +967,7 @@ mod tests {
         for (kernel, names) in [
             (
                 catalogue::init_chain(),
-                &["chain", "block_stride", "nodes", "stride"][..],
+                &["chain", "block_stride", "nodes", "stride", "node_words"][..],
             ),
             (catalogue::clock_overhead(), &["samples", "out"][..]),
             (catalogue::sm_clock(), &["spin_cycles", "out"][..]),

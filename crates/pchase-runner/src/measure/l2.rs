@@ -61,6 +61,21 @@ pub struct L2Findings {
     /// The L2's allocation line (the bytes one tag covers), from the runs of misses after
     /// a sparse eviction; `Err` says why there is none.
     pub line: Result<L2Line, String>,
+    /// The L2's sector: the smallest write that makes a read of the bytes it covers hit,
+    /// with each width tried and the median latency of the reads after it (raw cycles);
+    /// `Err` says why there is none.
+    pub sector: Result<L2Sector, String>,
+}
+
+/// How the L2's sector was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Sector {
+    /// The sector, bytes.
+    pub bytes: u64,
+    /// Each written width (bytes) and the median latency of the reads after it, cycles.
+    pub medians: Vec<(u32, f64)>,
+    /// The latency between hits and misses, cycles.
+    pub threshold: f64,
 }
 
 /// How the L2's allocation line was found.
@@ -171,6 +186,7 @@ fn fine_cg<B: Backend>(
         carveout: Carveout::Percent(0),
         flush_l2: false,
         reserve_shared_bytes: 0,
+        written_bytes: 0,
     })?;
     *gpu_time += run.gpu_time;
     run.blocks
@@ -201,6 +217,7 @@ fn coarse_mean<B: Backend>(
         carveout: Carveout::Percent(0),
         flush_l2: false,
         reserve_shared_bytes: 0,
+        written_bytes: 0,
     })?;
     *gpu_time += run.gpu_time;
     let cycles = run
@@ -374,6 +391,101 @@ fn l2_line<B: Backend>(
     )))
 }
 
+/// Halfway between the slowest hits (99th percentile) and the fastest misses (1st
+/// percentile) of a cold 4-byte-stride chase whose misses are its loads `0, per, 2·per, …`;
+/// `None` when those overlap.
+fn hit_miss_threshold(cold: &[u32], per: usize) -> Option<f64> {
+    if per < 2 {
+        return None;
+    }
+    let (mut hits, mut misses): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    for (k, &v) in cold.iter().enumerate() {
+        if k % per == 0 {
+            misses.push(f64::from(v));
+        } else {
+            hits.push(f64::from(v));
+        }
+    }
+    if hits.is_empty() || misses.is_empty() {
+        return None;
+    }
+    hits.sort_by(f64::total_cmp);
+    misses.sort_by(f64::total_cmp);
+    let (slow_hit, fast_miss) = (quantile(&hits, 0.99), quantile(&misses, 0.01));
+    (fast_miss > slow_hit).then_some((slow_hit + fast_miss) / 2.0)
+}
+
+/// Nodes of the sector probe: 64 nodes 33 lines of 128 B apart (one line each, in 64 sets
+/// even of a small L2 indexed by address bits; 264 KiB, inside one 2 MiB page).
+const SECTOR_PROBE_NODES: u32 = 64;
+
+/// The L2's sector: the smallest part of a line it keeps valid on its own.
+///
+/// A read cannot show it where a miss fetches more than a sector (the H200 fetches 64
+/// bytes). A write can: after an L2 flush, the first `w` bytes of each of 64 nodes 33
+/// lines apart are written, and a cold `.cg` chase reads each node's first word. Where the L2
+/// keeps per-sector valid bits and fetches a partly written sector only when it is read,
+/// the read hits once `w` covers the whole sector holding it. `w` runs over 4, 8, …, up to
+/// the line (or 256 B); the sector is the first width whose median read hits, and every
+/// wider one must hit too. If no width hits, the L2 keeps written bytes in a way this probe
+/// cannot see (it fetches on a write, or reads always go to memory), and the result says
+/// so.
+fn l2_sector<B: Backend>(
+    backend: &mut B,
+    largest: u32,
+    threshold: f64,
+    gpu_time: &mut Duration,
+) -> Result<Result<L2Sector, String>, RunnerError> {
+    let chain = ChainSpec::new(
+        u64::from(SECTOR_PROBE_NODES) * u64::from(EVICTING_SPACING),
+        EVICTING_SPACING,
+    )?;
+    let mut medians = Vec::new();
+    let mut width = 4u32;
+    while width <= largest {
+        let run = backend.chase(&ChaseRequest {
+            path: LoadPath::GlobalCg,
+            mode: ChaseMode::Fine,
+            chains: vec![chain],
+            warmup_steps: 0,
+            steps: SECTOR_PROBE_NODES,
+            carveout: Carveout::Percent(0),
+            flush_l2: true,
+            reserve_shared_bytes: 0,
+            written_bytes: width,
+        })?;
+        *gpu_time += run.gpu_time;
+        let latencies: Vec<f64> = run
+            .blocks
+            .first()
+            .map(|b| b.latencies.iter().map(|&v| f64::from(v)).collect())
+            .unwrap_or_default();
+        if latencies.is_empty() {
+            return Err(RunnerError::WrongResult(
+                "the L2 sector probe returned no samples".into(),
+            ));
+        }
+        medians.push((width, median(&latencies)));
+        width *= 2;
+    }
+    let hits: Vec<bool> = medians.iter().map(|&(_, m)| m < threshold).collect();
+    let Some(first) = hits.iter().position(|&h| h) else {
+        return Ok(Err(format!(
+            "no written width up to {largest} B made a read hit (medians {medians:.0?} cycles, threshold {threshold:.0})"
+        )));
+    };
+    if !hits[first..].iter().all(|&h| h) {
+        return Ok(Err(format!(
+            "reads hit after some widths and missed after wider ones (medians {medians:.0?} cycles, threshold {threshold:.0})"
+        )));
+    }
+    Ok(Ok(L2Sector {
+        bytes: u64::from(medians[first].0),
+        medians,
+        threshold,
+    }))
+}
+
 /// Runs the L2 benchmark.
 pub fn measure_l2<B: Backend>(
     backend: &mut B,
@@ -401,6 +513,7 @@ pub fn measure_l2<B: Backend>(
         carveout: Carveout::Percent(0),
         flush_l2: true,
         reserve_shared_bytes: 0,
+        written_bytes: 0,
     })?;
     *gpu_time += run.gpu_time;
     let cold_latencies = run
@@ -424,6 +537,15 @@ pub fn measure_l2<B: Backend>(
         .then(|| super::line_from_misses_above(&cold_latencies, (cold_p50 + cold_p99) / 2.0))
         .and_then(Result::ok)
         .map(|line| line.bytes);
+    // The hit/miss threshold of the line and sector probes. Once the fetch granularity is
+    // known, the cold chase's misses are exactly its loads at the start of a fetch unit
+    // and its hits the others (at the near or the far partition's latency): the threshold
+    // lies halfway between the slowest hits and the fastest misses. Without it, 1.25 × the
+    // median + 4 cycles, or halfway to the 99th percentile where that is lower.
+    let fallback = (1.25 * cold_p50 + 4.0).min((cold_p50 + cold_p99) / 2.0);
+    let threshold = fetch_granularity
+        .and_then(|g| hit_miss_threshold(&cold_latencies, (g / 4) as usize))
+        .unwrap_or(fallback);
 
     // 2. Capacities: whole-pass means, one block per launch, log-spaced sizes.
     let mut sizes = Vec::new();
@@ -524,11 +646,20 @@ pub fn measure_l2<B: Backend>(
     let capacity = near_rise.or_else(|| rises.first().map(|&i| sizes[i - 1]));
     let line = match (fetch_granularity, capacity) {
         (Some(granularity), Some(capacity)) => {
-            let threshold = (1.25 * cold_p50 + 4.0).min((cold_p50 + cold_p99) / 2.0);
             l2_line(backend, capacity, granularity, threshold, gpu_time)?
         }
         (None, _) => Err("no fetch granularity to space the nodes by".into()),
         (_, None) => Err("no rise in the size sweep to size the array by".into()),
+    };
+    // 4. The sector, by partial writes, with the same hit/miss threshold.
+    let largest = match &line {
+        Ok(line) => u32::try_from(line.bytes).unwrap_or(256).min(4096),
+        Err(_) => 256,
+    };
+    let sector = if cold_p50 > 0.0 {
+        l2_sector(backend, largest, threshold, gpu_time)?
+    } else {
+        Err("the cold chase returned no samples".into())
     };
     let near_capacity = match (near_rise, far.is_some()) {
         (Some(bytes), _) => Some((bytes, true)),
@@ -547,6 +678,7 @@ pub fn measure_l2<B: Backend>(
         keeps_copies,
         fetch_granularity,
         line,
+        sector,
         curve: RawCurve {
             name: "l2-size".into(),
             change_index: rises.first().copied(),
@@ -604,5 +736,20 @@ mod tests {
         assert_eq!(aligned_unit(&runs), (2, 0.9));
         let runs = [(0, 2), (4, 2), (8, 2), (13, 1), (15, 1)];
         assert_eq!(aligned_unit(&runs).0, 1);
+    }
+
+    #[test]
+    fn the_threshold_lies_between_the_slowest_hit_and_the_fastest_miss() {
+        // One miss (600) per 16 loads; hits at a near (260) and a far (300) level.
+        let cold: Vec<u32> = (0..256)
+            .map(|k| match k % 16 {
+                0 => 600 + (k % 7),
+                k if k % 2 == 0 => 260,
+                _ => 300,
+            })
+            .collect();
+        assert_eq!(hit_miss_threshold(&cold, 16), Some(450.0));
+        // Spaced wrongly, the "misses" include hits: no threshold.
+        assert_eq!(hit_miss_threshold(&cold, 8), None);
     }
 }

@@ -677,6 +677,7 @@ impl<'b, B: Backend> Session<'b, B> {
             carveout,
             flush_l2,
             reserve_shared_bytes: 0,
+            written_bytes: 0,
         };
         let run = self.backend.chase(&request)?;
         *gpu += run.gpu_time;

@@ -159,6 +159,7 @@ impl SizeProbe {
             carveout: self.carveout,
             flush_l2: false,
             reserve_shared_bytes: self.reserve_shared_bytes,
+            written_bytes: 0,
         };
         let run = backend.chase(&request)?;
         *gpu_time += run.gpu_time;

@@ -241,6 +241,19 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
         }),
         None => {}
     }
+    match measured.l2.as_ref().map(|l2| &l2.sector) {
+        Some(Ok(sector)) => {
+            topo.element_mut(ElementKind::L2)
+                .set_sector_size(Size::exact(Bytes(sector.bytes), Provenance::Benchmark));
+        }
+        Some(Err(why)) => topo.add_note(Note {
+            severity: NoteSeverity::NotMeasured,
+            element: Some(ElementKind::L2),
+            quantity: Some(QuantityKind::SectorSize),
+            message: format!("L2 sector size not measured: {why}"),
+        }),
+        None => {}
+    }
     // Sizes from the API.
     topo.element_mut(ElementKind::SharedMemory)
         .set_size(Size::api(Bytes(info.shared_per_sm_bytes)));

@@ -119,6 +119,42 @@ impl Cache {
         }
     }
 
+    /// Writes `bytes` bytes from byte address `addr` (within one line): the line is
+    /// allocated if absent (evicting by the replacement policy), and the sectors the write
+    /// covers whole become present; a partly written sector stays absent, as in an L2 that
+    /// keeps per-sector valid bits and fetches a partial sector only when it is read.
+    pub fn write(&mut self, addr: u64, bytes: u64, rng: &mut Xoshiro256PlusPlus) {
+        let sector = u64::from(self.geometry.sector);
+        let first = addr.div_ceil(sector) * sector;
+        let end = addr + bytes;
+        let mut full = 0u64;
+        let mut s = first;
+        while s + sector <= end {
+            full |= 1u64 << ((s >> self.sector_shift) & self.sector_index_mask);
+            s += sector;
+        }
+        // Allocate the tag through a lookup, then set what the write completed and drop the
+        // sector bit the lookup itself filled unless the write covered it.
+        let probe_bit = 1u64 << ((addr >> self.sector_shift) & self.sector_index_mask);
+        let was_present = self.access(addr, rng);
+        let line = addr >> self.line_shift;
+        let set = match self.set_mask {
+            Some(mask) => line & mask,
+            None => line % self.sets,
+        } as usize;
+        let base = set * self.usable_ways;
+        let valid = self.valid[set] as usize;
+        if let Some(entry) = self.entries[base..base + valid]
+            .iter_mut()
+            .find(|e| e.line == line)
+        {
+            if !was_present && full & probe_bit == 0 {
+                entry.sectors &= !probe_bit;
+            }
+            entry.sectors |= full;
+        }
+    }
+
     /// Looks up the sector holding byte address `addr`; returns whether it was present.
     /// On a miss the sector is filled (its line allocated first if absent), evicting by the
     /// replacement policy.
@@ -189,6 +225,29 @@ mod tests {
         assert!(c.access(32, &mut r));
         c.reset();
         assert!(!c.access(0, &mut r), "cold after reset");
+    }
+
+    #[test]
+    fn a_write_validates_only_the_sectors_it_covers_whole() {
+        let g = Geometry::new(1024, 128, 32, Associativity::Ways(2), Replacement::Lru);
+        let mut c = Cache::new(g);
+        let mut r = rng();
+        c.write(0, 16, &mut r);
+        assert!(!c.access(0, &mut r), "half a sector written: a read misses");
+        c.reset();
+        c.write(0, 64, &mut r);
+        assert!(
+            c.access(0, &mut r) && c.access(32, &mut r),
+            "two whole sectors hit"
+        );
+        assert!(!c.access(64, &mut r), "the third sector was not written");
+        c.reset();
+        c.write(32, 32, &mut r);
+        assert!(c.access(32, &mut r));
+        assert!(
+            !c.access(0, &mut r),
+            "the line's tag does not make other sectors valid"
+        );
     }
 
     #[test]

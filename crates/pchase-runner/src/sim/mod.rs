@@ -53,8 +53,8 @@ pub use profile::{
 };
 
 use crate::backend::{
-    check_two_phase, Backend, BlockSamples, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath,
-    Phase, TwoPhaseRequest,
+    check_two_phase, check_written, Backend, BlockSamples, ChainSpec, ChaseMode, ChaseRequest,
+    ChaseRun, LoadPath, Phase, TwoPhaseRequest,
 };
 use crate::device::DeviceInfo;
 use crate::error::RunnerError;
@@ -119,6 +119,13 @@ impl L2 {
         self.partitions[home]
             .access(addr, rng)
             .then_some(self.far_latency)
+    }
+
+    /// A store of `bytes` bytes from `addr` reaches the line's home partition.
+    fn write(&mut self, addr: u64, bytes: u64, rng: &mut Xoshiro256PlusPlus) {
+        let count = self.partitions.len();
+        let home = home_partition(addr >> self.line_shift, count);
+        self.partitions[home].write(addr, bytes, rng);
     }
 
     fn reset(&mut self) {
@@ -536,6 +543,7 @@ impl SimBackend {
     }
 
     fn check_request(&self, request: &ChaseRequest) -> Result<u64, RunnerError> {
+        check_written(request)?;
         if request.chains.is_empty() {
             return Err(RunnerError::InvalidRequest(
                 "a chase needs at least one chain".into(),
@@ -646,6 +654,20 @@ impl Backend for SimBackend {
             };
         }
         let mut blocks = self.start_launch(request.chains.len(), shared_bytes);
+        // The launch starts with a cold L2 (a flush); a written chain then has the first
+        // `written_bytes` of every node in it.
+        if request.written_bytes > 0 {
+            for cursor in &cursors {
+                let stride = 4 * cursor.stride_elements;
+                for node in 0..cursor.span_elements / cursor.stride_elements.max(1) {
+                    self.l2.write(
+                        cursor.base + node * stride,
+                        u64::from(request.written_bytes),
+                        &mut self.rng,
+                    );
+                }
+            }
+        }
         // A chase is thread 0 of every block: copy 0 of every cache.
         let route = self.route(path, 0);
         if path == LoadPath::Shared {

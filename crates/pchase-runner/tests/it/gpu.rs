@@ -66,6 +66,7 @@ fn chase_follows_the_chain_on_every_path() {
                 carveout: Carveout::DriverDefault,
                 flush_l2: false,
                 reserve_shared_bytes: 0,
+                written_bytes: 0,
             };
             // The backend verifies every returned index and the final index against the
             // chain, so success here means the kernel followed the chain.
@@ -190,6 +191,7 @@ fn a_parallel_fill_measures_like_a_single_thread_fill() {
             carveout: Carveout::Percent(0),
             flush_l2: false,
             reserve_shared_bytes: 0,
+            written_bytes: 0,
         };
         let mut means = Vec::new();
         for single in [false, true] {

@@ -200,6 +200,15 @@ fn check_profile(profile: &SimProfile) {
         ),
         Err(why) => panic!("{name}: no L2 line: {why}"),
     }
+    match &l2.sector {
+        Ok(sector) => assert_eq!(
+            sector.bytes,
+            u64::from(profile.l2.sector()),
+            "{name} L2 sector ({:?})",
+            sector.medians
+        ),
+        Err(why) => panic!("{name}: no L2 sector: {why}"),
+    }
 }
 
 #[test]

@@ -1081,3 +1081,48 @@ proptest! {
         }
     }
 }
+
+/// A chain written after the flush hits the L2 exactly where the write covered whole
+/// sectors; bad `written_bytes` are typed errors.
+#[test]
+fn a_written_chain_hits_where_whole_sectors_were_written() {
+    let profile = SimProfile::bundled("h200").expect("bundled");
+    let sector = profile.l2.sector();
+    let mut sim = SimBackend::new(quiet(profile.clone())).expect("valid");
+    let chain = ChainSpec::new(64 * 4096, 4096).unwrap();
+    let mut request = ChaseRequest {
+        warmup_steps: 0,
+        flush_l2: true,
+        carveout: Carveout::Percent(0),
+        ..ChaseRequest::fine(LoadPath::GlobalCg, chain, 64)
+    };
+    let memory = profile.memory.latency;
+    for written in [4, sector / 2, sector, 2 * sector, 4096] {
+        request.written_bytes = written;
+        let run = sim.chase(&request).expect("runs");
+        let latencies = &run.blocks[0].latencies;
+        let hits = latencies.iter().filter(|&&l| l < memory).count();
+        if written >= sector {
+            assert_eq!(hits, 64, "{written} B written: {latencies:?}");
+        } else {
+            assert_eq!(hits, 0, "{written} B written: {latencies:?}");
+        }
+    }
+    for (written, flush, path) in [
+        (6, true, LoadPath::GlobalCg),
+        (8192, true, LoadPath::GlobalCg),
+        (32, false, LoadPath::GlobalCg),
+        (32, true, LoadPath::Texture),
+    ] {
+        let bad = ChaseRequest {
+            written_bytes: written,
+            flush_l2: flush,
+            path,
+            ..request.clone()
+        };
+        assert!(
+            matches!(sim.chase(&bad), Err(RunnerError::InvalidRequest(_))),
+            "{written} B, flush {flush}, {path}"
+        );
+    }
+}

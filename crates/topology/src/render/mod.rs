@@ -498,6 +498,7 @@ pub fn markdown(topo: &Topology) -> String {
             ("size", element.size.as_ref()),
             ("line size", element.line_size.as_ref()),
             ("fetch granularity", element.fetch_granularity.as_ref()),
+            ("sector size", element.sector_size.as_ref()),
             (
                 "partition size",
                 element

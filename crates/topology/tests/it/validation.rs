@@ -124,6 +124,23 @@ fn a_line_larger_than_its_cache_is_a_contradiction() {
 }
 
 #[test]
+fn a_sector_larger_than_its_line_is_a_contradiction() {
+    let mut doc = h200_json();
+    doc["elements"]["l2"]["line_size"] =
+        json!({"value": 128, "unit": "B", "provenance": "benchmark"});
+    doc["elements"]["l2"]["sector_size"] =
+        json!({"value": 32, "unit": "B", "provenance": "benchmark"});
+    load(&doc).expect("a 32-byte sector in a 128-byte line is valid");
+    doc["elements"]["l2"]["sector_size"]["value"] = json!(256);
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.l2.sector_size");
+    assert!(
+        err.to_string().contains("larger than the line size"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_line_against_a_lower_bound_is_not_a_contradiction() {
     // The L1.5 is only known to be ≥ 64 KiB: any line fits.
     let mut topo = h200_illustrative();
