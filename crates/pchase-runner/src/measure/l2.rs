@@ -74,8 +74,8 @@ pub struct L2Sector {
     pub bytes: u64,
     /// Each written width (bytes) and the median latency of the reads after it, cycles.
     pub medians: Vec<(u32, f64)>,
-    /// The latency between hits and misses, cycles.
-    pub threshold: f64,
+    /// For each width, the share of nodes whose read hit.
+    pub hit_share: Vec<f64>,
 }
 
 /// How the L2's allocation line was found.
@@ -391,10 +391,16 @@ fn l2_line<B: Backend>(
     )))
 }
 
-/// Halfway between the slowest hits (99th percentile) and the fastest misses (1st
-/// percentile) of a cold 4-byte-stride chase whose misses are its loads `0, per, 2·per, …`;
-/// `None` when those overlap.
-fn hit_miss_threshold(cold: &[u32], per: usize) -> Option<f64> {
+/// The hit/miss threshold from a cold 4-byte-stride chase whose misses are its loads
+/// `0, per, 2·per, …`, and the far partition's level if one was measured (raw cycles):
+/// 1.25 × the slowest hits + 4 cycles, or halfway to the fastest misses where that is
+/// lower; `None` when hits and misses overlap. The slowest hits are the cold chase's 99th
+/// percentile of hits or the far level, whichever is slower, unless the far level is
+/// within 15 % of the fastest misses (then it was memory); the fastest misses are their
+/// 1st percentile. Close to the hits rather than halfway: a miss that finds its DRAM row
+/// open comes back much faster than the cold chase's misses (on the H200 from 400 cycles,
+/// against 700 and more), while hits stay below 1.25 × the slowest hit level.
+fn hit_miss_threshold(cold: &[u32], per: usize, far: Option<f64>) -> Option<f64> {
     if per < 2 {
         return None;
     }
@@ -411,8 +417,11 @@ fn hit_miss_threshold(cold: &[u32], per: usize) -> Option<f64> {
     }
     hits.sort_by(f64::total_cmp);
     misses.sort_by(f64::total_cmp);
-    let (slow_hit, fast_miss) = (quantile(&hits, 0.99), quantile(&misses, 0.01));
-    (fast_miss > slow_hit).then_some((slow_hit + fast_miss) / 2.0)
+    let fast_miss = quantile(&misses, 0.01);
+    let slow_hit = far
+        .filter(|&f| f < 0.85 * fast_miss)
+        .map_or(quantile(&hits, 0.99), |f| f.max(quantile(&hits, 0.99)));
+    (fast_miss > slow_hit).then_some((1.25 * slow_hit + 4.0).min((slow_hit + fast_miss) / 2.0))
 }
 
 /// Nodes of the sector probe: 64 nodes 33 lines of 128 B apart (one line each, in 64 sets
@@ -423,26 +432,32 @@ const SECTOR_PROBE_NODES: u32 = 64;
 ///
 /// A read cannot show it where a miss fetches more than a sector (the H200 fetches 64
 /// bytes). A write can: after an L2 flush, the first `w` bytes of each of 64 nodes 33
-/// lines apart are written, and a cold `.cg` chase reads each node's first word. Where the L2
-/// keeps per-sector valid bits and fetches a partly written sector only when it is read,
-/// the read hits once `w` covers the whole sector holding it. `w` runs over 4, 8, …, up to
-/// the line (or 256 B); the sector is the first width whose median read hits, and every
-/// wider one must hit too. If no width hits, the L2 keeps written bytes in a way this probe
-/// cannot see (it fetches on a write, or reads always go to memory), and the result says
-/// so.
+/// lines apart are written, and a cold `.cg` chase reads each node's first word. Where the
+/// L2 keeps per-sector valid bits and fetches a partly written sector only when it is
+/// read, the read hits once `w` covers the whole sector holding it. `w` runs over 4, 8,
+/// …, up to the line (or 256 B). Each node is judged against itself: its read after the
+/// widest write (a hit) and after the 4-byte write (a miss, unless the sector is 4 B) must
+/// be clearly apart, and after a width `w` it hits when its latency is nearer the first.
+/// The sector is the first width after which at least 90 % of the nodes hit, and every
+/// wider one must do so too. If the two references are not apart, a 4-byte write already
+/// made reads hit (or none did), and the result says so.
 fn l2_sector<B: Backend>(
     backend: &mut B,
     largest: u32,
-    threshold: f64,
     gpu_time: &mut Duration,
 ) -> Result<Result<L2Sector, String>, RunnerError> {
     let chain = ChainSpec::new(
         u64::from(SECTOR_PROBE_NODES) * u64::from(EVICTING_SPACING),
         EVICTING_SPACING,
     )?;
-    let mut medians = Vec::new();
+    let mut widths = Vec::new();
     let mut width = 4u32;
     while width <= largest {
+        widths.push(width);
+        width *= 2;
+    }
+    let mut reads: Vec<Vec<f64>> = Vec::with_capacity(widths.len());
+    for &width in &widths {
         let run = backend.chase(&ChaseRequest {
             path: LoadPath::GlobalCg,
             mode: ChaseMode::Fine,
@@ -460,29 +475,57 @@ fn l2_sector<B: Backend>(
             .first()
             .map(|b| b.latencies.iter().map(|&v| f64::from(v)).collect())
             .unwrap_or_default();
-        if latencies.is_empty() {
-            return Err(RunnerError::WrongResult(
-                "the L2 sector probe returned no samples".into(),
-            ));
+        if latencies.len() != SECTOR_PROBE_NODES as usize {
+            return Err(RunnerError::WrongResult(format!(
+                "the L2 sector probe returned {} samples for {SECTOR_PROBE_NODES} nodes",
+                latencies.len()
+            )));
         }
-        medians.push((width, median(&latencies)));
-        width *= 2;
+        reads.push(latencies);
     }
-    let hits: Vec<bool> = medians.iter().map(|&(_, m)| m < threshold).collect();
+    let medians: Vec<(u32, f64)> = widths
+        .iter()
+        .zip(&reads)
+        .map(|(&w, r)| {
+            let mut sorted = r.clone();
+            sorted.sort_by(f64::total_cmp);
+            (w, median(&sorted))
+        })
+        .collect();
+    let (Some(miss), Some(hit)) = (reads.first(), reads.last()) else {
+        return Ok(Err("no write width to try".into()));
+    };
+    let apart = hit.iter().zip(miss).filter(|&(h, m)| *h < 0.8 * m).count();
+    if widths.len() < 2 || apart < SECTOR_PROBE_NODES as usize * 9 / 10 {
+        return Ok(Err(format!(
+            "reads after a 4-byte and after a {largest}-byte write are not apart (medians {medians:.0?} cycles): the sector is 4 B or the L2 does not keep written bytes apart"
+        )));
+    }
+    let hit_share: Vec<f64> = reads
+        .iter()
+        .map(|r| {
+            r.iter()
+                .zip(hit.iter().zip(miss))
+                .filter(|&(v, (h, m))| (v - h).abs() < (v - m).abs())
+                .count() as f64
+                / r.len() as f64
+        })
+        .collect();
+    let hits: Vec<bool> = hit_share.iter().map(|&share| share >= 0.9).collect();
     let Some(first) = hits.iter().position(|&h| h) else {
         return Ok(Err(format!(
-            "no written width up to {largest} B made a read hit (medians {medians:.0?} cycles, threshold {threshold:.0})"
+            "no write width made reads hit (medians {medians:.0?} cycles)"
         )));
     };
     if !hits[first..].iter().all(|&h| h) {
         return Ok(Err(format!(
-            "reads hit after some widths and missed after wider ones (medians {medians:.0?} cycles, threshold {threshold:.0})"
+            "reads hit after some widths and missed after wider ones (medians {medians:.0?} cycles, hit shares {hit_share:.2?})"
         )));
     }
     Ok(Ok(L2Sector {
-        bytes: u64::from(medians[first].0),
+        bytes: u64::from(widths[first]),
         medians,
-        threshold,
+        hit_share,
     }))
 }
 
@@ -537,16 +580,6 @@ pub fn measure_l2<B: Backend>(
         .then(|| super::line_from_misses_above(&cold_latencies, (cold_p50 + cold_p99) / 2.0))
         .and_then(Result::ok)
         .map(|line| line.bytes);
-    // The hit/miss threshold of the line and sector probes. Once the fetch granularity is
-    // known, the cold chase's misses are exactly its loads at the start of a fetch unit
-    // and its hits the others (at the near or the far partition's latency): the threshold
-    // lies halfway between the slowest hits and the fastest misses. Without it, 1.25 × the
-    // median + 4 cycles, or halfway to the 99th percentile where that is lower.
-    let fallback = (1.25 * cold_p50 + 4.0).min((cold_p50 + cold_p99) / 2.0);
-    let threshold = fetch_granularity
-        .and_then(|g| hit_miss_threshold(&cold_latencies, (g / 4) as usize))
-        .unwrap_or(fallback);
-
     // 2. Capacities: whole-pass means, one block per launch, log-spaced sizes.
     let mut sizes = Vec::new();
     let mut size = (l2 / 32).max(u64::from(line) * 64);
@@ -637,6 +670,19 @@ pub fn measure_l2<B: Backend>(
     } else if far.is_some() {
         keeps_copies = Some(false);
     }
+    // The hit/miss threshold of the line and sector probes. Once the fetch granularity is
+    // known, the cold chase's misses are exactly its loads at the start of a fetch unit
+    // and its hits the others: see `hit_miss_threshold`. The far level joins the hits
+    // (with copies in the near partition the cold chase's hits are all near) unless it is
+    // nearly as slow as the misses (then it was memory, mistaken for a level). Without a
+    // fetch granularity, 1.25 × the median + 4 cycles, or halfway to the 99th percentile
+    // where that is lower.
+    let fallback = (1.25 * cold_p50 + 4.0).min((cold_p50 + cold_p99) / 2.0);
+    let far_raw = far.map(|f| f.p50.0 + overhead);
+    let threshold = fetch_granularity
+        .and_then(|g| hit_miss_threshold(&cold_latencies, (g / 4) as usize, far_raw))
+        .unwrap_or(fallback);
+
     // 3. The line, by a sparse eviction from an array of 85 % of the capacity one SM's
     // accesses get: the refined near capacity where the sweep rose inside the L2, else the
     // last size before the first rise. A re-timed load is a miss above 1.25 × the cold
@@ -651,16 +697,12 @@ pub fn measure_l2<B: Backend>(
         (None, _) => Err("no fetch granularity to space the nodes by".into()),
         (_, None) => Err("no rise in the size sweep to size the array by".into()),
     };
-    // 4. The sector, by partial writes, with the same hit/miss threshold.
+    // 4. The sector, by partial writes, each node judged against its own hit and miss.
     let largest = match &line {
         Ok(line) => u32::try_from(line.bytes).unwrap_or(256).min(4096),
         Err(_) => 256,
     };
-    let sector = if cold_p50 > 0.0 {
-        l2_sector(backend, largest, threshold, gpu_time)?
-    } else {
-        Err("the cold chase returned no samples".into())
-    };
+    let sector = l2_sector(backend, largest, gpu_time)?;
     let near_capacity = match (near_rise, far.is_some()) {
         (Some(bytes), _) => Some((bytes, true)),
         // Two levels but no rise inside the L2: two equal partitions, the only split the
@@ -748,8 +790,18 @@ mod tests {
                 _ => 300,
             })
             .collect();
-        assert_eq!(hit_miss_threshold(&cold, 16), Some(450.0));
+        assert_eq!(hit_miss_threshold(&cold, 16, None), Some(379.0));
+        // Memory only a little slower than the far level: halfway between them.
+        let close: Vec<u32> = cold
+            .iter()
+            .map(|&v| if v >= 600 { 340 } else { v })
+            .collect();
+        assert_eq!(hit_miss_threshold(&close, 16, None), Some(320.0));
+        // A far level the cold chase did not see (near copies) counts as a hit level; one
+        // as slow as memory does not.
+        assert_eq!(hit_miss_threshold(&cold, 16, Some(400.0)), Some(500.0));
+        assert_eq!(hit_miss_threshold(&cold, 16, Some(590.0)), Some(379.0));
         // Spaced wrongly, the "misses" include hits: no threshold.
-        assert_eq!(hit_miss_threshold(&cold, 8), None);
+        assert_eq!(hit_miss_threshold(&cold, 8, None), None);
     }
 }
