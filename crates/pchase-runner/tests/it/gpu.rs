@@ -193,21 +193,28 @@ fn a_parallel_fill_measures_like_a_single_thread_fill() {
             reserve_shared_bytes: 0,
             written_bytes: 0,
         };
-        let mut means = Vec::new();
-        for single in [false, true] {
+        // Parallel, single, parallel, single: near the L2's capacity (24 MiB on the H200,
+        // whose one-SM knee is at 26-28 MiB) the mean moves by a few percent between
+        // launches whichever fill ran, so the fills may differ by 2 % plus the spread
+        // between two launches of the same fill, and no more.
+        let mut means = [Vec::new(), Vec::new()];
+        for single in [false, true, false, true] {
             gpu.set_single_thread_fill(single);
             let run = gpu.chase(&request).unwrap();
             let cycles = run.blocks[0].total_cycles.unwrap() as f64;
-            means.push(cycles / f64::from(request.steps));
+            means[usize::from(single)].push(cycles / f64::from(request.steps));
         }
         gpu.set_single_thread_fill(false);
+        let average = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let spread = |v: &[f64]| (v[0] - v[1]).abs();
+        let (parallel, single) = (average(&means[0]), average(&means[1]));
+        let allowed = 0.02 * parallel + spread(&means[0]).max(spread(&means[1]));
         eprintln!(
-            "{mib} MiB: parallel fill {:.1}, single-thread fill {:.1} cycles per load",
-            means[0], means[1]
+            "{mib} MiB: parallel fill {:.1?}, single-thread fill {:.1?} cycles per load; difference {:.1}, allowed {allowed:.1}",
+            means[0],
+            means[1],
+            (parallel - single).abs()
         );
-        assert!(
-            (means[0] - means[1]).abs() <= 0.02 * means[0],
-            "{mib} MiB: {means:?}"
-        );
+        assert!((parallel - single).abs() <= allowed, "{mib} MiB: {means:?}");
     }
 }
