@@ -67,6 +67,14 @@ pub enum CpdError {
         /// Why it is rejected.
         reason: String,
     },
+    /// Finite values too large for the cost: an intermediate sum overflows a
+    /// double (for example the sum of squares of the L2 cost, beyond about
+    /// 1e154 per value), so every cost would be infinite or NaN.
+    #[error("the {what} overflows a double: the values are too large for this cost")]
+    Overflow {
+        /// Which sum overflows.
+        what: &'static str,
+    },
     /// A column has zero spread, so scaling by its spread is impossible.
     #[error("column {column} has zero median absolute deviation of its differences")]
     ZeroSpread {

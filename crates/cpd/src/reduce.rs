@@ -96,6 +96,8 @@ impl GeometricMapping {
     }
 
     /// Maps every row of `samples` (rows are time, columns dimensions).
+    /// Samples so large that the squared norms overflow a double are refused
+    /// with [`CpdError::Overflow`].
     pub fn map(&self, samples: ArrayView2<'_, f64>) -> Result<GeometricSeries> {
         validate_signal(samples)?;
         let (n, p) = samples.dim();
@@ -152,6 +154,12 @@ impl GeometricMapping {
             // the norm is positive; the clamp absorbs rounding past ±1.
             let cosine = (dot / (norm_sq.sqrt() * reference_norm)).clamp(-1.0, 1.0);
             angle.push(cosine.acos());
+        }
+        // Finite samples beyond about 1e154 overflow the squared norms.
+        if distance.iter().chain(&angle).any(|v| !v.is_finite()) {
+            return Err(CpdError::Overflow {
+                what: "squared distance to the reference vector",
+            });
         }
         Ok(GeometricSeries { distance, angle })
     }

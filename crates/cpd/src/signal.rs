@@ -16,8 +16,15 @@ pub fn validate_signal(signal: ArrayView2<'_, f64>) -> Result<()> {
             what: "signal's column set",
         });
     }
-    for ((row, column), &value) in signal.indexed_iter() {
-        if !value.is_finite() {
+    // A vectorised scan first; the position only when something is wrong.
+    let all_finite = match signal.as_slice_memory_order() {
+        Some(values) => values.iter().fold(true, |ok, v| ok & v.is_finite()),
+        None => signal.iter().all(|v| v.is_finite()),
+    };
+    if !all_finite {
+        if let Some(((row, column), &value)) =
+            signal.indexed_iter().find(|(_, value)| !value.is_finite())
+        {
             return Err(CpdError::NonFinite { row, column, value });
         }
     }

@@ -3,7 +3,7 @@
 use ndarray::ArrayView2;
 
 use super::SegmentCost;
-use crate::error::Result;
+use crate::error::{CpdError, Result};
 use crate::signal::{validate_series, validate_signal};
 
 /// Residual sum of squares around the segment mean, summed over dimensions:
@@ -31,12 +31,39 @@ pub struct L2Cost {
     prefix_sq: Vec<f64>,
 }
 
+/// Prefix sums of `x − mean` and of its square, each starting at 0.
+fn centred_prefix_sums(series: &[f64], mean: f64) -> (Vec<f64>, Vec<f64>) {
+    let n = series.len();
+    let mut prefix_sum = vec![0.0; n + 1];
+    let mut prefix_sq = vec![0.0; n + 1];
+    let (mut s1, mut s2) = (0.0, 0.0);
+    for ((&x, sum), sq) in series
+        .iter()
+        .zip(&mut prefix_sum[1..])
+        .zip(&mut prefix_sq[1..])
+    {
+        let centred = x - mean;
+        s1 += centred;
+        s2 += centred * centred;
+        *sum = s1;
+        *sq = s2;
+    }
+    (prefix_sum, prefix_sq)
+}
+
 impl L2Cost {
-    /// Fits the cost to a multivariate signal (rows are time).
+    /// Fits the cost to a multivariate signal (rows are time). Values whose
+    /// squared deviations overflow a double (beyond about 1e154) are refused
+    /// with [`CpdError::Overflow`].
     pub fn new(signal: ArrayView2<'_, f64>) -> Result<Self> {
         validate_signal(signal)?;
         let (n, d) = signal.dim();
         let means: Vec<f64> = (0..d).map(|j| signal.column(j).sum() / n as f64).collect();
+        if let (1, Some(series)) = (d, signal.column(0).to_slice()) {
+            // A contiguous column: the same sums, without ndarray's per-row views.
+            let (prefix_sum, prefix_sq) = centred_prefix_sums(series, means[0]);
+            return Self::checked(n, 1, prefix_sum, prefix_sq);
+        }
         let mut prefix_sum = vec![0.0; (n + 1) * d];
         let mut prefix_sq = vec![0.0; n + 1];
         for (t, row) in signal.rows().into_iter().enumerate() {
@@ -48,6 +75,17 @@ impl L2Cost {
             }
             prefix_sq[t + 1] = prefix_sq[t] + sq;
         }
+        Self::checked(n, d, prefix_sum, prefix_sq)
+    }
+
+    /// The fitted cost, or [`CpdError::Overflow`] when the squares of finite
+    /// values overflow (the sums only grow, so the last one tells).
+    fn checked(n: usize, d: usize, prefix_sum: Vec<f64>, prefix_sq: Vec<f64>) -> Result<Self> {
+        if !prefix_sq[n].is_finite() {
+            return Err(CpdError::Overflow {
+                what: "sum of squared deviations",
+            });
+        }
         Ok(Self {
             n_samples: n,
             n_dims: d,
@@ -56,29 +94,14 @@ impl L2Cost {
         })
     }
 
-    /// Fits the cost to a univariate series.
+    /// Fits the cost to a univariate series (refusing overflowing values as
+    /// [`L2Cost::new`] does).
     pub fn from_series(series: &[f64]) -> Result<Self> {
         validate_series(series, "series")?;
         let n = series.len();
         let mean = series.iter().sum::<f64>() / n as f64;
-        let mut prefix_sum = Vec::with_capacity(n + 1);
-        let mut prefix_sq = Vec::with_capacity(n + 1);
-        let (mut s1, mut s2) = (0.0, 0.0);
-        prefix_sum.push(0.0);
-        prefix_sq.push(0.0);
-        for &x in series {
-            let centred = x - mean;
-            s1 += centred;
-            s2 += centred * centred;
-            prefix_sum.push(s1);
-            prefix_sq.push(s2);
-        }
-        Ok(Self {
-            n_samples: n,
-            n_dims: 1,
-            prefix_sum,
-            prefix_sq,
-        })
+        let (prefix_sum, prefix_sq) = centred_prefix_sums(series, mean);
+        Self::checked(n, 1, prefix_sum, prefix_sq)
     }
 
     /// Number of dimensions (columns) of the fitted signal.

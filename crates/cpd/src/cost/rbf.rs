@@ -2,7 +2,7 @@
 
 use ndarray::ArrayView2;
 
-use super::kernel_row::{gaussian_kernel_row, sum};
+use super::kernel_row::{gaussian_kernel_row, sum, triangle_sums};
 use super::{CostSweep, SegmentCost};
 use crate::error::{CpdError, Result};
 use crate::signal::validate_signal;
@@ -164,15 +164,18 @@ impl SegmentCost for RbfCost {
         // and its entries are the later-point parts of the suffix rows of the
         // earlier points.
         let len = end - start;
-        let mut row = vec![0.0; len];
         let mut lower = vec![0.0; len];
         let mut upper = vec![0.0; len];
-        for t in start + 1..end {
-            let row = &mut row[..t - start];
-            self.kernel_row(start, t, row);
-            lower[t - start] = sum(row);
-            for (u, k) in upper.iter_mut().zip(row.iter()) {
-                *u += k;
+        let series = &self.values[start..end];
+        if self.n_dims != 1 || !triangle_sums(series, self.gamma, &mut lower, &mut upper) {
+            let mut row = vec![0.0; len];
+            for t in start + 1..end {
+                let row = &mut row[..t - start];
+                self.kernel_row(start, t, row);
+                lower[t - start] = sum(row);
+                for (u, k) in upper.iter_mut().zip(row.iter()) {
+                    *u += k;
+                }
             }
         }
         let mut prefix = vec![0.0; len + 1];

@@ -17,6 +17,11 @@
 //!
 //! A start `u` prunes others only once it is usable (`end ≥ u + min_size`), which
 //! keeps the result exact with `min_size > 1`, as in [`super::pelt`].
+//!
+//! PELT on a series with jump 1 starts, on AVX-512 machines, with the dense
+//! phase of `l2_avx512` (every live start evaluated, eight at a time, while
+//! inequality pruning keeps their window short) and hands its live starts over
+//! to functional pruning once the window grows long.
 
 use super::segment_ends;
 use crate::cost::{L2Cost, SegmentCost};
@@ -37,15 +42,16 @@ impl<'a> Prefix<'a> {
             n_dims: cost.n_dims(),
             sum: cost.prefix_sum(),
             sq: cost.prefix_sq(),
-            inverse: (0..=n)
-                .map(|l| if l == 0 { 0.0 } else { 1.0 / l as f64 })
+            // inverse[0] = 0 is never read; the rest is one vectorised pass.
+            inverse: std::iter::once(0.0)
+                .chain((1..=n).map(|l| 1.0 / l as f64))
                 .collect(),
         }
     }
 
     /// `c(start, end)`, as [`L2Cost`] computes it (up to rounding: it
     /// multiplies by `1 / len`).
-    #[inline]
+    #[inline(always)]
     fn cost(&self, start: usize, end: usize) -> f64 {
         let d = self.n_dims;
         let inv = self.inverse[end - start];
@@ -179,6 +185,23 @@ struct LiveStarts1d {
     next_bounds: Vec<usize>,
     next_intervals: Vec<(f64, f64)>,
     holes: Vec<(f64, f64)>,
+    /// Per live start, the open interval of means at which it beats the
+    /// admitted start (empty if nowhere).
+    cuts: Vec<(f64, f64)>,
+}
+
+/// Sorts intervals by their lower end (insertion sort: there are a handful,
+/// with finite, NaN-free ends).
+fn sort_by_lower_end(intervals: &mut [(f64, f64)]) {
+    for i in 1..intervals.len() {
+        let item = intervals[i];
+        let mut j = i;
+        while j > 0 && intervals[j - 1].0 > item.0 {
+            intervals[j] = intervals[j - 1];
+            j -= 1;
+        }
+        intervals[j] = item;
+    }
 }
 
 impl Live for LiveStarts1d {
@@ -191,58 +214,83 @@ impl Live for LiveStarts1d {
             next_bounds: vec![0],
             next_intervals: Vec::new(),
             holes: Vec::new(),
+            cuts: Vec::new(),
         }
     }
 
     fn admit(&mut self, prefix: &Prefix<'_>, start: usize, value: f64) {
-        self.next_bounds.clear();
-        self.next_bounds.push(0);
-        self.next_intervals.clear();
-        self.holes.clear();
-        let mut kept = 0;
-        for r in 0..self.starts.len() {
-            let s = self.starts[r];
+        // Branch-free where the outcome is data-dependent (which starts
+        // survive, which pieces are empty): writes go to pre-sized scratch and
+        // the lengths advance by the outcome.
+        let live = self.starts.len();
+        // Each old interval leaves at most one piece; the new start gets at
+        // most one interval more than there are holes.
+        self.next_intervals
+            .resize(self.intervals.len() + live + 1, (0.0, 0.0));
+        self.next_bounds.resize(live + 2, 0);
+        self.holes.resize(live, (0.0, 0.0));
+        // First the square roots, independent of each other (vectorised):
+        // s beats `start` exactly on the open interval mean ± radius, if the
+        // slack is positive (nowhere otherwise: an empty interval).
+        self.cuts.resize(live, (0.0, 0.0));
+        let (sum, sq) = (prefix.sum, prefix.sq);
+        let (total_to, sq_to) = (sum[start], sq[start]);
+        for ((&s, &f), cut) in self.starts.iter().zip(&self.values).zip(&mut self.cuts) {
             let inv = prefix.inverse[start - s];
-            // s beats `start` exactly on the open interval mean ± radius (or nowhere).
-            let total = prefix.sum[start] - prefix.sum[s];
-            let cost = (prefix.sq[start] - prefix.sq[s] - total * total * inv).max(0.0);
-            let slack = value - self.values[r] - cost;
-            if slack <= 0.0 {
-                continue;
-            }
-            let radius = (slack * inv).sqrt();
+            let total = total_to - sum[s];
+            let cost = (sq_to - sq[s] - total * total * inv).max(0.0);
+            let slack = value - f - cost;
+            let radius = (slack.max(0.0) * inv).sqrt();
             let mean = total * inv;
-            let (lo, hi) = (mean - radius, mean + radius);
-            self.holes.push((lo, hi));
-            let before = self.next_intervals.len();
+            let beats = slack > 0.0;
+            // Selects, not a branch: the square roots stay independent.
+            *cut = (
+                if beats { mean - radius } else { f64::INFINITY },
+                if beats {
+                    mean + radius
+                } else {
+                    f64::NEG_INFINITY
+                },
+            );
+        }
+        let (mut pieces, mut kept, mut holes) = (0, 0, 0);
+        for r in 0..live {
+            let (lo, hi) = self.cuts[r];
+            let beats = lo < hi;
+            self.holes[holes] = (lo, hi);
+            holes += usize::from(beats);
+            let before = pieces;
             for &(a, b) in &self.intervals[self.bounds[r]..self.bounds[r + 1]] {
-                let (a, b) = (a.max(lo), b.min(hi));
-                if a < b {
-                    self.next_intervals.push((a, b));
-                }
+                // Plain comparisons: nothing here is NaN.
+                let a = if a > lo { a } else { lo };
+                let b = if b < hi { b } else { hi };
+                self.next_intervals[pieces] = (a, b);
+                pieces += usize::from(a < b);
             }
-            if self.next_intervals.len() > before {
-                self.starts[kept] = s;
-                self.values[kept] = self.values[r];
-                self.next_bounds.push(self.next_intervals.len());
-                kept += 1;
-            }
+            self.starts[kept] = self.starts[r];
+            self.values[kept] = self.values[r];
+            self.next_bounds[kept + 1] = pieces;
+            kept += usize::from(pieces > before);
         }
         self.starts.truncate(kept);
         self.values.truncate(kept);
-        // The new start wins outside the union of the holes.
-        self.holes.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        // The new start wins outside the union of the holes (a handful:
+        // insertion sort; the bounds are finite).
+        let holes = &mut self.holes[..holes];
+        sort_by_lower_end(holes);
         let mut from = f64::NEG_INFINITY;
-        for &(lo, hi) in &self.holes {
-            if lo > from {
-                self.next_intervals.push((from, lo));
-            }
-            from = from.max(hi);
+        for &(lo, hi) in holes.iter() {
+            self.next_intervals[pieces] = (from, lo);
+            pieces += usize::from(lo > from);
+            from = if hi > from { hi } else { from };
         }
-        self.next_intervals.push((from, f64::INFINITY));
+        self.next_intervals[pieces] = (from, f64::INFINITY);
+        pieces += 1;
+        self.next_intervals.truncate(pieces);
         self.starts.push(start);
         self.values.push(value);
-        self.next_bounds.push(self.next_intervals.len());
+        self.next_bounds[kept + 1] = pieces;
+        self.next_bounds.truncate(kept + 2);
         std::mem::swap(&mut self.bounds, &mut self.next_bounds);
         std::mem::swap(&mut self.intervals, &mut self.next_intervals);
     }
@@ -265,12 +313,24 @@ fn slot_of(pos: usize, jump: usize, n: usize, final_slot: usize) -> usize {
 /// Exact PELT with the L2 cost; returns the segment ends. Callers have checked
 /// the penalty and the length.
 pub(crate) fn pelt_l2(cost: &L2Cost, penalty: f64, min_size: usize, jump: usize) -> Vec<usize> {
+    pelt_l2_with(cost, penalty, min_size, jump, true)
+}
+
+/// [`pelt_l2`]; `dense_start` allows the dense first phase of
+/// [`super::l2_avx512`] (a series, jump 1, AVX-512) before functional pruning.
+pub(super) fn pelt_l2_with(
+    cost: &L2Cost,
+    penalty: f64,
+    min_size: usize,
+    jump: usize,
+    dense_start: bool,
+) -> Vec<usize> {
     let prefix = Prefix::new(cost);
     let n = cost.n_samples();
     if prefix.n_dims == 1 {
-        pelt_with::<LiveStarts1d>(&prefix, n, penalty, min_size, jump)
+        pelt_with::<LiveStarts1d>(&prefix, n, penalty, min_size, jump, dense_start)
     } else {
-        pelt_with::<LiveStarts>(&prefix, n, penalty, min_size, jump)
+        pelt_with::<LiveStarts>(&prefix, n, penalty, min_size, jump, false)
     }
 }
 
@@ -280,6 +340,7 @@ fn pelt_with<L: Live>(
     penalty: f64,
     min_size: usize,
     jump: usize,
+    dense_start: bool,
 ) -> Vec<usize> {
     let final_slot = n.div_ceil(jump);
     let mut best = vec![f64::INFINITY; final_slot + 1];
@@ -287,7 +348,21 @@ fn pelt_with<L: Live>(
     best[0] = -penalty;
     let mut live = L::new(prefix.n_dims);
     let mut next_start = 0;
-    for end in segment_ends(n, min_size, jump) {
+    let ends = segment_ends(n, min_size, jump);
+    // Ends up to `done` are handled by the dense phase, which hands over its
+    // live starts (ascending) when their window grows long.
+    let mut done = 0;
+    if dense_start && jump == 1 && prefix.n_dims == 1 {
+        let found = dense_pelt(prefix, penalty, min_size, &ends, &mut best, &mut back);
+        if let Some((dense_done, dense_next_start, dense_live)) = found {
+            for &(start, value) in &dense_live {
+                live.admit(prefix, start, value);
+            }
+            next_start = dense_next_start;
+            done = dense_done;
+        }
+    }
+    for &end in ends.iter().filter(|&&end| end > done) {
         while next_start + min_size <= end && next_start + min_size <= n {
             let value = best[next_start / jump];
             if value.is_finite() {
@@ -308,6 +383,32 @@ fn pelt_with<L: Live>(
     }
     ends.reverse();
     ends
+}
+
+/// Where the dense phase stopped: the last end handled, the next start to
+/// admit and the live starts (ascending) with `F(s)`.
+type Handover = (usize, usize, Vec<(usize, f64)>);
+
+/// The dense first phase of PELT where it is built (x86-64, Rust ≥ 1.89 for
+/// the intrinsics: `cfg(cpd_avx512)`); `None` elsewhere and without AVX-512.
+fn dense_pelt(
+    prefix: &Prefix<'_>,
+    penalty: f64,
+    min_size: usize,
+    ends: &[usize],
+    best: &mut [f64],
+    back: &mut [usize],
+) -> Option<Handover> {
+    #[cfg(all(target_arch = "x86_64", cpd_avx512))]
+    return super::l2_avx512::dense_pelt(
+        prefix.sum, prefix.sq, penalty, min_size, ends, best, back,
+    )
+    .map(|state| (state.done, state.next_start, state.live));
+    #[cfg(not(all(target_arch = "x86_64", cpd_avx512)))]
+    return {
+        let _ = (prefix, penalty, min_size, ends, best, back);
+        None
+    };
 }
 
 /// The exact best segmentation with `n_change_points` change points for the L2
@@ -340,7 +441,9 @@ fn dynp_with<L: Live>(
     let mut best = vec![vec![f64::INFINITY; final_slot + 1]; layers];
     let mut back = vec![vec![usize::MAX; final_slot + 1]; layers];
     // Layer k ≥ 1 continues layer k − 1; layer 0 is the single segment 0..end.
-    let mut live: Vec<L> = (1..layers).map(|_| L::new(prefix.n_dims)).collect();
+    // The last layer is needed at the end n only: one scan over every start
+    // there, instead of functional pruning at every end.
+    let mut live: Vec<L> = (1..layers - 1).map(|_| L::new(prefix.n_dims)).collect();
     let mut next_start = min_size.div_ceil(jump) * jump;
     for end in segment_ends(n, min_size, jump) {
         while next_start + min_size <= end && next_start + min_size <= n {
@@ -355,9 +458,22 @@ fn dynp_with<L: Live>(
         }
         let slot = slot_of(end, jump, n, final_slot);
         if end == n {
-            let (value, arg) = match live.last() {
-                Some(layer) => layer.best_ending_at(prefix, end),
-                None => (prefix.cost(0, end), 0),
+            let (value, arg) = if layers == 1 {
+                (prefix.cost(0, end), 0)
+            } else {
+                // Starts s (multiples of jump) with n − s ≥ min_size, earliest
+                // minimiser on ties, as `best_of`.
+                let last = &best[layers - 2];
+                let mut found = (f64::INFINITY, usize::MAX);
+                let mut s = 0;
+                while s + min_size <= n {
+                    let value = last[s / jump] + prefix.cost(s, n);
+                    if value < found.0 {
+                        found = (value, s);
+                    }
+                    s += jump;
+                }
+                found
             };
             best[layers - 1][slot] = value;
             back[layers - 1][slot] = arg;

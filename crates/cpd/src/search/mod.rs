@@ -13,8 +13,16 @@
 
 mod binseg;
 mod dynp;
+// The AVX-512 paths: x86-64, and Rust 1.89 for the intrinsics (build.rs sets
+// `cpd_avx512`; older compilers build the portable paths only).
+#[cfg(all(target_arch = "x86_64", cpd_avx512))]
+#[clippy::msrv = "1.89"]
+mod l2_avx512;
 mod l2_fast;
 mod pelt;
+#[cfg(all(target_arch = "x86_64", cpd_avx512))]
+#[clippy::msrv = "1.89"]
+mod rbf_avx512;
 mod rbf_fast;
 mod single;
 

@@ -9,6 +9,10 @@
 //! `c(s, t) = (t − s) − S(s, t) / (t − s)` are written densely, and each layer's
 //! minimum `min_s F(s) + c(s, t)` is a vectorised reduction. Starts are indexed
 //! absolutely, so nothing is shifted when the lowest live start rises.
+//!
+//! On x86-64 machines with AVX-512 a series (one column) takes the single-pass
+//! versions of [`super::rbf_avx512`] instead; the code here serves the other
+//! machines and several columns.
 
 use std::collections::VecDeque;
 
@@ -137,7 +141,7 @@ fn update_chunk(
 /// carried as doubles (exact below 2^53) so that the selection stays in
 /// vector registers.
 #[inline(always)]
-fn argmin_of_sums(prev: &[f64], cost: &[f64]) -> (f64, usize) {
+pub(super) fn argmin_of_sums(prev: &[f64], cost: &[f64]) -> (f64, usize) {
     const LANES: usize = 8;
     let len = prev.len().min(cost.len());
     let body = len / LANES * LANES;
@@ -181,7 +185,12 @@ fn argmin_of_sums(prev: &[f64], cost: &[f64]) -> (f64, usize) {
 /// Calls `visit(i)` for every finite `prev[i]` with `prev[i] + cost[i] ≥
 /// bound`; the test runs eight at a time, vectorised, and few chunks hit.
 #[inline(always)]
-fn for_each_at_least(prev: &[f64], cost: &[f64], bound: f64, mut visit: impl FnMut(usize)) {
+pub(super) fn for_each_at_least(
+    prev: &[f64],
+    cost: &[f64],
+    bound: f64,
+    mut visit: impl FnMut(usize),
+) {
     const LANES: usize = 8;
     let len = prev.len().min(cost.len());
     let mut lo = 0;
@@ -204,10 +213,47 @@ fn for_each_at_least(prev: &[f64], cost: &[f64], bound: f64, mut visit: impl FnM
     }
 }
 
+/// The exact best segmentation with `n_change_points` change points for the
+/// RBF cost with jump 1: segment ends and segment costs.
+pub(crate) fn dynp_rbf(
+    cost: &RbfCost,
+    n_change_points: usize,
+    min_size: usize,
+) -> (Vec<usize>, Vec<f64>) {
+    if let Some(found) = single_pass::dynp_rbf(cost, n_change_points, min_size) {
+        return found;
+    }
+    dynp_rbf_portable(cost, n_change_points, min_size)
+}
+
+/// The AVX-512 single-pass searches where they are built (x86-64, Rust ≥ 1.89
+/// for the intrinsics: `cfg(cpd_avx512)`); `None` elsewhere, without AVX-512
+/// or for several columns.
+#[cfg(all(target_arch = "x86_64", cpd_avx512))]
+mod single_pass {
+    pub(super) use super::super::rbf_avx512::{dynp_rbf, pelt_rbf};
+}
+
+/// Where the AVX-512 searches are not built: never.
+#[cfg(not(all(target_arch = "x86_64", cpd_avx512)))]
+mod single_pass {
+    use crate::cost::RbfCost;
+
+    type Found = Option<(Vec<usize>, Vec<f64>)>;
+
+    pub(super) fn dynp_rbf(_: &RbfCost, _: usize, _: usize) -> Found {
+        None
+    }
+
+    pub(super) fn pelt_rbf(_: &RbfCost, _: f64, _: usize) -> Found {
+        None
+    }
+}
+
 dispatch_simd! {
-    /// The exact best segmentation with `n_change_points` change points for the
-    /// RBF cost with jump 1: segment ends and segment costs.
-    pub(crate) fn dynp_rbf(cost: &RbfCost, n_change_points: usize, min_size: usize) -> (Vec<usize>, Vec<f64>) = dynp_rbf_body;
+    /// [`dynp_rbf`] without the AVX-512 single-pass version (also for several
+    /// columns).
+    pub(super) fn dynp_rbf_portable(cost: &RbfCost, n_change_points: usize, min_size: usize) -> (Vec<usize>, Vec<f64>) = dynp_rbf_body;
 }
 
 #[inline(always)]
@@ -270,12 +316,21 @@ fn dynp_rbf_body<const FMA: bool>(
 }
 
 /// PELT's pruning test runs at ends that are multiples of this.
-const PRUNE_EVERY: usize = 4;
+pub(super) const PRUNE_EVERY: usize = 4;
+
+/// Exact PELT for the RBF cost with jump 1: segment ends and segment costs.
+/// Pruning is PELT's (with the `min_size` delay of [`super::pelt`]).
+pub(crate) fn pelt_rbf(cost: &RbfCost, penalty: f64, min_size: usize) -> (Vec<usize>, Vec<f64>) {
+    if let Some(found) = single_pass::pelt_rbf(cost, penalty, min_size) {
+        return found;
+    }
+    pelt_rbf_portable(cost, penalty, min_size)
+}
 
 dispatch_simd! {
-    /// Exact PELT for the RBF cost with jump 1: segment ends and segment costs.
-    /// Pruning is PELT's (with the `min_size` delay of [`super::pelt`]).
-    pub(crate) fn pelt_rbf(cost: &RbfCost, penalty: f64, min_size: usize) -> (Vec<usize>, Vec<f64>) = pelt_rbf_body;
+    /// [`pelt_rbf`] without the AVX-512 single-pass version (also for several
+    /// columns).
+    pub(super) fn pelt_rbf_portable(cost: &RbfCost, penalty: f64, min_size: usize) -> (Vec<usize>, Vec<f64>) = pelt_rbf_body;
 }
 
 #[inline(always)]

@@ -22,6 +22,32 @@ fn empty_series_is_rejected() {
 }
 
 #[test]
+fn overflowing_squares_are_refused() {
+    // Finite, but (1e200)² is not: every L2 cost would be infinite or NaN.
+    for series in [vec![1e200, 0.0, 1.0], vec![1.5e285, 0.0]] {
+        assert!(matches!(
+            L2Cost::from_series(&series),
+            Err(CpdError::Overflow { .. })
+        ));
+        let column = Array2::from_shape_vec((series.len(), 1), series).unwrap();
+        assert!(matches!(
+            L2Cost::new(column.view()),
+            Err(CpdError::Overflow { .. })
+        ));
+    }
+    assert!(L2Cost::from_series(&[1e150, 0.0, 1.0]).is_ok());
+    let samples = array![[2e230, 0.0], [0.0, 1.0], [1.0, 3.0], [0.5, 0.0]];
+    let mapping = GeometricMapping {
+        reference: None,
+        mad_scaling: false,
+    };
+    assert!(matches!(
+        mapping.map(samples.view()),
+        Err(CpdError::Overflow { .. })
+    ));
+}
+
+#[test]
 fn non_finite_values_are_located() {
     assert!(matches!(
         L2Cost::from_series(&[1.0, f64::NAN]).unwrap_err(),
@@ -155,7 +181,11 @@ proptest! {
                 prop_assert_eq!(seg.segment_ends.last().copied(), Some(values.len()));
             }
         } else {
-            prop_assert!(values.is_empty() || values.iter().any(|v| !v.is_finite()));
+            prop_assert!(
+                values.is_empty()
+                    || values.iter().any(|v| !v.is_finite())
+                    || values.iter().any(|v| v.abs() > 1e150)
+            );
         }
         for cost in [
             NormalCost::from_series(&values).map(|c| Box::new(c) as Box<dyn cpd::SegmentCost>),

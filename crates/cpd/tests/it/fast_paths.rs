@@ -138,3 +138,35 @@ fn long_l2_and_rbf_searches_agree_with_the_generic_ones() {
         check_consistent(cost.as_ref(), &fast, name);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Long series with long segments: several blocks of kernel chunks, and a
+    /// live window past the point where L2 PELT hands its dense start over to
+    /// functional pruning.
+    #[test]
+    fn long_specialised_searches_equal_the_generic_ones(
+        n in 300usize..700,
+        spacing in 150usize..400,
+        seed in any::<u64>(),
+        k in 1usize..=3,
+        min_size in 1usize..=4,
+        penalty in 0.5f64..20.0,
+    ) {
+        let signal = signal(n, 1, spacing, seed);
+        let options = SearchOptions::new(min_size, 1);
+        for name in ["l2", "rbf"] {
+            let cost = make_cost(name, &signal, Some(0.5));
+            let generic = Generic(cost.as_ref());
+            let fast = pelt(cost.as_ref(), penalty, options).unwrap();
+            let slow = pelt(&generic, penalty, options).unwrap();
+            assert_close(fast.objective, slow.objective, 1e-9, &format!("{name} pelt"));
+            check_consistent(cost.as_ref(), &fast, &format!("{name} pelt"));
+            let fast = dynp(cost.as_ref(), k, options).unwrap();
+            let slow = dynp(&generic, k, options).unwrap();
+            assert_close(fast.objective, slow.objective, 1e-9, &format!("{name} dynp k={k}"));
+            check_consistent(cost.as_ref(), &fast, &format!("{name} dynp"));
+        }
+    }
+}
