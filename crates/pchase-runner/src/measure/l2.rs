@@ -20,7 +20,8 @@ use topology::LatencySummary;
 
 use crate::{
     backend::{
-        Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath, Phase, TwoPhaseRequest,
+        Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, Phase,
+        TwoPhaseRequest,
     },
     error::RunnerError,
 };
@@ -189,11 +190,16 @@ fn fine_cg<B: Backend>(
         written_bytes: 0,
     })?;
     *gpu_time += run.gpu_time;
+    first_block(run)
+}
+
+/// The first block's latencies of a launch.
+fn first_block(run: ChaseRun) -> Result<Vec<u32>, RunnerError> {
     run.blocks
         .into_iter()
         .next()
         .map(|b| b.latencies)
-        .ok_or_else(|| RunnerError::WrongResult("an L2 chase returned no block".into()))
+        .ok_or_else(|| RunnerError::WrongResult("an L2 launch returned no block".into()))
 }
 
 /// Mean cycles per `.cg` load over an array of `bytes`, one node per `line`: one block,
@@ -340,12 +346,7 @@ fn l2_line<B: Backend>(
             flush_l2: true,
         })?;
         *gpu_time += run.gpu_time;
-        let latencies = run
-            .blocks
-            .into_iter()
-            .next()
-            .map(|b| b.latencies)
-            .ok_or_else(|| RunnerError::WrongResult("an L2 probe returned no block".into()))?;
+        let latencies = first_block(run)?;
         let slow = latencies
             .iter()
             .filter(|&&v| f64::from(v) > threshold)
@@ -470,11 +471,7 @@ fn l2_sector<B: Backend>(
             written_bytes: width,
         })?;
         *gpu_time += run.gpu_time;
-        let latencies: Vec<f64> = run
-            .blocks
-            .first()
-            .map(|b| b.latencies.iter().map(|&v| f64::from(v)).collect())
-            .unwrap_or_default();
+        let latencies: Vec<f64> = first_block(run)?.into_iter().map(f64::from).collect();
         if latencies.len() != SECTOR_PROBE_NODES as usize {
             return Err(RunnerError::WrongResult(format!(
                 "the L2 sector probe returned {} samples for {SECTOR_PROBE_NODES} nodes",
@@ -559,12 +556,7 @@ pub fn measure_l2<B: Backend>(
         written_bytes: 0,
     })?;
     *gpu_time += run.gpu_time;
-    let cold_latencies = run
-        .blocks
-        .into_iter()
-        .next()
-        .map(|b| b.latencies)
-        .unwrap_or_default();
+    let cold_latencies = first_block(run)?;
     let mut sorted: Vec<f64> = cold_latencies.iter().map(|&v| f64::from(v)).collect();
     sorted.sort_by(f64::total_cmp);
     // Memory can be less than 1.5 × the L2's latency (Kepler: 339 against 223 cycles), so

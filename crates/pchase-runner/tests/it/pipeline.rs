@@ -14,6 +14,18 @@ fn measure(profile: &SimProfile) -> Measurements {
         .expect("session runs")
 }
 
+/// Only `element` of `profile`.
+fn measure_only(profile: &SimProfile, element: Element) -> Measurements {
+    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
+    let options = MeasureOptions {
+        only: [element].into_iter().collect(),
+        ..MeasureOptions::default()
+    };
+    Session::new(&mut backend, options)
+        .run()
+        .expect("session runs")
+}
+
 /// The size the size search should find on `path`: the first cache's capacity as a
 /// cyclic chase sees it, at the carveout the simulated driver picks for a coarse chase
 /// asking for the smallest carveout (no dynamic shared memory).
@@ -307,14 +319,7 @@ fn the_l1_size_at_every_reservation_matches_the_carveout_the_driver_picks() {
 #[test]
 fn a_two_partition_l2_is_recovered() {
     let profile = SimProfile::bundled("h200").expect("bundled");
-    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
-    let options = MeasureOptions {
-        only: [Element::L2].into_iter().collect(),
-        ..MeasureOptions::default()
-    };
-    let m = Session::new(&mut backend, options)
-        .run()
-        .expect("session runs");
+    let m = measure_only(&profile, Element::L2);
     let l2 = m.l2.clone().expect("L2 measured");
     let near = f64::from(profile.l2.near_latency);
     let far = f64::from(profile.l2.far());
@@ -360,15 +365,7 @@ fn the_l2_line_is_read_from_runs_of_misses() {
     variants.push(single);
     variants.push(random);
     for profile in variants {
-        let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
-        let options = MeasureOptions {
-            only: [Element::L2].into_iter().collect(),
-            ..MeasureOptions::default()
-        };
-        let m = Session::new(&mut backend, options)
-            .run()
-            .expect("session runs");
-        let l2 = m.l2.expect("L2 measured");
+        let l2 = measure_only(&profile, Element::L2).l2.expect("L2 measured");
         let line = l2.line.as_ref().expect("the L2 line measured");
         assert_eq!(
             line.bytes,
