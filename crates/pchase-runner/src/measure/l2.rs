@@ -49,10 +49,14 @@ pub struct L2Findings {
     pub near_capacity: Option<(u64, bool)>,
     /// Where the sweep's last rise is (the L2 as one SM sees it), bytes.
     pub total_seen: Option<u64>,
-    /// Whether the near partition keeps copies of far lines: `Some(true)` when every line
-    /// of a quarter-L2 array came back at one (near) latency and, past the near capacity,
-    /// the far-homed lines came back slower; `Some(false)` when far lines were slower
-    /// already at a quarter of the L2; `None` with one partition.
+    /// Whether the near partition keeps copies of far lines. Where two SMs at once found a
+    /// partner that shares their budget and one that does not ([`L2Findings::pairs`]), by
+    /// capacity: `Some(true)` when two SMs of different halves together hold less than
+    /// 85 % of the near capacity each (each SM's lines take room in both halves). Otherwise
+    /// by latency: `Some(true)` when every line of a quarter-L2 array came back at one
+    /// (near) latency and, past the near capacity, the far-homed lines came back slower;
+    /// `Some(false)` when far lines were slower already at a quarter of the L2; `None` with
+    /// one partition.
     pub keeps_copies: Option<bool>,
     /// The size sweep.
     pub curve: RawCurve,
@@ -66,6 +70,37 @@ pub struct L2Findings {
     /// with each width tried and the median latency of the reads after it (raw cycles);
     /// `Err` says why there is none.
     pub sector: Result<L2Sector, String>,
+    /// Two SMs at once: which pairs share one budget and how much a pair that does not can
+    /// hold; `Err` says why there is no answer.
+    pub pairs: Result<L2Pairs, String>,
+}
+
+/// What two SMs chasing their own arrays at the same time showed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Pairs {
+    /// The first block's SM.
+    pub sm: u32,
+    /// An SM whose array, with the first SM's, missed at 60 % of the near capacity each
+    /// (the two share one budget: the same half of the L2).
+    pub sharing_sm: Option<u32>,
+    /// An SM whose array did not (the other half).
+    pub separate_sm: Option<u32>,
+    /// With the separate SM: the largest tried array per SM (a multiple of 10 % of the near
+    /// capacity) at which both still hit, bytes.
+    pub separate_capacity: Option<u64>,
+    /// Every pair launch: (the two SMs, bytes per SM, their mean cycles per load).
+    pub launches: Vec<PairLaunch>,
+}
+
+/// One launch of two SMs at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairLaunch {
+    /// The two SMs.
+    pub sms: (u32, u32),
+    /// Bytes each chased.
+    pub bytes: u64,
+    /// Their mean cycles per load (with the clock overhead).
+    pub means: (f64, f64),
 }
 
 /// How the L2's sector was found.
@@ -425,6 +460,114 @@ fn hit_miss_threshold(cold: &[u32], per: usize, far: Option<f64>) -> Option<f64>
     (fast_miss > slow_hit).then_some((1.25 * slow_hit + 4.0).min((slow_hit + fast_miss) / 2.0))
 }
 
+/// Blocks 0 and `b` chasing their own arrays of `bytes` at the same time (the blocks
+/// between them chase one line each): their SMs and mean cycles per load.
+fn pair_means<B: Backend>(
+    backend: &mut B,
+    b: usize,
+    bytes: u64,
+    gpu_time: &mut Duration,
+) -> Result<PairLaunch, RunnerError> {
+    let big = ChainSpec::new(bytes / 128 * 128, 128)?;
+    let tiny = ChainSpec::new(128, 128)?;
+    let chains: Vec<ChainSpec> = (0..=b)
+        .map(|i| if i == 0 || i == b { big } else { tiny })
+        .collect();
+    let nodes = u32::try_from(big.nodes()).unwrap_or(u32::MAX);
+    let steps = nodes.min(1 << 16);
+    let run = backend.chase(&ChaseRequest {
+        path: LoadPath::GlobalCg,
+        mode: ChaseMode::Coarse,
+        chains,
+        // Two passes each, interleaved in time, before the timed loads: both arrays are
+        // then in whatever share of the L2 the pair gets.
+        warmup_steps: nodes.saturating_mul(2),
+        steps,
+        carveout: Carveout::Percent(0),
+        flush_l2: false,
+        reserve_shared_bytes: 0,
+        written_bytes: 0,
+    })?;
+    *gpu_time += run.gpu_time;
+    let mean = |i: usize| -> Result<(u32, f64), RunnerError> {
+        let block = run
+            .blocks
+            .get(i)
+            .ok_or_else(|| RunnerError::WrongResult("a pair launch lost a block".into()))?;
+        let cycles = block.total_cycles.ok_or_else(|| {
+            RunnerError::WrongResult("a coarse pair launch reported no cycles".into())
+        })?;
+        Ok((block.smid, cycles as f64 / f64::from(steps)))
+    };
+    let ((sm_a, mean_a), (sm_b, mean_b)) = (mean(0)?, mean(b)?);
+    Ok(PairLaunch {
+        sms: (sm_a, sm_b),
+        bytes: big.bytes,
+        means: (mean_a, mean_b),
+    })
+}
+
+/// Two SMs at once. Block 0 and block `j` each chase an array of 60 % of the near capacity
+/// at the same time (`j` spread over the grid, up to 15 of them); a pair in which either
+/// misses (mean above 1.1 × the sweep's plateau) shares one budget, a pair in which both hit
+/// does not. With a partner that does not share, arrays of 60 %, 70 %, … 100 % of the near
+/// capacity each give the most the pair holds per SM. If the two halves of the L2 were
+/// independent, that would be the near capacity; if each SM's lines also occupy the other
+/// half (a copy near, the line at its home), it is less (about 2/3 of a half).
+fn l2_pairs<B: Backend>(
+    backend: &mut B,
+    near: u64,
+    plateau: f64,
+    gpu_time: &mut Duration,
+) -> Result<Result<L2Pairs, String>, RunnerError> {
+    let blocks = backend.device().sm_count as usize;
+    if blocks < 2 {
+        return Ok(Err("one SM: no pairs".into()));
+    }
+    let fits = |l: &PairLaunch| l.means.0 <= 1.1 * plateau && l.means.1 <= 1.1 * plateau;
+    let mut pairs = L2Pairs {
+        sm: 0,
+        sharing_sm: None,
+        separate_sm: None,
+        separate_capacity: None,
+        launches: Vec::new(),
+    };
+    let trial = near / 10 * 6;
+    let mut separate_block = None;
+    let mut candidates: Vec<usize> = (1..16).map(|k| (k * blocks / 16).max(1)).collect();
+    candidates.dedup();
+    for j in candidates {
+        let launch = pair_means(backend, j, trial, gpu_time)?;
+        pairs.sm = launch.sms.0;
+        if fits(&launch) {
+            if pairs.separate_sm.is_none() {
+                pairs.separate_sm = Some(launch.sms.1);
+                separate_block = Some(j);
+            }
+        } else if pairs.sharing_sm.is_none() {
+            pairs.sharing_sm = Some(launch.sms.1);
+        }
+        pairs.launches.push(launch);
+        if pairs.separate_sm.is_some() && pairs.sharing_sm.is_some() {
+            break;
+        }
+    }
+    if let Some(j) = separate_block {
+        let mut held = Some(trial);
+        for tenths in 7..=10u64 {
+            let launch = pair_means(backend, j, near / 10 * tenths, gpu_time)?;
+            let ok = fits(&launch);
+            pairs.launches.push(launch);
+            if !ok {
+                break;
+            }
+            held = Some(launch.bytes);
+        }
+        pairs.separate_capacity = held;
+    }
+    Ok(Ok(pairs))
+}
+
 /// Nodes of the sector probe: 64 nodes 33 lines of 128 B apart (one line each, in 64 sets
 /// even of a small L2 indexed by address bits; 264 KiB, inside one 2 MiB page).
 const SECTOR_PROBE_NODES: u32 = 64;
@@ -689,6 +832,20 @@ pub fn measure_l2<B: Backend>(
         (None, _) => Err("no fetch granularity to space the nodes by".into()),
         (_, None) => Err("no rise in the size sweep to size the array by".into()),
     };
+    // 5. Two SMs at once, where one SM's capacity is well inside the L2: does another SM's
+    // array share its budget, and how much can two that do not hold? With a sharing and a
+    // separate partner, the pair capacity decides whether the near partition keeps copies
+    // (it overrides the latency test: the two latency levels need not be the halves).
+    let pairs = match near_rise {
+        Some(near_bytes) => l2_pairs(backend, near_bytes, mean(0, 1), gpu_time)?,
+        None => Err("no rise inside the L2: one SM already gets all of it".into()),
+    };
+    if let (Ok(found), Some(near_bytes)) = (&pairs, near_rise) {
+        if found.sharing_sm.is_some() && found.separate_sm.is_some() {
+            keeps_copies = Some(found.separate_capacity.unwrap_or(0) < near_bytes / 100 * 85);
+        }
+    }
+
     // 4. The sector, by partial writes, each node judged against its own hit and miss.
     let largest = match &line {
         Ok(line) => u32::try_from(line.bytes).unwrap_or(256).min(4096),
@@ -713,6 +870,7 @@ pub fn measure_l2<B: Backend>(
         fetch_granularity,
         line,
         sector,
+        pairs,
         curve: RawCurve {
             name: "l2-size".into(),
             change_index: rises.first().copied(),

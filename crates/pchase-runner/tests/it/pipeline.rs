@@ -376,3 +376,38 @@ fn the_l2_line_is_read_from_runs_of_misses() {
         assert!(line.agreement >= 0.9 && line.runs >= 16, "{line:?}");
     }
 }
+
+/// Two SMs at once decide whether the near partition keeps copies: with copies, one SM
+/// gets its half of the L2, two SMs of one half share it, and two of different halves hold
+/// less than the near capacity each (their lines take room in both halves).
+#[test]
+fn two_sms_at_once_show_copies_in_the_near_partition() {
+    let mut profile = SimProfile::bundled("h200").expect("bundled");
+    profile.l2.near_keeps_far_copies = true;
+    let half = profile.l2.partition_bytes();
+    let l2 = measure_only(&profile, Element::L2).l2.expect("L2 measured");
+    let (near, measured) = l2.near_capacity.expect("near capacity");
+    assert!(measured, "a rise inside the L2");
+    assert!(
+        near <= half && near >= half / 10 * 8,
+        "near {near} vs half {half}"
+    );
+    let pairs = l2.pairs.as_ref().expect("pairs measured");
+    assert!(
+        pairs.sharing_sm.is_some() && pairs.separate_sm.is_some(),
+        "{pairs:?}"
+    );
+    let held = pairs.separate_capacity.expect("a separate pair holds some");
+    // Each SM's x in its own half and x/2 in the other: x = 2/3 of a half fits.
+    assert!(
+        held < near / 100 * 85 && held >= half / 2,
+        "{held} of {near}"
+    );
+    assert_eq!(l2.keeps_copies, Some(true));
+    // Without copies one SM gets the whole L2, and the pair test has nothing to decide.
+    let plain = measure_only(&SimProfile::bundled("h200").expect("bundled"), Element::L2)
+        .l2
+        .expect("L2 measured");
+    assert!(plain.pairs.is_err());
+    assert_eq!(plain.keeps_copies, Some(false));
+}
