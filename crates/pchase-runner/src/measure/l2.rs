@@ -500,6 +500,10 @@ fn pair_means<B: Backend>(
         Ok((block.smid, cycles as f64 / f64::from(steps)))
     };
     let ((sm_a, mean_a), (sm_b, mean_b)) = (mean(0)?, mean(b)?);
+    log::debug!(
+        "L2 pair: SMs {sm_a} and {sm_b}, {} B each: {mean_a:.1} and {mean_b:.1} cycles per load",
+        big.bytes
+    );
     Ok(PairLaunch {
         sms: (sm_a, sm_b),
         bytes: big.bytes,
