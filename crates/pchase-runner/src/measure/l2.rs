@@ -85,9 +85,13 @@ pub struct L2Pairs {
     pub sharing_sm: Option<u32>,
     /// An SM whose array did not (the other half).
     pub separate_sm: Option<u32>,
-    /// With the separate SM: the largest tried array per SM (a multiple of 10 % of the near
-    /// capacity) at which both still hit, bytes.
+    /// With the separate SM (the same two SMs in every launch counted): the largest tried
+    /// array per SM (a multiple of 10 % of the near capacity) at which both still hit,
+    /// bytes; a lower bound where the pair did not come up again for the next size.
     pub separate_capacity: Option<u64>,
+    /// Whether `separate_capacity` is the answer (the same pair missed at the next size, or
+    /// held the whole near capacity), not a bound.
+    pub separate_capacity_exact: bool,
     /// Every pair launch: (the two SMs, bytes per SM, their mean cycles per load).
     pub launches: Vec<PairLaunch>,
 }
@@ -534,6 +538,7 @@ fn l2_pairs<B: Backend>(
         sharing_sm: None,
         separate_sm: None,
         separate_capacity: None,
+        separate_capacity_exact: false,
         launches: Vec::new(),
     };
     let trial = near / 10 * 6;
@@ -556,18 +561,32 @@ fn l2_pairs<B: Backend>(
             break;
         }
     }
-    if let Some(j) = separate_block {
+    // The same two SMs must run every size: the hardware places blocks on SMs afresh at
+    // each launch (on the H200 block 0 lands on one of two SMs, the others move too), so a
+    // launch that put the blocks elsewhere is repeated, up to eight times.
+    if let (Some(j), Some(separate)) = (separate_block, pairs.separate_sm) {
+        let wanted = (pairs.sm, separate);
         let mut held = Some(trial);
-        for tenths in 7..=10u64 {
-            let launch = pair_means(backend, j, near / 10 * tenths, gpu_time)?;
-            let ok = fits(&launch);
-            pairs.launches.push(launch);
-            if !ok {
-                break;
+        let mut exact = true;
+        'sizes: for tenths in 7..=10u64 {
+            for _ in 0..8 {
+                let launch = pair_means(backend, j, near / 10 * tenths, gpu_time)?;
+                pairs.launches.push(launch);
+                if launch.sms != wanted {
+                    continue;
+                }
+                if !fits(&launch) {
+                    break 'sizes;
+                }
+                held = Some(launch.bytes);
+                continue 'sizes;
             }
-            held = Some(launch.bytes);
+            // The pair did not come up again: what it held so far is a bound.
+            exact = false;
+            break;
         }
         pairs.separate_capacity = held;
+        pairs.separate_capacity_exact = exact;
     }
     Ok(Ok(pairs))
 }
@@ -845,7 +864,10 @@ pub fn measure_l2<B: Backend>(
         None => Err("no rise inside the L2: one SM already gets all of it".into()),
     };
     if let (Ok(found), Some(near_bytes)) = (&pairs, near_rise) {
-        if found.sharing_sm.is_some() && found.separate_sm.is_some() {
+        if found.sharing_sm.is_some()
+            && found.separate_sm.is_some()
+            && found.separate_capacity_exact
+        {
             keeps_copies = Some(found.separate_capacity.unwrap_or(0) < near_bytes / 100 * 85);
         }
     }

@@ -203,7 +203,12 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
                 element: Some(ElementKind::L2),
                 quantity: Some(QuantityKind::Partitions),
                 message: match (&l2.pairs, copies) {
-                    (Ok(p), _) if p.sharing_sm.is_some() && p.separate_sm.is_some() => format!(
+                    (Ok(p), _)
+                        if p.sharing_sm.is_some()
+                            && p.separate_sm.is_some()
+                            && p.separate_capacity_exact =>
+                    {
+                        format!(
                         "by capacity, two SMs at once: SM {} shares SM {}'s budget; with SM {} (the other half) each holds {} — {} the near capacity, so the near partition {}",
                         p.sharing_sm.unwrap_or(0),
                         p.sm,
@@ -212,7 +217,8 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
                             .map_or_else(|| "less than 60 % of".to_owned(), |b| format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20))),
                         if copies { "well under" } else { "about" },
                         if copies { "keeps copies of far lines (each SM's lines take room in both halves)" } else { "keeps no copies of far lines (the halves are independent)" }
-                    ),
+                    )
+                    }
                     (_, true) => "the near partition keeps copies of far lines: below the near capacity every line hits at the near latency, past it the far-homed lines come back slower".into(),
                     (_, false) => "the near partition keeps no copies of far lines: far-homed lines are slower even in a quarter-L2 array (latency test)".into(),
                 },
