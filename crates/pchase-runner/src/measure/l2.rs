@@ -55,8 +55,10 @@ pub struct L2Findings {
     /// 85 % of the near capacity each (each SM's lines take room in both halves). Otherwise
     /// by latency: `Some(true)` when every line of a quarter-L2 array came back at one
     /// (near) latency and, past the near capacity, the far-homed lines came back slower;
-    /// `Some(false)` when far lines were slower already at a quarter of the L2; `None` with
-    /// one partition.
+    /// `Some(false)` when far lines were slower already at a quarter of the L2. `None` with
+    /// one partition, or when two SMs at once found a sharing and a separate partner but
+    /// the separate pair was not placed again to measure its capacity (the two tests then
+    /// cannot be weighed against each other).
     pub keeps_copies: Option<bool>,
     /// The size sweep.
     pub curve: RawCurve,
@@ -563,13 +565,13 @@ fn l2_pairs<B: Backend>(
     }
     // The same two SMs must run every size: the hardware places blocks on SMs afresh at
     // each launch (on the H200 block 0 lands on one of two SMs, the others move too), so a
-    // launch that put the blocks elsewhere is repeated, up to eight times.
+    // launch that put the blocks elsewhere is repeated, up to four times.
     if let (Some(j), Some(separate)) = (separate_block, pairs.separate_sm) {
         let wanted = (pairs.sm, separate);
         let mut held = Some(trial);
         let mut exact = true;
         'sizes: for tenths in 7..=10u64 {
-            for _ in 0..8 {
+            for _ in 0..4 {
                 let launch = pair_means(backend, j, near / 10 * tenths, gpu_time)?;
                 pairs.launches.push(launch);
                 if launch.sms != wanted {
@@ -863,12 +865,14 @@ pub fn measure_l2<B: Backend>(
         Some(near_bytes) => l2_pairs(backend, near_bytes, mean(0, 1), gpu_time)?,
         None => Err("no rise inside the L2: one SM already gets all of it".into()),
     };
+    // A pair test that found both kinds of partner but lost the separate pair before its
+    // capacity was known leaves the question open: on the H200 the latency test says "no
+    // copies" while the pairs that could be measured held well under the near capacity.
     if let (Ok(found), Some(near_bytes)) = (&pairs, near_rise) {
-        if found.sharing_sm.is_some()
-            && found.separate_sm.is_some()
-            && found.separate_capacity_exact
-        {
-            keeps_copies = Some(found.separate_capacity.unwrap_or(0) < near_bytes / 100 * 85);
+        if found.sharing_sm.is_some() && found.separate_sm.is_some() {
+            keeps_copies = found
+                .separate_capacity_exact
+                .then(|| found.separate_capacity.unwrap_or(0) < near_bytes / 100 * 85);
         }
     }
 

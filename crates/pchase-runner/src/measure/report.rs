@@ -197,6 +197,20 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
         }
     }
     if let Some(l2) = measured.l2.as_ref().filter(|l2| l2.far.is_some()) {
+        if let (None, Ok(p)) = (l2.keeps_copies, &l2.pairs) {
+            topo.add_note(Note {
+                severity: NoteSeverity::NotMeasured,
+                element: Some(ElementKind::L2),
+                quantity: Some(QuantityKind::Partitions),
+                message: format!(
+                    "whether the near partition keeps copies of far lines is undecided: far-homed lines are slower in a quarter-L2 array (no copies by latency), but two SMs at once, SM {} with SM {} (sharing one budget) and SM {} (not), were not placed on the same SMs again to measure the separate pair's capacity (at least {:.1} MiB each)",
+                    p.sm,
+                    p.sharing_sm.unwrap_or(0),
+                    p.separate_sm.unwrap_or(0),
+                    p.separate_capacity.unwrap_or(0) as f64 / f64::from(1u32 << 20)
+                ),
+            });
+        }
         if let Some(copies) = l2.keeps_copies {
             topo.add_note(Note {
                 severity: NoteSeverity::Info,
