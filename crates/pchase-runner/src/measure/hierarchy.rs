@@ -16,7 +16,7 @@ use crate::{
 };
 
 use super::{
-    stats::{median, quantile},
+    stats::{median, quantile, slow_runs},
     LineFinding,
 };
 
@@ -291,7 +291,7 @@ fn runs_of_misses(blocks: &[Vec<u32>], granularity: u64) -> Option<LineFinding> 
             continue;
         }
         let threshold = 1.5 * quantile(&sorted, 0.5) + 4.0;
-        for (_, run) in super::l2::slow_runs(latencies, threshold) {
+        for (_, run) in slow_runs(latencies, threshold) {
             misses += run;
             *counts.entry(run).or_insert(0usize) += 1;
         }

@@ -29,7 +29,7 @@ use crate::{
 use super::{
     probe::SizeSamples,
     search::RawCurve,
-    stats::{median, quantile},
+    stats::{median, quantile, slow_runs},
 };
 
 /// What the L2 benchmark found.
@@ -62,8 +62,9 @@ pub struct L2Findings {
     pub keeps_copies: Option<bool>,
     /// The size sweep.
     pub curve: RawCurve,
-    /// The L2's fetch granularity (sector), from the spacing of misses of a 4-byte-stride
-    /// chase over a chain evicted from the L2 (every new sector is a miss to memory).
+    /// The L2's fetch granularity (what one read miss brings from memory; not the sector,
+    /// see `sector`), from the spacing of misses of a 4-byte-stride chase over a chain
+    /// evicted from the L2.
     pub fetch_granularity: Option<u64>,
     /// The L2's allocation line (the bytes one tag covers), from the runs of misses after
     /// a sparse eviction; `Err` says why there is none.
@@ -278,24 +279,6 @@ fn coarse_mean<B: Backend>(
 /// Re-timed loads of the line probe: 8192 one-fetch-unit nodes (512 KiB at 64 B, inside
 /// one 2 MiB page, so the TLB does not add slow loads), 64 KiB of timing buffer.
 const LINE_PROBE_STEPS: u32 = 8192;
-
-/// Runs of consecutive slow loads (`> threshold`) in a window: `(first index, length)`.
-/// A run that reaches the end of the window is cut off and left out.
-pub(super) fn slow_runs(latencies: &[u32], threshold: f64) -> Vec<(usize, usize)> {
-    let mut runs = Vec::new();
-    let mut start = None;
-    for (i, &v) in latencies.iter().enumerate() {
-        match (f64::from(v) > threshold, start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                runs.push((s, i - s));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    runs
-}
 
 /// The largest power of two `units` (up to 256) such that at least 90 % of `runs` start and
 /// end on a multiple of it, and that share.
@@ -651,11 +634,7 @@ fn l2_sector<B: Backend>(
     let medians: Vec<(u32, f64)> = widths
         .iter()
         .zip(&reads)
-        .map(|(&w, r)| {
-            let mut sorted = r.clone();
-            sorted.sort_by(f64::total_cmp);
-            (w, median(&sorted))
-        })
+        .map(|(&w, r)| (w, median(r)))
         .collect();
     let (Some(miss), Some(hit)) = (reads.first(), reads.last()) else {
         return Ok(Err("no write width to try".into()));
@@ -845,10 +824,7 @@ pub fn measure_l2<B: Backend>(
 
     // 3. The line, by a sparse eviction from an array of 85 % of the capacity one SM's
     // accesses get: the refined near capacity where the sweep rose inside the L2, else the
-    // last size before the first rise. A re-timed load is a miss above 1.25 × the cold
-    // chase's hit level (its median) + 4 cycles, or halfway to its memory level (99th
-    // percentile) where that is lower; both levels come from one launch, unlike the
-    // near/far split, which at a quarter of a small L2 can mistake memory for a level.
+    // last size before the first rise; a re-timed load is a miss above `threshold`.
     let capacity = near_rise.or_else(|| rises.first().map(|&i| sizes[i - 1]));
     let line = match (fetch_granularity, capacity) {
         (Some(granularity), Some(capacity)) => {
@@ -857,7 +833,7 @@ pub fn measure_l2<B: Backend>(
         (None, _) => Err("no fetch granularity to space the nodes by".into()),
         (_, None) => Err("no rise in the size sweep to size the array by".into()),
     };
-    // 5. Two SMs at once, where one SM's capacity is well inside the L2: does another SM's
+    // 4. Two SMs at once, where one SM's capacity is well inside the L2: does another SM's
     // array share its budget, and how much can two that do not hold? With a sharing and a
     // separate partner, the pair capacity decides whether the near partition keeps copies
     // (it overrides the latency test: the two latency levels need not be the halves).
@@ -876,7 +852,7 @@ pub fn measure_l2<B: Backend>(
         }
     }
 
-    // 4. The sector, by partial writes, each node judged against its own hit and miss.
+    // 5. The sector, by partial writes, each node judged against its own hit and miss.
     let largest = match &line {
         Ok(line) => u32::try_from(line.bytes).unwrap_or(256).min(4096),
         Err(_) => 256,
@@ -935,13 +911,6 @@ mod tests {
         assert!(far.is_none());
         assert_eq!(share, 1.0);
         assert_eq!(all.samples, 600);
-    }
-
-    #[test]
-    fn slow_runs_leave_out_a_run_cut_by_the_window() {
-        let latencies = [280, 660, 670, 281, 650, 282, 700];
-        assert_eq!(slow_runs(&latencies, 450.0), vec![(1, 2), (4, 1)]);
-        assert!(slow_runs(&[280, 281], 450.0).is_empty());
     }
 
     #[test]

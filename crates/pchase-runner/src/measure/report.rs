@@ -257,31 +257,36 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
         topo.element_mut(ElementKind::L2)
             .set_fetch_granularity(Size::exact(Bytes(bytes), Provenance::Benchmark));
     }
-    match measured.l2.as_ref().map(|l2| &l2.line) {
-        Some(Ok(line)) => {
-            topo.element_mut(ElementKind::L2)
-                .set_line_size(Size::exact(Bytes(line.bytes), Provenance::Benchmark));
+    if let Some(l2) = measured.l2.as_ref() {
+        type Setter = fn(&mut topology::Element, Size) -> &mut topology::Element;
+        let found: [(Result<u64, &String>, QuantityKind, Setter); 2] = [
+            (
+                l2.line.as_ref().map(|l| l.bytes),
+                QuantityKind::LineSize,
+                topology::Element::set_line_size,
+            ),
+            (
+                l2.sector.as_ref().map(|s| s.bytes),
+                QuantityKind::SectorSize,
+                topology::Element::set_sector_size,
+            ),
+        ];
+        for (result, quantity, set) in found {
+            match result {
+                Ok(bytes) => {
+                    set(
+                        topo.element_mut(ElementKind::L2),
+                        Size::exact(Bytes(bytes), Provenance::Benchmark),
+                    );
+                }
+                Err(why) => topo.add_note(Note {
+                    severity: NoteSeverity::NotMeasured,
+                    element: Some(ElementKind::L2),
+                    quantity: Some(quantity),
+                    message: format!("L2 {quantity} not measured: {why}"),
+                }),
+            }
         }
-        Some(Err(why)) => topo.add_note(Note {
-            severity: NoteSeverity::NotMeasured,
-            element: Some(ElementKind::L2),
-            quantity: Some(QuantityKind::LineSize),
-            message: format!("L2 line size not measured: {why}"),
-        }),
-        None => {}
-    }
-    match measured.l2.as_ref().map(|l2| &l2.sector) {
-        Some(Ok(sector)) => {
-            topo.element_mut(ElementKind::L2)
-                .set_sector_size(Size::exact(Bytes(sector.bytes), Provenance::Benchmark));
-        }
-        Some(Err(why)) => topo.add_note(Note {
-            severity: NoteSeverity::NotMeasured,
-            element: Some(ElementKind::L2),
-            quantity: Some(QuantityKind::SectorSize),
-            message: format!("L2 sector size not measured: {why}"),
-        }),
-        None => {}
     }
     // Sizes from the API.
     topo.element_mut(ElementKind::SharedMemory)

@@ -1,4 +1,4 @@
-//! Quantiles and the "did the latency change" decision used while searching.
+//! Quantiles, runs of slow loads, and the "did the latency change" decision used while searching.
 
 /// The `q` quantile of sorted values, by linear interpolation between order statistics.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -7,6 +7,24 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// Runs of consecutive slow loads (`> threshold`) in a window: `(first index, length)`.
+/// A run that reaches the end of the window is cut off and left out.
+pub fn slow_runs(latencies: &[u32], threshold: f64) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut start = None;
+    for (i, &v) in latencies.iter().enumerate() {
+        match (f64::from(v) > threshold, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                runs.push((s, i - s));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    runs
 }
 
 /// Decides whether a size's replicas show a higher latency than the baseline's.
@@ -69,6 +87,13 @@ impl ShiftDetector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slow_runs_leave_out_a_run_cut_by_the_window() {
+        let latencies = [280, 660, 670, 281, 650, 282, 700];
+        assert_eq!(slow_runs(&latencies, 450.0), vec![(1, 2), (4, 1)]);
+        assert!(slow_runs(&[280, 281], 450.0).is_empty());
+    }
 
     #[test]
     fn detector_sees_a_few_misses_but_not_outliers_or_sm_differences() {

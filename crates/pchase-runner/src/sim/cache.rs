@@ -125,23 +125,19 @@ impl Cache {
     /// keeps per-sector valid bits and fetches a partial sector only when it is read.
     pub fn write(&mut self, addr: u64, bytes: u64, rng: &mut Xoshiro256PlusPlus) {
         let sector = u64::from(self.geometry.sector);
-        let first = addr.div_ceil(sector) * sector;
         let end = addr + bytes;
         let mut full = 0u64;
-        let mut s = first;
+        let mut s = addr.div_ceil(sector) * sector;
         while s + sector <= end {
-            full |= 1u64 << ((s >> self.sector_shift) & self.sector_index_mask);
+            full |= self.sector_bit(s);
             s += sector;
         }
         // Allocate the tag through a lookup, then set what the write completed and drop the
         // sector bit the lookup itself filled unless the write covered it.
-        let probe_bit = 1u64 << ((addr >> self.sector_shift) & self.sector_index_mask);
+        let probe_bit = self.sector_bit(addr);
         let was_present = self.access(addr, rng);
         let line = addr >> self.line_shift;
-        let set = match self.set_mask {
-            Some(mask) => line & mask,
-            None => line % self.sets,
-        } as usize;
+        let set = self.set_of(line);
         let base = set * self.usable_ways;
         let valid = self.valid[set] as usize;
         if let Some(entry) = self.entries[base..base + valid]
@@ -155,6 +151,23 @@ impl Cache {
         }
     }
 
+    /// The set of line number `line`.
+    #[inline]
+    fn set_of(&self, line: u64) -> usize {
+        let set = match self.set_mask {
+            Some(mask) => line & mask,
+            None => line % self.sets,
+        };
+        // `set < sets`, and `sets` was allocated, so it fits in usize.
+        set as usize
+    }
+
+    /// The bit of the sector holding byte address `addr` in its line's sector mask.
+    #[inline]
+    fn sector_bit(&self, addr: u64) -> u64 {
+        1u64 << ((addr >> self.sector_shift) & self.sector_index_mask)
+    }
+
     /// Looks up the sector holding byte address `addr`; returns whether it was present.
     /// On a miss the sector is filled (its line allocated first if absent), evicting by the
     /// replacement policy.
@@ -162,13 +175,8 @@ impl Cache {
     pub fn access(&mut self, addr: u64, rng: &mut Xoshiro256PlusPlus) -> bool {
         self.dirty = true;
         let line = addr >> self.line_shift;
-        let sector_bit = 1u64 << ((addr >> self.sector_shift) & self.sector_index_mask);
-        let set = match self.set_mask {
-            Some(mask) => line & mask,
-            None => line % self.sets,
-        };
-        // `set < sets`, and `sets` was allocated, so it fits in usize.
-        let set = set as usize;
+        let sector_bit = self.sector_bit(addr);
+        let set = self.set_of(line);
         let base = set * self.usable_ways;
         let valid = self.valid[set] as usize;
         let slots = &mut self.entries[base..base + self.usable_ways];
