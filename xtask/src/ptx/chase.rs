@@ -161,20 +161,35 @@ fn fine_timed_loop(w: &mut EntryWriter, access: &Access) {
     w.comment("Timed pass. The store of the loaded index to shared memory uses the load's");
     w.comment("result, so it waits for the load to complete; the second clock read comes after");
     w.comment("that store and therefore after the load.");
+    timed_loop(w, "%r_steps", &access.address, Some(&access.load), "%r_j");
+}
+
+/// The timed loop shared by the fine-grained chases and `clock_overhead`, so that the
+/// calibration runs exactly the measured sequence without the load: per step, `address`,
+/// clock, `load`, a shared store of `stored`, clock, latency store; `count` steps.
+fn timed_loop(
+    w: &mut EntryWriter,
+    count: &str,
+    address: &[String],
+    load: Option<&str>,
+    stored: &str,
+) {
     w.ins("mov.u32 %r_k, 0");
-    w.ins("setp.eq.u32 %p_loop, %r_steps, 0");
+    w.ins(&format!("setp.eq.u32 %p_loop, {count}, 0"));
     bra(w, "@%p_loop ", "timed_done");
     w.label("timed");
     // Every step must run the same instruction sequence: unrolled copies get different
     // scheduling (ptxas reads the first clock into a uniform register in unrolled bodies),
     // which would make the overhead calibrated by `clock_overhead` vary per step.
     w.pragma("nounroll");
-    for instruction in &access.address {
+    for instruction in address {
         w.ins(instruction);
     }
     w.ins("mov.u32 %r_t0, %clock");
-    w.ins(&access.load);
-    w.ins("st.shared.u32 [%r_sidx], %r_j");
+    if let Some(load) = load {
+        w.ins(load);
+    }
+    w.ins(&format!("st.shared.u32 [%r_sidx], {stored}"));
     w.ins("mov.u32 %r_t1, %clock");
     // %clock is 32 bits; the unsigned difference is right across one wrap-around.
     w.ins("sub.u32 %r_lat, %r_t1, %r_t0");
@@ -182,7 +197,7 @@ fn fine_timed_loop(w: &mut EntryWriter, access: &Access) {
     w.ins("add.u32 %r_sidx, %r_sidx, 4");
     w.ins("add.u32 %r_slat, %r_slat, 4");
     w.ins("add.u32 %r_k, %r_k, 1");
-    w.ins("setp.lt.u32 %p_loop, %r_k, %r_steps");
+    w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count}"));
     bra(w, "@%p_loop ", "timed");
     w.label("timed_done");
 }
@@ -607,22 +622,7 @@ pub fn clock_overhead_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.load_param("%r_samples", "samples", ParamType::U32);
     w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
     timing_cursors(&mut w, "%r_samples");
-    w.ins("mov.u32 %r_k, 0");
-    w.ins("setp.eq.u32 %p_loop, %r_samples, 0");
-    bra(&mut w, "@%p_loop ", "timed_done");
-    w.label("timed");
-    w.pragma("nounroll");
-    w.ins("mov.u32 %r_t0, %clock");
-    w.ins("st.shared.u32 [%r_sidx], %r_k");
-    w.ins("mov.u32 %r_t1, %clock");
-    w.ins("sub.u32 %r_lat, %r_t1, %r_t0");
-    w.ins("st.shared.u32 [%r_slat], %r_lat");
-    w.ins("add.u32 %r_sidx, %r_sidx, 4");
-    w.ins("add.u32 %r_slat, %r_slat, 4");
-    w.ins("add.u32 %r_k, %r_k, 1");
-    w.ins("setp.lt.u32 %p_loop, %r_k, %r_samples");
-    bra(&mut w, "@%p_loop ", "timed");
-    w.label("timed_done");
+    timed_loop(&mut w, "%r_samples", &[], None, "%r_k");
     w.blank();
     w.comment("Copy the samples out (out is u32[samples]).");
     w.load_param("%rd_out", "out", ParamType::U64);
