@@ -120,14 +120,7 @@ impl Segmentation {
         penalty: f64,
     ) -> Self {
         let segment_costs = crate::cost::segment_costs(cost, &segment_ends);
-        let n_changes = segment_ends.len().saturating_sub(1);
-        let objective = segment_costs.iter().sum::<f64>() + penalty * n_changes as f64;
-        Self {
-            segment_ends,
-            segment_costs,
-            penalty,
-            objective,
-        }
+        Self::from_parts(segment_ends, segment_costs, penalty)
     }
 
     /// A segmentation from its ends and the already computed segment costs.
