@@ -198,11 +198,15 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
             path: dir.display().to_string(),
             reason: e,
         })?;
+        let output = |e: String| CliError::Output {
+            path: dir.display().to_string(),
+            reason: e,
+        };
         if let Some(Ok(line)) = measured.l2.as_ref().map(|l2| &l2.line) {
-            raw::write_l2_line(dir, line).map_err(|e| CliError::Output {
-                path: dir.display().to_string(),
-                reason: e,
-            })?;
+            raw::write_l2_line(dir, line).map_err(output)?;
+        }
+        if let Some(Ok(pairs)) = measured.l2.as_ref().map(|l2| &l2.pairs) {
+            raw::write_l2_pairs(dir, pairs).map_err(output)?;
         }
     }
     let failed = measured

@@ -190,6 +190,49 @@ static SM_CLOCK_PARAMS: [Param; 2] = [
     ),
 ];
 
+static PINNED_PARAMS: [Param; 10] = [
+    param(
+        "chain",
+        ParamType::U64,
+        "global pointer to the u32 chains; slot s's chain starts at element s * block_stride",
+    ),
+    param(
+        "block_stride",
+        ParamType::U64,
+        "elements between the chains of consecutive slots",
+    ),
+    param(
+        "sms",
+        ParamType::U64,
+        "global pointer to u32[slots]: the SM (%smid) each slot runs on; distinct",
+    ),
+    param("slots", ParamType::U32, "number of slots (wanted SMs)"),
+    param(
+        "claims",
+        ParamType::U64,
+        "global pointer to u32[slots + 1], zeroed by the host: slot s's claim flag, then the \
+         number of slots claimed so far",
+    ),
+    param(
+        "wait_cycles",
+        ParamType::U64,
+        "%clock64 cycles a claiming block waits for the other slots before it chases alone",
+    ),
+    WARMUP_STEPS,
+    STEPS,
+    param(
+        "out_cycles",
+        ParamType::U64,
+        "global pointer to u64[slots]: %clock64 cycles of each slot's whole timed pass",
+    ),
+    param(
+        "out_slot",
+        ParamType::U64,
+        "global pointer to u32[slots * 4], zeroed by the host: per slot [1 if it ran, %smid, \
+         final index, 1 if every slot was claimed before it started]",
+    ),
+];
+
 /// Parameters of the two-phase kernels. Chain arguments depend on the phase's path (see
 /// [`two_phase`]); a Constant phase's chain argument is an element offset into
 /// [`constant_chain`], unlike the chase kernels, which ignore theirs.
@@ -414,6 +457,18 @@ static SM_CLOCK: Kernel = Kernel {
     cluster_dims: None,
 };
 
+static CHASE_PINNED_GLOBAL_CG: Kernel = Kernel {
+    module: &PCHASE,
+    entry: "chase_pinned_global_cg",
+    kind: KernelKind::ChasePinned {
+        path: LoadPath::GlobalCg,
+    },
+    params: &PINNED_PARAMS,
+    min_capability: ComputeCapability::SM_50,
+    shared_layout: SharedLayout::None,
+    cluster_dims: None,
+};
+
 static CHASE_FINE_DSMEM: Kernel = Kernel {
     module: &HOPPER,
     entry: "chase_fine_dsmem",
@@ -479,6 +534,22 @@ pub fn sm_clock() -> &'static Kernel {
     &SM_CLOCK
 }
 
+/// `chase_pinned_global_cg`: coarse `.cg` chases pinned to chosen SMs, one chain per
+/// wanted SM, all starting together (the L2 pair test: the hardware places ordinary blocks
+/// on SMs afresh at every launch, so two blocks cannot otherwise be kept on the same two
+/// SMs from one launch to the next). Launch it with many more blocks than SMs, so that
+/// every wanted SM receives one.
+///
+/// ```
+/// use pchase_kernels::{catalogue, KernelKind, LoadPath};
+/// let kernel = catalogue::chase_pinned_global_cg();
+/// assert_eq!(kernel.kind(), KernelKind::ChasePinned { path: LoadPath::GlobalCg });
+/// assert_eq!(kernel.param_index("sms"), Some(2));
+/// ```
+pub fn chase_pinned_global_cg() -> &'static Kernel {
+    &CHASE_PINNED_GLOBAL_CG
+}
+
 /// `chase_fine_dsmem`: fine-grained chase through the shared memory of the other block of a
 /// two-block cluster (Hopper and newer).
 pub fn chase_fine_dsmem() -> &'static Kernel {
@@ -507,18 +578,18 @@ pub fn modules() -> &'static [&'static Module] {
 
 /// Every kernel of every module, in catalogue order (chases by path and granularity,
 /// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
-/// (first, second) path, `chase_fine_dsmem`).
+/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`).
 ///
 /// ```
 /// use pchase_kernels::catalogue;
-/// assert_eq!(catalogue::kernels().count(), 41);
+/// assert_eq!(catalogue::kernels().count(), 42);
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
     CHASE
         .iter()
         .chain([&INIT_CHAIN, &CLOCK_OVERHEAD, &SM_CLOCK])
         .chain(TWO_PHASE.iter())
-        .chain([&CHASE_FINE_DSMEM])
+        .chain([&CHASE_PINNED_GLOBAL_CG, &CHASE_FINE_DSMEM])
 }
 
 /// The kernel with this entry name, if the catalogue has one (for tools that read names

@@ -241,6 +241,13 @@ pub enum KernelKind {
         /// The path of chain B, loaded between the two passes over chain A.
         second: LoadPath,
     },
+    /// Coarse chases pinned to chosen SMs: every block reads `%smid`; the first block on
+    /// each wanted SM claims its slot, waits (bounded) until every slot is claimed, then
+    /// chases the slot's chain; all other blocks leave at once.
+    ChasePinned {
+        /// The load instruction used.
+        path: LoadPath,
+    },
 }
 
 /// How a kernel's dynamic shared memory is laid out; every array holds `u32`.

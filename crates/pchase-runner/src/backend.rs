@@ -190,6 +190,89 @@ pub struct TwoPhaseRequest {
     pub flush_l2: bool,
 }
 
+/// Coarse `.cg` chases pinned to chosen SMs, all starting together: the L2 pair test.
+///
+/// The hardware places the blocks of an ordinary launch on SMs afresh at every launch, so
+/// a test that must run the same SMs at several array sizes pins them instead: slot `s`
+/// runs on SM `sms[s]` and chases `chains[s]`; the slots wait for each other (a bounded
+/// time) before their warm-up, so their passes overlap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinnedRequest {
+    /// The SM (`%smid`) of each slot; distinct, below the device's SM count.
+    pub sms: Vec<u32>,
+    /// One chain per slot; all with one stride.
+    pub chains: Vec<ChainSpec>,
+    /// Untimed loads of every slot before its timed pass.
+    pub warmup_steps: u32,
+    /// Timed loads of every slot.
+    pub steps: u32,
+}
+
+/// What one slot of a [`PinnedRequest`] reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinnedSlot {
+    /// The SM the slot ran on (the requested one).
+    pub sm: u32,
+    /// Total cycles of the timed pass, with one clock-read overhead.
+    pub total_cycles: u64,
+    /// The index the chase ended on (checked against the chain by the backend).
+    pub final_index: u32,
+    /// Whether every slot had started before this one began its warm-up.
+    pub together: bool,
+}
+
+/// The result of a [`PinnedRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinnedRun {
+    /// Per slot, in request order: `None` where no block of the launch reached the SM.
+    pub slots: Vec<Option<PinnedSlot>>,
+    /// Device time of the launch.
+    pub gpu_time: Duration,
+}
+
+impl PinnedRun {
+    /// Every slot's SM was reached and all started together: the launch measured what
+    /// was asked.
+    pub fn complete(&self) -> bool {
+        self.slots.iter().all(|s| s.is_some_and(|s| s.together))
+    }
+}
+
+/// Checks what every backend requires of a [`PinnedRequest`]: one chain per SM, at least
+/// one slot and one timed step, distinct SMs below `sm_count`, one stride.
+///
+/// # Errors
+/// [`RunnerError::InvalidRequest`] naming what is wrong.
+pub fn check_pinned(request: &PinnedRequest, sm_count: u32) -> Result<(), RunnerError> {
+    let bad = |why: String| Err(RunnerError::InvalidRequest(why));
+    if request.sms.is_empty() || request.sms.len() != request.chains.len() {
+        return bad(format!(
+            "a pinned chase needs one chain per SM and at least one SM: {} SMs, {} chains",
+            request.sms.len(),
+            request.chains.len()
+        ));
+    }
+    if request.steps == 0 {
+        return bad("a pinned chase needs at least one timed step".into());
+    }
+    for (k, &sm) in request.sms.iter().enumerate() {
+        if sm >= sm_count {
+            return bad(format!("SM {sm} does not exist: the device has {sm_count}"));
+        }
+        if request.sms[..k].contains(&sm) {
+            return bad(format!("SM {sm} is asked for twice"));
+        }
+    }
+    if request
+        .chains
+        .windows(2)
+        .any(|pair| pair[0].stride != pair[1].stride)
+    {
+        return bad("all chains of one launch must share one stride".into());
+    }
+    Ok(())
+}
+
 /// Checks what every backend requires of a [`ChaseRequest`]'s `written_bytes`: a multiple
 /// of 4, at most the stride, with `flush_l2`, on a global path (the others copy the chain
 /// elsewhere before the chase).
@@ -283,6 +366,13 @@ pub trait Backend {
     /// # Errors
     /// A [`RunnerError`] when the request does not fit the device or the launch fails.
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError>;
+
+    /// Runs coarse `.cg` chases pinned to chosen SMs (the L2 pair test).
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the request does not fit the device or the launch fails; a
+    /// launch that did not reach every SM is not an error (see [`PinnedRun::complete`]).
+    fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError>;
 
     /// The SM clock while the GPU is busy, in MHz, measured against a wall clock.
     ///

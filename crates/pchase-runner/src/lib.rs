@@ -27,7 +27,7 @@ pub mod sim;
 
 pub use backend::{
     Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, Phase,
-    TwoPhaseRequest,
+    PinnedRequest, PinnedRun, PinnedSlot, TwoPhaseRequest,
 };
 pub use device::{ComputeCapability, DeviceInfo};
 pub use error::RunnerError;

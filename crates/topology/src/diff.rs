@@ -305,6 +305,16 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
                 pa.and_then(|p| p.far_latency.as_ref()),
                 pb.and_then(|p| p.far_latency.as_ref()),
             );
+            d.size(
+                field("partitions.far_size"),
+                pa.and_then(|p| p.far_size.as_ref()),
+                pb.and_then(|p| p.far_size.as_ref()),
+            );
+            d.exact(
+                &field("partitions.near_keeps_far_copies"),
+                pa.and_then(|p| p.near_keeps_far_copies),
+                pb.and_then(|p| p.near_keeps_far_copies),
+            );
         }
     }
 

@@ -23,7 +23,7 @@ pub struct SchemaVersion {
 
 impl SchemaVersion {
     /// The version this crate writes.
-    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 1 };
+    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 2 };
 }
 
 impl fmt::Display for SchemaVersion {
@@ -359,6 +359,15 @@ pub struct L2Partitions {
     /// The latency of a hit in a far partition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub far_latency: Option<Latency>,
+    /// The capacity of the far side, every partition but the near one (schema 1.2): measured
+    /// as what an SM of the other partition gets alone, or derived as the L2 size minus
+    /// `size_each`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub far_size: Option<Size>,
+    /// Whether the near partition keeps copies of lines homed in a far one, so that each
+    /// SM's data takes room on both sides (schema 1.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_keeps_far_copies: Option<bool>,
 }
 
 impl L2Partitions {

@@ -280,6 +280,29 @@ impl Checker {
                     }
                 }
             }
+            if let Some(far) = &partitions.far_size {
+                self.size(&format!("{path}.far_size"), far);
+                let total = element
+                    .size
+                    .as_ref()
+                    .and_then(|s| s.bound.upper())
+                    .or(topology.device.l2_bytes);
+                let near = partitions
+                    .size_each
+                    .as_ref()
+                    .map_or(0, |each| each.bound.lower().0);
+                if let Some(total) = total {
+                    if far.bound.lower().0.saturating_add(near) > total.0 {
+                        self.fail(
+                            format!("{path}.far_size"),
+                            format!(
+                                "the far side ({}) and the near partition add up to more than the L2 total ({total})",
+                                far.bound.lower()
+                            ),
+                        );
+                    }
+                }
+            }
             if let Some(near) = &partitions.near_latency {
                 self.latency(&format!("{path}.near_latency"), near);
             }

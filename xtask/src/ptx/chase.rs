@@ -361,31 +361,123 @@ pub fn chase_entry(
         copy_timings_out(&mut w, "%r_steps", true);
         w.ins("st.global.u32 [%rd_block_out+4], %r_j");
     } else {
-        w.comment("Timed pass as a whole: one %clock64 interval over `steps` dependent loads.");
-        w.ins("mov.u32 %r_k, 0");
-        w.ins("mov.u64 %rd_c0, %clock64");
-        w.ins("setp.eq.u32 %p_loop, %r_steps, 0");
-        bra(&mut w, "@%p_loop ", "timed_done");
-        w.label("timed");
-        for instruction in &access.address {
-            w.ins(instruction);
-        }
-        w.ins(&access.load);
-        w.ins("add.u32 %r_k, %r_k, 1");
-        w.ins("setp.lt.u32 %p_loop, %r_k, %r_steps");
-        bra(&mut w, "@%p_loop ", "timed");
-        w.label("timed_done");
-        w.comment("Storing the final index needs the last load's result: the closing clock read");
-        w.comment("comes after it, so the last load is inside the interval.");
-        w.ins("st.global.u32 [%rd_block_out+4], %r_j");
-        w.ins("mov.u64 %rd_c1, %clock64");
-        w.ins("sub.u64 %rd_cycles, %rd_c1, %rd_c0");
+        coarse_timed_loop(&mut w, &access, "[%rd_block_out+4]");
         w.load_param("%rd_out_cycles", "out_cycles", ParamType::U64);
         w.ins("cvta.to.global.u64 %rd_out_cycles, %rd_out_cycles");
         w.ins("add.s64 %rd_cycles_out, %rd_out_cycles, %rd_block_off");
         w.ins("st.global.u64 [%rd_cycles_out], %rd_cycles");
     }
     w.ins("st.global.u32 [%rd_block_out], %r_smid");
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
+
+/// The coarse timed pass: one `%clock64` interval over `%r_steps` dependent loads, closed
+/// after the final index is stored to `final_index` (so the last load is inside it); the
+/// interval ends in `%rd_cycles`.
+fn coarse_timed_loop(w: &mut EntryWriter, access: &Access, final_index: &str) {
+    w.comment("Timed pass as a whole: one %clock64 interval over `steps` dependent loads.");
+    w.ins("mov.u32 %r_k, 0");
+    w.ins("mov.u64 %rd_c0, %clock64");
+    w.ins("setp.eq.u32 %p_loop, %r_steps, 0");
+    bra(w, "@%p_loop ", "timed_done");
+    w.label("timed");
+    for instruction in &access.address {
+        w.ins(instruction);
+    }
+    w.ins(&access.load);
+    w.ins("add.u32 %r_k, %r_k, 1");
+    w.ins("setp.lt.u32 %p_loop, %r_k, %r_steps");
+    bra(w, "@%p_loop ", "timed");
+    w.label("timed_done");
+    w.comment("Storing the final index needs the last load's result: the closing clock read");
+    w.comment("comes after it, so the last load is inside the interval.");
+    w.ins(&format!("st.global.u32 {final_index}, %r_j"));
+    w.ins("mov.u64 %rd_c1, %clock64");
+    w.ins("sub.u64 %rd_cycles, %rd_c1, %rd_c0");
+}
+
+/// `chase_pinned_<path>`: coarse chases on chosen SMs, all starting together.
+pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    let access = access(path);
+    w.comment(&format!(
+        "Coarse chases through {} pinned to chosen SMs. Thread 0 of every block reads %smid;",
+        path.name()
+    ));
+    w.comment("a block on a wanted SM claims that SM's slot (first come), the others leave.");
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
+    bra(&mut w, "@%p_idle ", "exit");
+    w.ins("mov.u32 %r_smid, %smid");
+    w.load_param("%rd_sms", "sms", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_sms, %rd_sms");
+    w.load_param("%r_slots", "slots", ParamType::U32);
+    w.ins("mov.u32 %r_row, 0");
+    w.ins("setp.eq.u32 %p_loop, %r_slots, 0");
+    bra(&mut w, "@%p_loop ", "exit");
+    w.label("find");
+    w.ins("mul.wide.u32 %rd_sm_off, %r_row, 4");
+    w.ins("add.s64 %rd_sm_addr, %rd_sms, %rd_sm_off");
+    w.ins("ld.global.u32 %r_wanted, [%rd_sm_addr]");
+    w.ins("setp.eq.u32 %p_found, %r_wanted, %r_smid");
+    bra(&mut w, "@%p_found ", "found");
+    w.ins("add.u32 %r_row, %r_row, 1");
+    w.ins("setp.lt.u32 %p_loop, %r_row, %r_slots");
+    bra(&mut w, "@%p_loop ", "find");
+    bra(&mut w, "", "exit");
+    w.label("found");
+    w.comment("Claim slot `row`: only the first block on this SM gets 0 back.");
+    w.load_param("%rd_claims", "claims", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_claims, %rd_claims");
+    w.ins("mul.wide.u32 %rd_claim_off, %r_row, 4");
+    w.ins("add.s64 %rd_claim, %rd_claims, %rd_claim_off");
+    w.ins("atom.global.cas.b32 %r_old, [%rd_claim], 0, 1");
+    w.ins("setp.ne.u32 %p_taken, %r_old, 0");
+    bra(&mut w, "@%p_taken ", "exit");
+    w.ins("mul.wide.u32 %rd_count_off, %r_slots, 4");
+    w.ins("add.s64 %rd_count, %rd_claims, %rd_count_off");
+    w.ins("atom.global.add.u32 %r_old, [%rd_count], 1");
+    w.comment("Wait (at most wait_cycles) until every slot is claimed, so the chases overlap;");
+    w.comment("the count is read with an atomic, which the L2 serves, never a stale L1 copy.");
+    w.load_param("%rd_wait", "wait_cycles", ParamType::U64);
+    w.ins("mov.u32 %r_together, 0");
+    w.ins("mov.u64 %rd_w0, %clock64");
+    w.label("wait");
+    w.ins("atom.global.add.u32 %r_claimed, [%rd_count], 0");
+    w.ins("setp.ge.u32 %p_all, %r_claimed, %r_slots");
+    bra(&mut w, "@%p_all ", "all_claimed");
+    w.ins("mov.u64 %rd_now, %clock64");
+    w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_w0");
+    w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_wait");
+    bra(&mut w, "@%p_loop ", "wait");
+    bra(&mut w, "", "go");
+    w.label("all_claimed");
+    w.ins("mov.u32 %r_together, 1");
+    w.label("go");
+    w.load_param("%r_warmup", "warmup_steps", ParamType::U32);
+    w.load_param("%r_steps", "steps", ParamType::U32);
+    first_element(&mut w);
+    global_chain_base(&mut w);
+    w.ins("mov.u32 %r_j, 0");
+    w.blank();
+    warmup_loop(&mut w, &access);
+    w.blank();
+    w.load_param("%rd_out_slot", "out_slot", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out_slot, %rd_out_slot");
+    w.ins("mul.wide.u32 %rd_slot_off, %r_row, 16");
+    w.ins("add.s64 %rd_slot_out, %rd_out_slot, %rd_slot_off");
+    coarse_timed_loop(&mut w, &access, "[%rd_slot_out+8]");
+    w.load_param("%rd_out_cycles", "out_cycles", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out_cycles, %rd_out_cycles");
+    w.ins("mul.wide.u32 %rd_cycles_off, %r_row, 8");
+    w.ins("add.s64 %rd_cycles_out, %rd_out_cycles, %rd_cycles_off");
+    w.ins("st.global.u64 [%rd_cycles_out], %rd_cycles");
+    w.ins("mov.u32 %r_ran, 1");
+    w.ins("st.global.u32 [%rd_slot_out], %r_ran");
+    w.ins("st.global.u32 [%rd_slot_out+4], %r_smid");
+    w.ins("st.global.u32 [%rd_slot_out+12], %r_together");
     w.label("exit");
     w.ins("ret");
     w.finish()

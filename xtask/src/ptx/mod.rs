@@ -91,6 +91,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
                 chase::chase_entry(kernel, path, granularity)?
             }
             KernelKind::ChaseDistributedShared => chase::dsmem_entry(kernel)?,
+            KernelKind::ChasePinned { path } => chase::pinned_entry(kernel, path)?,
             KernelKind::InitChain => chase::init_chain_entry(kernel)?,
             KernelKind::ClockOverhead => chase::clock_overhead_entry(kernel)?,
             KernelKind::SmClock => chase::sm_clock_entry(kernel)?,

@@ -36,7 +36,8 @@ fn entry_names_are_unique_and_found_by_name() {
         assert!(std::ptr::eq(found, kernel));
     }
     let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
-    assert_eq!(seen.len(), 2 * LoadPath::ALL.len() + 4 + two_phase);
+    // init_chain, clock_overhead, sm_clock, chase_pinned_global_cg, chase_fine_dsmem.
+    assert_eq!(seen.len(), 2 * LoadPath::ALL.len() + 5 + two_phase);
     assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
 }
 

@@ -64,10 +64,11 @@ fn only_sm_90_modules_use_sm_90_features() {
 
 #[test]
 fn pchase_uses_only_instructions_of_isa_7_0_on_sm_50() {
-    // Everything here exists since PTX ISA 3.1 on sm_35 or older (ld.global.nc: sm_32).
+    // Everything here exists since PTX ISA 3.1 on sm_35 or older (ld.global.nc: sm_32;
+    // 32-bit global atom.cas / atom.add: sm_11).
     const ALLOWED: &[&str] = &[
         "mov", "setp", "selp", "bra", "ret", "ld", "st", "tex", "cvta", "cvt", "mul", "add", "sub",
-        "shl", "or", "bar",
+        "shl", "or", "bar", "atom",
     ];
     let parsed = parse_module(catalogue::pchase_module().ptx());
     for entry in &parsed.entries {

@@ -439,3 +439,56 @@ fn dsmem_chase_reads_the_shared_memory_of_cluster_rank_1() {
         "mapa's source {source} is not a generic shared-memory address"
     );
 }
+
+/// The pinned chase reads `%smid`, claims its slot with a compare-and-swap and counts
+/// itself in before the first chase load, waits in a loop that reads the count atomically
+/// and is bounded by `%clock64`, then has an untimed warm-up loop and a timed loop over
+/// the `.cg` load bracketed by `%clock64`.
+#[test]
+fn the_pinned_chase_claims_its_sm_before_it_chases() {
+    let kernel = catalogue::chase_pinned_global_cg();
+    let module = parse_module(kernel.module().ptx());
+    let entry = module.entry(kernel.entry());
+    let body: Vec<Instruction> = entry.instructions().cloned().collect();
+    let position = |what: &str, test: &dyn Fn(&Instruction) -> bool| {
+        body.iter()
+            .position(test)
+            .unwrap_or_else(|| panic!("no {what}"))
+    };
+    let smid = position("%smid read", &|i| i.operands.iter().any(|o| o == "%smid"));
+    let cas = position("claim", &|i| i.opcode == "atom.global.cas.b32");
+    let count = position("count", &|i| i.opcode == "atom.global.add.u32");
+    let load = position("chase load", &|i| i.opcode == "ld.global.cg.u32");
+    assert!(
+        smid < cas && cas < count && count < load,
+        "{smid} {cas} {count} {load}"
+    );
+    let loops = entry.loops();
+    let wait = loops
+        .iter()
+        .find(|body| body.iter().any(|i| i.opcode == "atom.global.add.u32"))
+        .expect("a wait loop");
+    assert!(
+        wait.iter().any(Instruction::is_clock64_read),
+        "bounded wait"
+    );
+    assert!(!wait.iter().any(|i| i.opcode == "ld.global.cg.u32"));
+    // The warm-up loop and the timed loop, whose %clock64 reads are outside it.
+    assert_eq!(untimed_loops_loading(kernel, "ld.global.cg.u32"), 2);
+    let timed = body
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.is_clock64_read())
+        .map(|(k, _)| k)
+        .filter(|&k| k > load)
+        .collect::<Vec<_>>();
+    let last_load = body
+        .iter()
+        .rposition(|i| i.opcode == "ld.global.cg.u32")
+        .expect("load");
+    assert!(
+        timed.first().is_some_and(|&t| t < last_load)
+            && timed.last().is_some_and(|&t| t > last_load),
+        "the timed load between two %clock64 reads"
+    );
+}

@@ -19,8 +19,9 @@ use pchase_kernels::{catalogue, ChainArgument, Granularity, Kernel};
 
 use crate::{
     backend::{
-        check_two_phase, check_written, Backend, BlockSamples, Carveout, ChaseMode, ChaseRequest,
-        ChaseRun, LoadPath, Phase, TwoPhaseRequest,
+        check_pinned, check_two_phase, check_written, Backend, BlockSamples, Carveout, ChaseMode,
+        ChaseRequest, ChaseRun, LoadPath, Phase, PinnedRequest, PinnedRun, PinnedSlot,
+        TwoPhaseRequest,
     },
     device::{ComputeCapability, DeviceInfo},
     error::RunnerError,
@@ -30,6 +31,13 @@ use driver::{Arg, LaunchShape, LinearTexture, LoadedFunction, LoadedModule};
 /// Chains of different blocks start this many elements apart at least (128 KiB), so that
 /// no two blocks share a cache line or a DRAM page's neighbourhood by accident.
 const BLOCK_ALIGN_ELEMS: u64 = 32 * 1024;
+
+/// Blocks per SM of a pinned launch: enough that every SM receives one.
+const PINNED_BLOCKS_PER_SM: u32 = 4;
+
+/// How long (SM cycles, about 70 ms at 2 GHz) a pinned slot waits for the others before it
+/// chases alone (and reports that it did).
+const PINNED_WAIT_CYCLES: u64 = 1 << 27;
 
 /// `CU_SHAREDMEM_CARVEOUT_DEFAULT`.
 const CARVEOUT_DEFAULT: i32 = -1;
@@ -726,6 +734,90 @@ impl Backend for CudaBackend {
         }
         Ok(ChaseRun {
             blocks: results,
+            gpu_time,
+        })
+    }
+
+    fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
+        check_pinned(request, self.info.sm_count)?;
+        // The chains are laid out as for an ordinary chase with one block per slot.
+        let as_chase = ChaseRequest {
+            path: LoadPath::GlobalCg,
+            mode: ChaseMode::Coarse,
+            chains: request.chains.clone(),
+            warmup_steps: request.warmup_steps,
+            steps: request.steps,
+            carveout: Carveout::Percent(0),
+            flush_l2: false,
+            reserve_shared_bytes: 0,
+            written_bytes: 0,
+        };
+        let plan = ChainPlan::new(&as_chase, &self.info)?;
+        let chain = self.build_chains(&plan)?;
+        let kernel = catalogue::chase_pinned_global_cg();
+        let function = self.function(kernel)?;
+        self.configure_shared(&function, 0, Carveout::Percent(0))?;
+        let slots = request.sms.len();
+        let sms = DeviceBuffer::from_slice(&request.sms).map_err(cuda_error("cuMemcpyHtoD"))?;
+        let claims = DeviceBuffer::<u32>::zeroed(slots + 1).map_err(cuda_error("cuMemAlloc"))?;
+        let cycles = DeviceBuffer::<u64>::zeroed(slots).map_err(cuda_error("cuMemAlloc"))?;
+        let out_slot = DeviceBuffer::<u32>::zeroed(4 * slots).map_err(cuda_error("cuMemAlloc"))?;
+        // Many more blocks than SMs, all resident at once (32 threads each, no shared
+        // memory), so that every SM receives at least one.
+        let shape = LaunchShape {
+            grid: (PINNED_BLOCKS_PER_SM * self.info.sm_count.max(1), 1),
+            threads: 32,
+            shared_bytes: 0,
+        };
+        let gpu_time = self.timed_launch(
+            &function,
+            shape,
+            &[
+                ("chain", Arg::U64(chain)),
+                ("block_stride", Arg::U64(plan.block_stride)),
+                ("sms", Arg::U64(sms.as_device_ptr().as_raw())),
+                ("slots", Arg::U32(slots as u32)),
+                ("claims", Arg::U64(claims.as_device_ptr().as_raw())),
+                ("wait_cycles", Arg::U64(PINNED_WAIT_CYCLES)),
+                ("warmup_steps", Arg::U32(request.warmup_steps)),
+                ("steps", Arg::U32(request.steps)),
+                ("out_cycles", Arg::U64(cycles.as_device_ptr().as_raw())),
+                ("out_slot", Arg::U64(out_slot.as_device_ptr().as_raw())),
+            ],
+        )?;
+        let host_cycles = to_host(&cycles)?;
+        let host_slot = to_host(&out_slot)?;
+        let loads = u64::from(request.warmup_steps) + u64::from(request.steps);
+        let mut out = Vec::with_capacity(slots);
+        for (s, &wanted) in request.sms.iter().enumerate() {
+            let record = &host_slot[4 * s..4 * s + 4];
+            if record[0] == 0 {
+                out.push(None);
+                continue;
+            }
+            let slot = PinnedSlot {
+                sm: record[1],
+                total_cycles: host_cycles[s],
+                final_index: record[2],
+                together: record[3] != 0,
+            };
+            if slot.sm != wanted {
+                return Err(RunnerError::WrongResult(format!(
+                    "pinned slot {s} ran on SM {}, not on SM {wanted}",
+                    slot.sm
+                )));
+            }
+            let expected = plan.index_after(s, loads);
+            if slot.final_index != expected {
+                return Err(RunnerError::WrongResult(format!(
+                    "pinned slot {s} (SM {wanted}): the chase ended on index {}, the chain says {expected}",
+                    slot.final_index
+                )));
+            }
+            out.push(Some(slot));
+        }
+        Ok(PinnedRun {
+            slots: out,
             gpu_time,
         })
     }

@@ -21,7 +21,7 @@ use topology::LatencySummary;
 use crate::{
     backend::{
         Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, Phase,
-        TwoPhaseRequest,
+        PinnedRequest, TwoPhaseRequest,
     },
     error::RunnerError,
 };
@@ -47,18 +47,21 @@ pub struct L2Findings {
     /// Capacity of the near partition, bytes, and whether it was measured (`true`: a rise
     /// in the size sweep) or derived (`false`: half the API size).
     pub near_capacity: Option<(u64, bool)>,
+    /// Capacity of the far side, bytes, and whether it was measured (`true`: the capacity an
+    /// SM of the other partition gets alone, found by the pair test) or derived (`false`: the
+    /// API's L2 size minus the near capacity).
+    pub far_capacity: Option<(u64, bool)>,
     /// Where the sweep's last rise is (the L2 as one SM sees it), bytes.
     pub total_seen: Option<u64>,
     /// Whether the near partition keeps copies of far lines. Where two SMs at once found a
-    /// partner that shares their budget and one that does not ([`L2Findings::pairs`]), by
-    /// capacity: `Some(true)` when two SMs of different halves together hold less than
-    /// 85 % of the near capacity each (each SM's lines take room in both halves). Otherwise
-    /// by latency: `Some(true)` when every line of a quarter-L2 array came back at one
-    /// (near) latency and, past the near capacity, the far-homed lines came back slower;
-    /// `Some(false)` when far lines were slower already at a quarter of the L2. `None` with
-    /// one partition, or when two SMs at once found a sharing and a separate partner but
-    /// the separate pair was not placed again to measure its capacity (the two tests then
-    /// cannot be weighed against each other).
+    /// partner that does not share their budget ([`L2Findings::pairs`]), by capacity:
+    /// `Some(true)` when two SMs of different halves hold less than 85 % of the near
+    /// capacity each (each SM's lines take room in both halves). Otherwise by latency:
+    /// `Some(true)` when every line of a quarter-L2 array came back at one (near) latency
+    /// and, past the near capacity, the far-homed lines came back slower; `Some(false)` when
+    /// far lines were slower already at a quarter of the L2. `None` with one partition, or
+    /// when the separate pair's capacity stayed a bound (its launches stopped starting on
+    /// both SMs together).
     pub keeps_copies: Option<bool>,
     /// The size sweep.
     pub curve: RawCurve,
@@ -81,22 +84,27 @@ pub struct L2Findings {
 /// What two SMs chasing their own arrays at the same time showed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct L2Pairs {
-    /// The first block's SM.
+    /// The first SM of every pair (SM 0).
     pub sm: u32,
     /// An SM whose array, with the first SM's, missed at 60 % of the near capacity each
     /// (the two share one budget: the same half of the L2).
     pub sharing_sm: Option<u32>,
     /// An SM whose array did not (the other half).
     pub separate_sm: Option<u32>,
-    /// With the separate SM (the same two SMs in every launch counted): the largest tried
-    /// array per SM (a multiple of 10 % of the near capacity) at which both still hit,
-    /// bytes; a lower bound where the pair did not come up again for the next size.
+    /// With the separate SM: the largest tried array per SM (a multiple of 5 % of the near
+    /// capacity, from 60 %) at which both still hit, bytes.
     pub separate_capacity: Option<u64>,
-    /// Whether `separate_capacity` is the answer (the same pair missed at the next size, or
-    /// held the whole near capacity), not a bound.
+    /// Whether `separate_capacity` is the answer (the pair missed at the next size, or
+    /// held the whole near capacity), not a bound (a launch at the next size never started
+    /// on both SMs together).
     pub separate_capacity_exact: bool,
-    /// Every pair launch: (the two SMs, bytes per SM, their mean cycles per load).
+    /// The capacity the separate SM gets alone, bytes: the partition that is far from
+    /// [`L2Pairs::sm`], as its own SMs get it. `None` where it could not be measured.
+    pub far_capacity: Option<u64>,
+    /// Every pair launch that started on both SMs together.
     pub launches: Vec<PairLaunch>,
+    /// The separate SM alone: each array size tried (bytes) and its mean cycles per load.
+    pub alone: Vec<(u64, f64)>,
 }
 
 /// One launch of two SMs at once.
@@ -108,6 +116,17 @@ pub struct PairLaunch {
     pub bytes: u64,
     /// Their mean cycles per load (with the clock overhead).
     pub means: (f64, f64),
+}
+
+impl PairLaunch {
+    fn new(sms: &[u32; 2], bytes: u64, means: &[f64]) -> PairLaunch {
+        let mean = |i: usize| means.get(i).copied().unwrap_or(f64::NAN);
+        PairLaunch {
+            sms: (sms[0], sms[1]),
+            bytes,
+            means: (mean(0), mean(1)),
+        }
+    }
 }
 
 /// How the L2's sector was found.
@@ -449,131 +468,193 @@ fn hit_miss_threshold(cold: &[u32], per: usize, far: Option<f64>) -> Option<f64>
     (fast_miss > slow_hit).then_some((1.25 * slow_hit + 4.0).min((slow_hit + fast_miss) / 2.0))
 }
 
-/// Blocks 0 and `b` chasing their own arrays of `bytes` at the same time (the blocks
-/// between them chase one line each): their SMs and mean cycles per load.
-fn pair_means<B: Backend>(
+/// Launches of a pinned chase tried before a measurement counts as lost (each launch that
+/// did not reach every wanted SM, or whose slots did not start together, is repeated).
+const PINNED_TRIES: usize = 4;
+
+/// Mean cycles per `.cg` load of each SM of `sms`, all chasing their own array of `bytes`
+/// (one node per 128-byte line) at the same time: `warm_passes` untimed passes, then at most
+/// 64 Ki timed loads. `None` when no launch in [`PINNED_TRIES`] reached every SM together.
+fn pinned_means<B: Backend>(
     backend: &mut B,
-    b: usize,
+    sms: &[u32],
     bytes: u64,
+    warm_passes: u32,
     gpu_time: &mut Duration,
-) -> Result<PairLaunch, RunnerError> {
-    let big = ChainSpec::new(bytes / 128 * 128, 128)?;
-    let tiny = ChainSpec::new(128, 128)?;
-    let chains: Vec<ChainSpec> = (0..=b)
-        .map(|i| if i == 0 || i == b { big } else { tiny })
-        .collect();
-    let nodes = u32::try_from(big.nodes()).unwrap_or(u32::MAX);
+) -> Result<Option<Vec<f64>>, RunnerError> {
+    let chain = ChainSpec::new(bytes / 128 * 128, 128)?;
+    let nodes = u32::try_from(chain.nodes()).unwrap_or(u32::MAX);
     let steps = nodes.min(1 << 16);
-    let run = backend.chase(&ChaseRequest {
-        path: LoadPath::GlobalCg,
-        mode: ChaseMode::Coarse,
-        chains,
-        // Two passes each, interleaved in time, before the timed loads: both arrays are
-        // then in whatever share of the L2 the pair gets.
-        warmup_steps: nodes.saturating_mul(2),
+    let request = PinnedRequest {
+        sms: sms.to_vec(),
+        chains: vec![chain; sms.len()],
+        warmup_steps: nodes.saturating_mul(warm_passes),
         steps,
-        carveout: Carveout::Percent(0),
-        flush_l2: false,
-        reserve_shared_bytes: 0,
-        written_bytes: 0,
-    })?;
-    *gpu_time += run.gpu_time;
-    let mean = |i: usize| -> Result<(u32, f64), RunnerError> {
-        let block = run
-            .blocks
-            .get(i)
-            .ok_or_else(|| RunnerError::WrongResult("a pair launch lost a block".into()))?;
-        let cycles = block.total_cycles.ok_or_else(|| {
-            RunnerError::WrongResult("a coarse pair launch reported no cycles".into())
-        })?;
-        Ok((block.smid, cycles as f64 / f64::from(steps)))
     };
-    let ((sm_a, mean_a), (sm_b, mean_b)) = (mean(0)?, mean(b)?);
-    log::debug!(
-        "L2 pair: SMs {sm_a} and {sm_b}, {} B each: {mean_a:.1} and {mean_b:.1} cycles per load",
-        big.bytes
-    );
-    Ok(PairLaunch {
-        sms: (sm_a, sm_b),
-        bytes: big.bytes,
-        means: (mean_a, mean_b),
-    })
+    for _ in 0..PINNED_TRIES {
+        let run = backend.pinned_chase(&request)?;
+        *gpu_time += run.gpu_time;
+        if !run.complete() {
+            log::debug!("L2 pinned launch on SMs {sms:?} did not start together; again");
+            continue;
+        }
+        let means: Vec<f64> = run
+            .slots
+            .iter()
+            .flatten()
+            .map(|slot| slot.total_cycles as f64 / f64::from(steps))
+            .collect();
+        log::debug!(
+            "L2 pinned: SMs {sms:?}, {} B each: {means:.1?} cycles per load",
+            chain.bytes
+        );
+        return Ok(Some(means));
+    }
+    Ok(None)
 }
 
-/// Two SMs at once. Block 0 and block `j` each chase an array of 60 % of the near capacity
-/// at the same time (`j` spread over the grid, up to 15 of them); a pair in which either
-/// misses (mean above 1.1 × the sweep's plateau) shares one budget, a pair in which both hit
-/// does not. With a partner that does not share, arrays of 60 %, 70 %, … 100 % of the near
-/// capacity each give the most the pair holds per SM. If the two halves of the L2 were
-/// independent, that would be the near capacity; if each SM's lines also occupy the other
-/// half (a copy near, the line at its home), it is less (about 2/3 of a half).
+/// Two SMs at once, pinned to chosen SMs (every launch runs the same two): SM 0 and SM `j`
+/// (`j` spread over the device, up to 15 of them, halfway first) each chase an array of 60 % of the near
+/// capacity. A pair in which either misses (mean above 1.1 × the sweep's plateau) shares
+/// one budget; a pair in which both hit does not. With a partner that does not share,
+/// arrays of 65 %, 70 %, … 100 % of the near capacity each give the most the pair holds per
+/// SM. If the two halves of the L2 were independent, that would be the near capacity; if
+/// each SM's lines also occupy the other half (a copy near, the line at its home), it is
+/// less (2/3 of a half). Then the separate SM alone: where its own array stops fitting is
+/// the capacity of the partition that is far from SM 0, as its own SMs get it.
 fn l2_pairs<B: Backend>(
     backend: &mut B,
     near: u64,
     plateau: f64,
     gpu_time: &mut Duration,
 ) -> Result<Result<L2Pairs, String>, RunnerError> {
-    let blocks = backend.device().sm_count as usize;
-    if blocks < 2 {
+    let sm_count = backend.device().sm_count;
+    if sm_count < 2 {
         return Ok(Err("one SM: no pairs".into()));
     }
-    let fits = |l: &PairLaunch| l.means.0 <= 1.1 * plateau && l.means.1 <= 1.1 * plateau;
+    let fits = |means: &[f64]| means.iter().all(|&m| m <= 1.1 * plateau);
     let mut pairs = L2Pairs {
         sm: 0,
         sharing_sm: None,
         separate_sm: None,
         separate_capacity: None,
         separate_capacity_exact: false,
+        far_capacity: None,
         launches: Vec::new(),
+        alone: Vec::new(),
     };
-    let trial = near / 10 * 6;
-    let mut separate_block = None;
-    let mut candidates: Vec<usize> = (1..16).map(|k| (k * blocks / 16).max(1)).collect();
-    candidates.dedup();
-    for j in candidates {
-        let launch = pair_means(backend, j, trial, gpu_time)?;
-        pairs.sm = launch.sms.0;
-        if fits(&launch) {
-            if pairs.separate_sm.is_none() {
-                pairs.separate_sm = Some(launch.sms.1);
-                separate_block = Some(j);
-            }
-        } else if pairs.sharing_sm.is_none() {
-            pairs.sharing_sm = Some(launch.sms.1);
+    let trial = near / 20 * 12;
+    // Partners k/16 of the way through the SMs, halves first, then quarters, eighths,
+    // sixteenths: SMs far apart in number come first, where another partition is likeliest.
+    let mut partners: Vec<u32> = Vec::new();
+    for k in [8, 4, 12, 2, 6, 10, 14, 1, 3, 5, 7, 9, 11, 13, 15] {
+        let sm = (k * sm_count / 16).max(1);
+        if !partners.contains(&sm) {
+            partners.push(sm);
         }
-        pairs.launches.push(launch);
+    }
+    let mut lost = 0;
+    for partner in partners {
+        let sms = [pairs.sm, partner];
+        let Some(means) = pinned_means(backend, &sms, trial, 2, gpu_time)? else {
+            lost += 1;
+            continue;
+        };
+        pairs.launches.push(PairLaunch::new(&sms, trial, &means));
+        if fits(&means) {
+            pairs.separate_sm.get_or_insert(partner);
+        } else {
+            pairs.sharing_sm.get_or_insert(partner);
+        }
         if pairs.separate_sm.is_some() && pairs.sharing_sm.is_some() {
             break;
         }
     }
-    // The same two SMs must run every size: the hardware places blocks on SMs afresh at
-    // each launch (on the H200 block 0 lands on one of two SMs, the others move too), so a
-    // launch that put the blocks elsewhere is repeated, up to four times.
-    if let (Some(j), Some(separate)) = (separate_block, pairs.separate_sm) {
-        let wanted = (pairs.sm, separate);
-        let mut held = Some(trial);
-        let mut exact = true;
-        'sizes: for tenths in 7..=10u64 {
-            for _ in 0..4 {
-                let launch = pair_means(backend, j, near / 10 * tenths, gpu_time)?;
-                pairs.launches.push(launch);
-                if launch.sms != wanted {
-                    continue;
+    let Some(separate) = pairs.separate_sm else {
+        return Ok(if lost > 0 {
+            Err(format!("{lost} pair launch(es) never started together, and no other pair held 60 % of the near capacity each"))
+        } else {
+            Ok(pairs)
+        });
+    };
+    // The separate pair's capacity, by 5 % of the near capacity.
+    let sms = [pairs.sm, separate];
+    let mut held = trial;
+    let mut exact = true;
+    for twentieths in 13..=20u64 {
+        let bytes = near / 20 * twentieths;
+        match pinned_means(backend, &sms, bytes, 2, gpu_time)? {
+            Some(means) => {
+                pairs.launches.push(PairLaunch::new(&sms, bytes, &means));
+                if !fits(&means) {
+                    break;
                 }
-                if !fits(&launch) {
-                    break 'sizes;
-                }
-                held = Some(launch.bytes);
-                continue 'sizes;
+                held = bytes;
             }
-            // The pair did not come up again: what it held so far is a bound.
-            exact = false;
+            None => {
+                exact = false;
+                break;
+            }
+        }
+    }
+    pairs.separate_capacity = Some(held);
+    pairs.separate_capacity_exact = exact;
+    pairs.far_capacity = far_capacity(backend, separate, near, &mut pairs.alone, gpu_time)?;
+    Ok(Ok(pairs))
+}
+
+/// The capacity one SM gets alone, by pinned one-SM chases from 70 % of `near` in steps of
+/// 10 % (up to 150 %), then four sizes between the last that fitted and the first that did
+/// not: the largest array whose mean stays within 5 % of the first size's. `None` when a
+/// launch never reached the SM, or the first size already missed.
+fn far_capacity<B: Backend>(
+    backend: &mut B,
+    sm: u32,
+    near: u64,
+    alone: &mut Vec<(u64, f64)>,
+    gpu_time: &mut Duration,
+) -> Result<Option<u64>, RunnerError> {
+    let mut mean_at = |bytes: u64, gpu_time: &mut Duration| -> Result<Option<f64>, RunnerError> {
+        let mean =
+            pinned_means(backend, &[sm], bytes, 1, gpu_time)?.and_then(|m| m.first().copied());
+        if let Some(mean) = mean {
+            alone.push((bytes, mean));
+        }
+        Ok(mean)
+    };
+    let first = near / 10 * 7;
+    let Some(base) = mean_at(first, gpu_time)? else {
+        return Ok(None);
+    };
+    let (mut lo, mut hi) = (first, None);
+    for tenths in 8..=15u64 {
+        let bytes = near / 10 * tenths;
+        let Some(mean) = mean_at(bytes, gpu_time)? else {
+            return Ok(None);
+        };
+        if mean > 1.05 * base {
+            hi = Some(bytes);
             break;
         }
-        pairs.separate_capacity = held;
-        pairs.separate_capacity_exact = exact;
+        lo = bytes;
     }
-    Ok(Ok(pairs))
+    let Some(hi) = hi else {
+        // Never rose up to 1.5 × the near capacity: a bound, not a capacity.
+        return Ok(None);
+    };
+    let step = ((hi - lo) / 5).max(128) / 128 * 128;
+    for k in 1..=4 {
+        let bytes = lo + k * step;
+        if bytes >= hi {
+            break;
+        }
+        match mean_at(bytes, gpu_time)? {
+            Some(mean) if mean <= 1.05 * base => lo = bytes,
+            Some(_) => break,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(lo))
 }
 
 /// Nodes of the sector probe: 64 nodes 33 lines of 128 B apart (one line each, in 64 sets
@@ -841,14 +922,14 @@ pub fn measure_l2<B: Backend>(
         Some(near_bytes) => l2_pairs(backend, near_bytes, mean(0, 1), gpu_time)?,
         None => Err("no rise inside the L2: one SM already gets all of it".into()),
     };
-    // A pair test that found both kinds of partner but lost the separate pair before its
-    // capacity was known leaves the question open: on the H200 the latency test says "no
-    // copies" while the pairs that could be measured held well under the near capacity.
+    // A separate pair decides by capacity (it overrides the latency test: on the H200 that
+    // says "no copies" while the pair holds well under the near capacity). A pair whose
+    // capacity stayed a bound (its launches stopped starting together) leaves it open.
     if let (Ok(found), Some(near_bytes)) = (&pairs, near_rise) {
-        if found.sharing_sm.is_some() && found.separate_sm.is_some() {
+        if let (Some(_), Some(held)) = (found.separate_sm, found.separate_capacity) {
             keeps_copies = found
                 .separate_capacity_exact
-                .then(|| found.separate_capacity.unwrap_or(0) < near_bytes / 100 * 85);
+                .then_some(held < near_bytes / 100 * 85);
         }
     }
 
@@ -865,12 +946,27 @@ pub fn measure_l2<B: Backend>(
         (None, true) => Some((l2 / 2, false)),
         (None, false) => None,
     };
+    // The far side: measured from an SM of the other partition where the pair test found
+    // one, else the rest of the L2 the API reports.
+    let far_capacity = match (&pairs, near_capacity, far.is_some()) {
+        (
+            Ok(L2Pairs {
+                far_capacity: Some(bytes),
+                ..
+            }),
+            _,
+            _,
+        ) => Some((*bytes, true)),
+        (_, Some((near_bytes, _)), true) => Some((l2.saturating_sub(near_bytes), false)),
+        _ => None,
+    };
     Ok(L2Findings {
         near,
         far,
         near_share,
         separation,
         near_capacity,
+        far_capacity,
         total_seen,
         keeps_copies,
         fetch_granularity,

@@ -6,7 +6,7 @@ use topology::{
     QuantityKind, Size, Topology,
 };
 
-use super::{Element, ElementResult, Measurements, SizeFinding};
+use super::{l2::L2Pairs, Element, ElementResult, Measurements, SizeFinding};
 use crate::{backend::Carveout, device::DeviceInfo};
 
 /// The topology element an [`Element`] is written to.
@@ -197,45 +197,48 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
         }
     }
     if let Some(l2) = measured.l2.as_ref().filter(|l2| l2.far.is_some()) {
-        if let (None, Ok(p)) = (l2.keeps_copies, &l2.pairs) {
-            topo.add_note(Note {
-                severity: NoteSeverity::NotMeasured,
-                element: Some(ElementKind::L2),
-                quantity: Some(QuantityKind::Partitions),
-                message: format!(
-                    "whether the near partition keeps copies of far lines is undecided: far-homed lines are slower in a quarter-L2 array (no copies by latency), but two SMs at once, SM {} with SM {} (sharing one budget) and SM {} (not), were not placed on the same SMs again to measure the separate pair's capacity (at least {:.1} MiB each)",
+        let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+        let pair = match &l2.pairs {
+            Ok(p) => p.separate_sm.zip(p.separate_capacity).map(|s| (p, s)),
+            Err(_) => None,
+        };
+        let sharing = |p: &L2Pairs| {
+            p.sharing_sm.map_or_else(
+                || "no partner shared its budget".to_owned(),
+                |sm| format!("SM {sm} shares its budget"),
+            )
+        };
+        let message = match (l2.keeps_copies, pair) {
+            (None, Some((p, (sm, held)))) => Some((
+                NoteSeverity::NotMeasured,
+                format!(
+                    "whether the near partition keeps copies of far lines is undecided: SM {} and SM {sm} (the other half; {}) held at least {:.1} MiB each, but the launches at the next size never started on both SMs together",
                     p.sm,
-                    p.sharing_sm.unwrap_or(0),
-                    p.separate_sm.unwrap_or(0),
-                    p.separate_capacity.unwrap_or(0) as f64 / f64::from(1u32 << 20)
+                    sharing(p),
+                    mib(held)
                 ),
-            });
-        }
-        if let Some(copies) = l2.keeps_copies {
+            )),
+            (Some(copies), Some((p, (sm, held)))) => Some((
+                NoteSeverity::Info,
+                format!(
+                    "by capacity, two SMs at once pinned to their SMs: {}; SM {} and SM {sm} (the other half) each hold {:.1} MiB, {} the near capacity, so the near partition {}",
+                    sharing(p),
+                    p.sm,
+                    mib(held),
+                    if copies { "well under" } else { "about" },
+                    if copies { "keeps copies of far lines (each SM's lines take room in both halves)" } else { "keeps no copies of far lines (the halves are independent)" }
+                ),
+            )),
+            (Some(true), None) => Some((NoteSeverity::Info, "the near partition keeps copies of far lines: below the near capacity every line hits at the near latency, past it the far-homed lines come back slower".into())),
+            (Some(false), None) => Some((NoteSeverity::Info, "the near partition keeps no copies of far lines: far-homed lines are slower even in a quarter-L2 array (latency test)".into())),
+            (None, None) => None,
+        };
+        if let Some((severity, message)) = message {
             topo.add_note(Note {
-                severity: NoteSeverity::Info,
+                severity,
                 element: Some(ElementKind::L2),
                 quantity: Some(QuantityKind::Partitions),
-                message: match (&l2.pairs, copies) {
-                    (Ok(p), _)
-                        if p.sharing_sm.is_some()
-                            && p.separate_sm.is_some()
-                            && p.separate_capacity_exact =>
-                    {
-                        format!(
-                        "by capacity, two SMs at once: SM {} shares SM {}'s budget; with SM {} (the other half) each holds {} — {} the near capacity, so the near partition {}",
-                        p.sharing_sm.unwrap_or(0),
-                        p.sm,
-                        p.separate_sm.unwrap_or(0),
-                        p.separate_capacity
-                            .map_or_else(|| "less than 60 % of".to_owned(), |b| format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20))),
-                        if copies { "well under" } else { "about" },
-                        if copies { "keeps copies of far lines (each SM's lines take room in both halves)" } else { "keeps no copies of far lines (the halves are independent)" }
-                    )
-                    }
-                    (_, true) => "the near partition keeps copies of far lines: below the near capacity every line hits at the near latency, past it the far-homed lines come back slower".into(),
-                    (_, false) => "the near partition keeps no copies of far lines: far-homed lines are slower even in a quarter-L2 array (latency test)".into(),
-                },
+                message,
             });
         }
         let partitions = topo.element_mut(ElementKind::L2).partitions_mut();
@@ -245,13 +248,19 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
         // partitions apart (they share the far latency), and the share of near lines
         // varies between runs (0.3 to 0.45 on the H200), so it does not count them.
         partitions.count = Some(Count::new(2, Provenance::Derived));
-        if let Some((bytes, measured_here)) = l2.near_capacity {
-            partitions.size_each = Some(if measured_here {
-                Size::exact(Bytes(bytes), Provenance::Benchmark)
-            } else {
-                Size::exact(Bytes(bytes), Provenance::Derived)
-            });
-        }
+        let size = |(bytes, measured_here): (u64, bool)| {
+            Size::exact(
+                Bytes(bytes),
+                if measured_here {
+                    Provenance::Benchmark
+                } else {
+                    Provenance::Derived
+                },
+            )
+        };
+        partitions.size_each = l2.near_capacity.map(size);
+        partitions.far_size = l2.far_capacity.map(size);
+        partitions.near_keeps_far_copies = l2.keeps_copies;
     }
     if let Some(bytes) = measured.l2.as_ref().and_then(|l2| l2.fetch_granularity) {
         topo.element_mut(ElementKind::L2)

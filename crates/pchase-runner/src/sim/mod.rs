@@ -53,8 +53,9 @@ pub use profile::{
 };
 
 use crate::backend::{
-    check_two_phase, check_written, Backend, BlockSamples, ChainSpec, ChaseMode, ChaseRequest,
-    ChaseRun, LoadPath, Phase, TwoPhaseRequest,
+    check_pinned, check_two_phase, check_written, Backend, BlockSamples, Carveout, ChainSpec,
+    ChaseMode, ChaseRequest, ChaseRun, LoadPath, Phase, PinnedRequest, PinnedRun, PinnedSlot,
+    TwoPhaseRequest,
 };
 use crate::device::DeviceInfo;
 use crate::error::RunnerError;
@@ -327,6 +328,24 @@ fn serve(
         .map_or(route.memory_latency, |latency| latency + route.extra)
 }
 
+/// Cursors at index 0 of every chain, laid out as the kernels see them: one after the
+/// other, each on its own allocation (global paths) or 128-byte line (constant bank).
+fn chain_cursors(path: LoadPath, chains: &[ChainSpec]) -> Vec<ChainCursor> {
+    let mut cursors = Vec::with_capacity(chains.len());
+    let mut next_base = match path {
+        LoadPath::Constant => CONSTANT_BASE,
+        _ => GLOBAL_BASE,
+    };
+    for chain in chains {
+        cursors.push(ChainCursor::new(next_base, chain));
+        next_base += match path {
+            LoadPath::Constant => chain.bytes.next_multiple_of(CONSTANT_ALIGN),
+            _ => chain.bytes.next_multiple_of(ALLOCATION_ALIGN),
+        };
+    }
+    cursors
+}
+
 /// Checks a chain whose fields were set directly rather than through [`ChainSpec::new`].
 fn check_chain(chain: &ChainSpec) -> Result<(), RunnerError> {
     ChainSpec::new(chain.bytes, chain.stride).map(|_| ())
@@ -498,25 +517,34 @@ impl SimBackend {
     /// Places `count` blocks on SMs (block `b` on SM `b % sm_count`) and empties every cache
     /// the launch can reach: the caches of the SMs it uses, and the L2.
     fn start_launch(&mut self, count: usize, shared_bytes: u64) -> Vec<BlockState> {
+        let sm_count = self.sms.len();
+        let sms: Vec<usize> = (0..count).map(|b| b % sm_count).collect();
+        self.start_launch_on(&sms, shared_bytes)
+    }
+
+    /// Places block `b` on SM `sms[b]` (each below the SM count) and empties every cache
+    /// the launch can reach: the caches of those SMs, and the L2.
+    fn start_launch_on(&mut self, sms: &[usize], shared_bytes: u64) -> Vec<BlockState> {
         self.last_shared_bytes = Some(shared_bytes);
         let sm_count = self.sms.len();
         let partitions = self.l2.partitions.len();
-        let blocks: Vec<BlockState> = (0..count)
-            .map(|b| {
-                let sm = b % sm_count;
-                BlockState {
-                    sm,
-                    near_partition: sm * partitions / sm_count,
-                    cycles: 0,
-                    timed_cycles: 0,
-                    samples: BlockSamples {
-                        smid: u32::try_from(sm).unwrap_or(u32::MAX),
-                        ..BlockSamples::default()
-                    },
-                }
+        let blocks: Vec<BlockState> = sms
+            .iter()
+            .map(|&sm| BlockState {
+                sm,
+                near_partition: sm * partitions / sm_count,
+                cycles: 0,
+                timed_cycles: 0,
+                samples: BlockSamples {
+                    smid: u32::try_from(sm).unwrap_or(u32::MAX),
+                    ..BlockSamples::default()
+                },
             })
             .collect();
-        for sm in 0..count.min(sm_count) {
+        let mut used: Vec<usize> = sms.to_vec();
+        used.sort_unstable();
+        used.dedup();
+        for sm in used {
             self.prepare_sm(sm, shared_bytes);
         }
         self.l2.reset();
@@ -640,19 +668,7 @@ impl Backend for SimBackend {
         let shared_bytes = self.check_request(request)?;
         let path = request.path;
 
-        // Lay the chains out as the kernels see them.
-        let mut cursors = Vec::with_capacity(request.chains.len());
-        let mut next_base = match path {
-            LoadPath::Constant => CONSTANT_BASE,
-            _ => GLOBAL_BASE,
-        };
-        for chain in &request.chains {
-            cursors.push(ChainCursor::new(next_base, chain));
-            next_base += match path {
-                LoadPath::Constant => chain.bytes.next_multiple_of(CONSTANT_ALIGN),
-                _ => chain.bytes.next_multiple_of(ALLOCATION_ALIGN),
-            };
-        }
+        let mut cursors = chain_cursors(path, &request.chains);
         let mut blocks = self.start_launch(request.chains.len(), shared_bytes);
         // The launch starts with a cold L2 (a flush); a written chain then has the first
         // `written_bytes` of every node in it.
@@ -756,6 +772,49 @@ impl Backend for SimBackend {
             blocks: out,
             gpu_time,
         })
+    }
+
+    fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
+        check_pinned(request, self.profile.device.sm_count)?;
+        for chain in &request.chains {
+            check_chain(chain)?;
+        }
+        let shared_bytes = self.profile.shared_carveout_for(Carveout::Percent(0), 0)?;
+        let mut cursors = chain_cursors(LoadPath::GlobalCg, &request.chains);
+        // Every slot is reached and starts with the others: the simulated SMs are all free.
+        let sms: Vec<usize> = request.sms.iter().map(|&sm| sm as usize).collect();
+        let mut blocks = self.start_launch_on(&sms, shared_bytes);
+        let route = self.route(LoadPath::GlobalCg, 0);
+        let mut launch = self.launch();
+        launch.run_phase(
+            &mut blocks,
+            &mut cursors,
+            &route,
+            request.warmup_steps,
+            Timing::Untimed,
+        )?;
+        launch.run_phase(
+            &mut blocks,
+            &mut cursors,
+            &route,
+            request.steps,
+            Timing::Coarse,
+        )?;
+        let gpu_time = self.gpu_time(&blocks);
+        let overhead = u64::from(self.profile.clock.overhead_cycles);
+        let slots = blocks
+            .iter()
+            .zip(&cursors)
+            .map(|(block, cursor)| {
+                Some(PinnedSlot {
+                    sm: block.samples.smid,
+                    total_cycles: block.timed_cycles + overhead,
+                    final_index: cursor.index_u32(),
+                    together: true,
+                })
+            })
+            .collect();
+        Ok(PinnedRun { slots, gpu_time })
     }
 
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {

@@ -6,7 +6,8 @@
 use std::io::Write;
 
 use pchase_runner::{
-    cuda::CudaBackend, Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath, RunnerError,
+    cuda::CudaBackend, Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath,
+    PinnedRequest, PinnedRun, RunnerError,
 };
 
 /// The backend on device 0, or `None` with a message saying why the test skips.
@@ -217,4 +218,58 @@ fn a_parallel_fill_measures_like_a_single_thread_fill() {
         );
         assert!((parallel - single).abs() <= allowed, "{mib} MiB: {means:?}");
     }
+}
+
+/// The pinned chase runs each slot on the SM it names, every launch: the first SM, one
+/// halfway and the last, with different chain lengths (the backend checks each final
+/// index against its chain); a launch that did not start together is repeated, at most
+/// four times, as the L2 pair test does.
+#[test]
+fn pinned_chases_run_on_the_sms_they_name() {
+    let Some(mut gpu) = gpu_or_skip("pinned_chases_run_on_the_sms_they_name") else {
+        return;
+    };
+    let count = gpu.device().sm_count;
+    let sms = vec![0, count / 2, count - 1];
+    let request = PinnedRequest {
+        sms: sms.clone(),
+        chains: vec![
+            ChainSpec::new(64 * 1024, 128).unwrap(),
+            ChainSpec::new(1 << 20, 128).unwrap(),
+            ChainSpec::new(4 << 20, 128).unwrap(),
+        ],
+        warmup_steps: 10_000,
+        steps: 4096,
+    };
+    for launch in 0..3 {
+        let run = (0..4)
+            .map(|_| gpu.pinned_chase(&request).expect("pinned chase runs"))
+            .find(PinnedRun::complete)
+            .unwrap_or_else(|| panic!("launch {launch}: never started together in 4 tries"));
+        let ran: Vec<u32> = run.slots.iter().flatten().map(|s| s.sm).collect();
+        assert_eq!(ran, sms);
+        for slot in run.slots.iter().flatten() {
+            let per_load = slot.total_cycles as f64 / 4096.0;
+            // An L2 hit (or a DRAM access for the 4 MiB chain's first pass) per load.
+            assert!((100.0..2000.0).contains(&per_load), "{slot:?}");
+        }
+        eprintln!(
+            "pinned launch {launch}: {:?}",
+            run.slots
+                .iter()
+                .flatten()
+                .map(|s| (s.sm, s.total_cycles / 4096))
+                .collect::<Vec<_>>()
+        );
+    }
+    let bad = PinnedRequest {
+        sms: vec![count],
+        chains: vec![ChainSpec::new(4096, 128).unwrap()],
+        warmup_steps: 0,
+        steps: 1,
+    };
+    assert!(matches!(
+        gpu.pinned_chase(&bad),
+        Err(RunnerError::InvalidRequest(_))
+    ));
 }

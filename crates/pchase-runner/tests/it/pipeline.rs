@@ -2,9 +2,10 @@
 //! shipped profile and seeded random hierarchies.
 
 use pchase_runner::{
-    measure::{Element, MeasureOptions, Measurements, Session, SizeFinding},
+    measure::{l2::L2Findings, Element, MeasureOptions, Measurements, Session, SizeFinding},
     sim::{Associativity, Replacement, SimBackend, SimProfile},
-    Carveout, LoadPath,
+    Backend, Carveout, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PinnedRequest, PinnedRun,
+    RunnerError, TwoPhaseRequest,
 };
 
 fn measure(profile: &SimProfile) -> Measurements {
@@ -385,7 +386,8 @@ fn two_sms_at_once_show_copies_in_the_near_partition() {
     let mut profile = SimProfile::bundled("h200").expect("bundled");
     profile.l2.near_keeps_far_copies = true;
     let half = profile.l2.partition_bytes();
-    let l2 = measure_only(&profile, Element::L2).l2.expect("L2 measured");
+    let m = measure_only(&profile, Element::L2);
+    let l2 = m.l2.as_ref().expect("L2 measured");
     let (near, measured) = l2.near_capacity.expect("near capacity");
     assert!(measured, "a rise inside the L2");
     assert!(
@@ -403,11 +405,126 @@ fn two_sms_at_once_show_copies_in_the_near_partition() {
         held < near / 100 * 85 && held >= half / 2,
         "{held} of {near}"
     );
+    assert!(pairs.separate_capacity_exact);
     assert_eq!(l2.keeps_copies, Some(true));
+    // Every launch ran on the SMs it asked for: SM 0 and the partner of that step; the
+    // simulator puts SMs below half the count in partition 0, the others in partition 1.
+    let sm_count = profile.device.sm_count;
+    let separate = pairs.separate_sm.expect("separate");
+    assert!(separate >= sm_count / 2, "{pairs:?}");
+    assert!(
+        pairs.sharing_sm.expect("sharing") < sm_count / 2,
+        "{pairs:?}"
+    );
+    assert!(pairs.launches.iter().all(|l| l.sms.0 == 0));
+    // The far side, measured from the separate SM alone: the other partition, as one of
+    // its own SMs gets it, within the refinement step (2 % of the near capacity).
+    let (far, far_measured) = l2.far_capacity.expect("far capacity");
+    assert!(far_measured);
+    assert!(
+        far.abs_diff(near) <= near / 50 && far <= half,
+        "far {far}, near {near}, half {half}"
+    );
+    assert!(!pairs.alone.is_empty());
+    let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
+    topo.validate().expect("a valid topology");
+    let partitions = topo.l2_partitions().expect("partitions");
+    assert_eq!(partitions.near_keeps_far_copies, Some(true));
+    assert_eq!(
+        partitions.far_size.as_ref().map(|s| s.bound.lower().0),
+        Some(far)
+    );
     // Without copies one SM gets the whole L2, and the pair test has nothing to decide.
     let plain = measure_only(&SimProfile::bundled("h200").expect("bundled"), Element::L2)
         .l2
         .expect("L2 measured");
     assert!(plain.pairs.is_err());
     assert_eq!(plain.keeps_copies, Some(false));
+    // Its far side is then the rest of the L2, derived.
+    let (near_plain, _) = plain.near_capacity.expect("near capacity");
+    assert_eq!(
+        plain.far_capacity,
+        Some((profile.device.l2_bytes - near_plain, false))
+    );
+}
+
+/// A backend whose pinned launches fail to start together whenever `lose` says so (as a
+/// GPU that never puts a block on a wanted SM): the pair test repeats such launches and,
+/// where they never start, leaves the copies question open instead of guessing.
+/// Decides, from the launch's number (from 1) and request, whether it loses a slot.
+type Lose = Box<dyn FnMut(usize, &PinnedRequest) -> bool>;
+
+struct Unplaced {
+    sim: SimBackend,
+    pinned: usize,
+    lose: Lose,
+}
+
+impl Backend for Unplaced {
+    fn device(&self) -> &DeviceInfo {
+        self.sim.device()
+    }
+    fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
+        self.sim.chase(request)
+    }
+    fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
+        self.sim.clock_overhead(samples)
+    }
+    fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
+        self.sim.two_phase(request)
+    }
+    fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
+        let mut run = self.sim.pinned_chase(request)?;
+        self.pinned += 1;
+        if (self.lose)(self.pinned, request) {
+            run.slots[request.sms.len() - 1] = None;
+        }
+        Ok(run)
+    }
+    fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
+        self.sim.measure_sm_clock_mhz()
+    }
+}
+
+fn l2_with(lose: impl FnMut(usize, &PinnedRequest) -> bool + 'static) -> (L2Findings, usize) {
+    let mut profile = SimProfile::bundled("h200").expect("bundled");
+    profile.l2.near_keeps_far_copies = true;
+    let mut backend = Unplaced {
+        sim: SimBackend::new(profile).expect("valid profile"),
+        pinned: 0,
+        lose: Box::new(lose),
+    };
+    let options = MeasureOptions {
+        only: [Element::L2].into_iter().collect(),
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut backend, options)
+        .run()
+        .expect("session runs");
+    (m.l2.expect("L2 measured"), backend.pinned)
+}
+
+#[test]
+fn pinned_launches_that_do_not_start_together_are_repeated_or_leave_copies_open() {
+    // Every other launch loses a slot: each measurement takes two launches, same answer.
+    let (l2, launches) = l2_with(|k, _| k % 2 == 1);
+    let pairs = l2.pairs.as_ref().expect("pairs");
+    assert_eq!(l2.keeps_copies, Some(true), "{pairs:?}");
+    assert!(pairs.separate_capacity_exact);
+    assert!(l2.far_capacity.is_some_and(|(_, measured)| measured));
+    assert_eq!(launches, 2 * (pairs.launches.len() + pairs.alone.len()));
+    // Pairs larger than 60 % of the near capacity never start: the separate pair's
+    // capacity stays a bound and the copies question open, with a note saying why.
+    let mut first_pair = None;
+    let (l2, _) = l2_with(move |_, r| {
+        let bytes = r.chains[0].bytes;
+        r.sms.len() == 2 && bytes > *first_pair.get_or_insert(bytes)
+    });
+    let pairs = l2.pairs.as_ref().expect("pairs");
+    assert!(pairs.separate_sm.is_some() && !pairs.separate_capacity_exact);
+    assert_eq!(l2.keeps_copies, None);
+    // No pinned launch ever starts: no pair, and the answer says so.
+    let (l2, _) = l2_with(|_, _| true);
+    let why = l2.pairs.as_ref().expect_err("no pairs");
+    assert!(why.contains("never started together"), "{why}");
 }

@@ -2,8 +2,8 @@
 
 use pchase_runner::sim::{CacheSpec, Replacement, SimBackend, SimProfile, CONSTANT_BANK_BYTES};
 use pchase_runner::{
-    Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath, Phase, RunnerError,
-    TwoPhaseRequest,
+    Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath, Phase, PinnedRequest,
+    RunnerError, TwoPhaseRequest,
 };
 use proptest::prelude::*;
 
@@ -1123,6 +1123,55 @@ fn a_written_chain_hits_where_whole_sectors_were_written() {
         assert!(
             matches!(sim.chase(&bad), Err(RunnerError::InvalidRequest(_))),
             "{written} B, flush {flush}, {path}"
+        );
+    }
+}
+
+/// Pinned chases run each slot on the SM it names and report what the chain gives; bad
+/// requests are typed errors.
+#[test]
+fn pinned_chases_run_where_asked_and_reject_bad_requests() {
+    let mut sim = SimBackend::new(quiet(toy())).expect("valid");
+    let chain = ChainSpec::new(8192, 64).expect("chain");
+    let request = PinnedRequest {
+        sms: vec![3, 1],
+        chains: vec![chain, ChainSpec::new(4096, 64).expect("chain")],
+        warmup_steps: 128,
+        steps: 100,
+    };
+    let run = sim.pinned_chase(&request).expect("runs");
+    assert!(run.complete());
+    let slots: Vec<_> = run.slots.iter().flatten().collect();
+    assert_eq!(slots.iter().map(|s| s.sm).collect::<Vec<_>>(), [3, 1]);
+    // 228 loads from index 0 of 128 and of 64 nodes, 16 elements apart.
+    assert_eq!(slots[0].final_index, (228 % 128) * 16);
+    assert_eq!(slots[1].final_index, (228 % 64) * 16);
+    // Warm arrays inside the L2 (8 KiB, 4 KiB of 64 KiB), not the L1 (.cg): 200 cycles a
+    // load, plus one clock overhead of 10.
+    assert_eq!(slots[0].total_cycles, 100 * 200 + 10);
+    let bad = |change: fn(&mut PinnedRequest)| {
+        let mut r = request.clone();
+        change(&mut r);
+        SimBackend::new(toy()).expect("valid").pinned_chase(&r)
+    };
+    for (what, change) in [
+        (
+            "no SM",
+            (|r: &mut PinnedRequest| r.sms.clear()) as fn(&mut PinnedRequest),
+        ),
+        ("one chain too few", |r| {
+            r.chains.pop();
+        }),
+        ("SM 4 of 4", |r| r.sms[0] = 4),
+        ("the same SM twice", |r| r.sms[1] = 3),
+        ("no timed step", |r| r.steps = 0),
+        ("two strides", |r| {
+            r.chains[1] = ChainSpec::new(4096, 128).expect("chain")
+        }),
+    ] {
+        assert!(
+            matches!(bad(change), Err(RunnerError::InvalidRequest(_))),
+            "{what}"
         );
     }
 }

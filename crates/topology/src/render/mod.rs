@@ -165,7 +165,7 @@ fn rows(topo: &Topology, notes: &mut Footnotes) -> Vec<Row> {
                     Some(n) if n > 1 => format!("  far partition ×{}", n - 1),
                     _ => "  far partition".to_owned(),
                 },
-                size: each,
+                size: partitions.far_size.as_ref().map_or(each, Size::to_string),
                 line: dash(),
                 latency_cycles: partitions
                     .far_latency
@@ -445,6 +445,16 @@ pub fn markdown(topo: &Topology) -> String {
         if let Some(each) = &p.size_each {
             let _ = writeln!(out, "- size of each: {each} ({})", each.provenance);
         }
+        if let Some(far) = &p.far_size {
+            let _ = writeln!(out, "- far side: {far} ({})", far.provenance);
+        }
+        if let Some(copies) = p.near_keeps_far_copies {
+            let _ = writeln!(
+                out,
+                "- the near partition {} copies of far lines",
+                if copies { "keeps" } else { "keeps no" }
+            );
+        }
         if let (Some(penalty), Some(ratio)) = (p.far_penalty(), p.far_ratio()) {
             let _ = writeln!(
                 out,
@@ -505,6 +515,13 @@ pub fn markdown(topo: &Topology) -> String {
                     .partitions
                     .as_ref()
                     .and_then(|p| p.size_each.as_ref()),
+            ),
+            (
+                "far side size",
+                element
+                    .partitions
+                    .as_ref()
+                    .and_then(|p| p.far_size.as_ref()),
             ),
         ];
         for (name, size) in sizes {

@@ -192,6 +192,8 @@ pub fn h200_illustrative() -> Topology {
         size_each: Some(change_point(26_214_400, 0.93, 1e-4, 0.68)),
         near_latency: Some(latency(219.3, 222.0, 231.0, 11.6, 256)),
         far_latency: Some(latency(392.5, 394.0, 410.0, 14.2, 256)),
+        far_size: Some(Size::exact(Bytes(24_117_248), Provenance::Benchmark)),
+        near_keeps_far_copies: Some(true),
     };
     let dram = topo.element_mut(ElementKind::DeviceMemory);
     dram.set_size(Size::api(Bytes(150_754_820_096)))

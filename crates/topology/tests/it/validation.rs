@@ -102,6 +102,18 @@ fn partitions_larger_than_the_total_are_a_contradiction() {
 }
 
 #[test]
+fn a_far_side_that_does_not_fit_beside_the_near_partition_is_a_contradiction() {
+    let mut doc = h200_json();
+    // 25 MiB near + 30 MiB far > the 50 MiB L2.
+    doc["elements"]["l2"]["partitions"]["far_size"]["value"] = json!(30 * 1024 * 1024);
+    let err = load(&doc).unwrap_err();
+    assert_names(&err, "elements.l2.partitions.far_size");
+    assert!(err.to_string().contains("the far side"), "{err}");
+    // 24 MiB fits: the fixture as it is loads.
+    load(&h200_json()).expect("the fixture is valid");
+}
+
+#[test]
 fn partitions_are_checked_against_the_api_total_when_no_size_was_measured() {
     let mut topo = k20c_partial();
     topo.elements.l2.as_mut().unwrap().size = None;
