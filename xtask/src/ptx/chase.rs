@@ -275,6 +275,20 @@ fn global_chain_base(w: &mut EntryWriter) {
     w.ins("add.s64 %rd_base, %rd_chain, %rd_first_bytes");
 }
 
+/// `[pointer, offset, out]`: loads the global pointer parameter `param` into `pointer`
+/// and sets `out` to row `%r_row` of it (`offset` = `%r_row × row_bytes`).
+fn row_pointer(
+    w: &mut EntryWriter,
+    param: &str,
+    [pointer, offset, out]: [&str; 3],
+    row_bytes: u32,
+) {
+    w.load_param(pointer, param, ParamType::U64);
+    w.ins(&format!("cvta.to.global.u64 {pointer}, {pointer}"));
+    w.ins(&format!("mul.wide.u32 {offset}, %r_row, {row_bytes}"));
+    w.ins(&format!("add.s64 {out}, {pointer}, {offset}"));
+}
+
 /// `%rd_first` = `%r_row * block_stride` (elements), 64-bit.
 fn first_element(w: &mut EntryWriter) {
     w.load_param("%rd_block_stride", "block_stride", ParamType::U64);
@@ -350,10 +364,12 @@ pub fn chase_entry(
     w.blank();
     warmup_loop(&mut w, &access);
     w.blank();
-    w.load_param("%rd_out_block", "out_block", ParamType::U64);
-    w.ins("cvta.to.global.u64 %rd_out_block, %rd_out_block");
-    w.ins("mul.wide.u32 %rd_block_off, %r_row, 8");
-    w.ins("add.s64 %rd_block_out, %rd_out_block, %rd_block_off");
+    row_pointer(
+        &mut w,
+        "out_block",
+        ["%rd_out_block", "%rd_block_off", "%rd_block_out"],
+        8,
+    );
     if fine {
         timing_cursors(&mut w, "%r_steps");
         fine_timed_loop(&mut w, &access);
@@ -464,15 +480,19 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.blank();
     warmup_loop(&mut w, &access);
     w.blank();
-    w.load_param("%rd_out_slot", "out_slot", ParamType::U64);
-    w.ins("cvta.to.global.u64 %rd_out_slot, %rd_out_slot");
-    w.ins("mul.wide.u32 %rd_slot_off, %r_row, 16");
-    w.ins("add.s64 %rd_slot_out, %rd_out_slot, %rd_slot_off");
+    row_pointer(
+        &mut w,
+        "out_slot",
+        ["%rd_out_slot", "%rd_slot_off", "%rd_slot_out"],
+        16,
+    );
     coarse_timed_loop(&mut w, &access, "[%rd_slot_out+8]");
-    w.load_param("%rd_out_cycles", "out_cycles", ParamType::U64);
-    w.ins("cvta.to.global.u64 %rd_out_cycles, %rd_out_cycles");
-    w.ins("mul.wide.u32 %rd_cycles_off, %r_row, 8");
-    w.ins("add.s64 %rd_cycles_out, %rd_out_cycles, %rd_cycles_off");
+    row_pointer(
+        &mut w,
+        "out_cycles",
+        ["%rd_out_cycles", "%rd_cycles_off", "%rd_cycles_out"],
+        8,
+    );
     w.ins("st.global.u64 [%rd_cycles_out], %rd_cycles");
     w.ins("mov.u32 %r_ran, 1");
     w.ins("st.global.u32 [%rd_slot_out], %r_ran");

@@ -243,6 +243,19 @@ struct Launch<'a> {
 }
 
 impl Launch<'_> {
+    /// A chase: `steps[0]` untimed loads in every block, then `steps[1]` timed ones.
+    fn warm_then_time(
+        &mut self,
+        blocks: &mut [BlockState],
+        cursors: &mut [ChainCursor],
+        route: &Route,
+        steps: [u32; 2],
+        timing: Timing,
+    ) -> Result<(), RunnerError> {
+        self.run_phase(blocks, cursors, route, steps[0], Timing::Untimed)?;
+        self.run_phase(blocks, cursors, route, steps[1], timing)
+    }
+
     /// Runs `steps` loads in every block, block `i` on `cursors[i]` through `route`; the
     /// blocks advance in lockstep, one load each in turn.
     fn run_phase(
@@ -697,15 +710,13 @@ impl Backend for SimBackend {
             ChaseMode::Fine => Timing::Fine,
             ChaseMode::Coarse => Timing::Coarse,
         };
-        let mut launch = self.launch();
-        launch.run_phase(
+        self.launch().warm_then_time(
             &mut blocks,
             &mut cursors,
             &route,
-            request.warmup_steps,
-            Timing::Untimed,
+            [request.warmup_steps, request.steps],
+            timing,
         )?;
-        launch.run_phase(&mut blocks, &mut cursors, &route, request.steps, timing)?;
 
         let gpu_time = self.gpu_time(&blocks);
         let overhead = u64::from(self.profile.clock.overhead_cycles);
@@ -785,19 +796,11 @@ impl Backend for SimBackend {
         let sms: Vec<usize> = request.sms.iter().map(|&sm| sm as usize).collect();
         let mut blocks = self.start_launch_on(&sms, shared_bytes);
         let route = self.route(LoadPath::GlobalCg, 0);
-        let mut launch = self.launch();
-        launch.run_phase(
+        self.launch().warm_then_time(
             &mut blocks,
             &mut cursors,
             &route,
-            request.warmup_steps,
-            Timing::Untimed,
-        )?;
-        launch.run_phase(
-            &mut blocks,
-            &mut cursors,
-            &route,
-            request.steps,
+            [request.warmup_steps, request.steps],
             Timing::Coarse,
         )?;
         let gpu_time = self.gpu_time(&blocks);
