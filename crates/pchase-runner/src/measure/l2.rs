@@ -6,8 +6,9 @@
 //!    own partition come back faster than the others: the sorted samples then have two
 //!    levels. cpd's exact single change point (L2 cost) on the sorted samples splits them,
 //!    and Ashman's D (gap against spread) decides whether the split is real.
-//! 2. **Capacities.** Whole-pass mean latencies (coarse kernel, one block, so that no other
-//!    SM shares the L2 meanwhile) over array sizes from 1/32 of the L2 to twice it, log-spaced,
+//! 2. **Capacities.** Whole-pass mean latencies (a coarse chase pinned to SM 0, alone, so
+//!    that no other SM shares the L2 meanwhile and every size runs on the same SM) over
+//!    array sizes from 1/32 of the L2 to twice it, log-spaced,
 //!    segmented by PELT (L2 cost, BIC penalty on the estimated noise). A rise well inside the
 //!    L2 is where the near partition stops holding copies of far lines; the last rise is the
 //!    L2 itself. Without a rise inside, the near partition's capacity is derived as half
@@ -84,7 +85,7 @@ pub struct L2Findings {
 /// What two SMs chasing their own arrays at the same time showed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct L2Pairs {
-    /// The first SM of every pair (SM 0).
+    /// The first SM of every pair: the SM of the size sweep.
     pub sm: u32,
     /// An SM whose array, with the first SM's, missed at 60 % of the near capacity each
     /// (the two share one budget: the same half of the L2).
@@ -263,36 +264,27 @@ fn first_block(run: ChaseRun) -> Result<Vec<u32>, RunnerError> {
         .ok_or_else(|| RunnerError::WrongResult("an L2 launch returned no block".into()))
 }
 
-/// Mean cycles per `.cg` load over an array of `bytes`, one node per `line`: one block,
-/// a full warm-up pass, then at most 64 Ki timed loads (after a full pass the L2's content
-/// is steady, and the mean needs no more).
+/// The SM the size sweep runs on and the pair test pairs with others: every near-capacity
+/// number is this SM's, so that the sweep, the pairs and the far side (another SM's) refer
+/// to named SMs rather than to wherever the hardware put block 0 (on the H200 one of two
+/// SMs, from launch to launch).
+const SWEEP_SM: u32 = 0;
+
+/// Mean cycles per `.cg` load of SM [`SWEEP_SM`] over an array of `bytes`, one node per
+/// 128-byte line, pinned, alone on the GPU: a full warm-up pass, then at most 64 Ki timed
+/// loads (after a full pass the L2's content is steady, and the mean needs no more).
 fn coarse_mean<B: Backend>(
     backend: &mut B,
     bytes: u64,
-    line: u32,
     gpu_time: &mut Duration,
 ) -> Result<f64, RunnerError> {
-    let chain = ChainSpec::new(bytes / u64::from(line) * u64::from(line), line)?;
-    let nodes = u32::try_from(chain.nodes()).unwrap_or(u32::MAX);
-    let timed = nodes.min(1 << 16);
-    let run = backend.chase(&ChaseRequest {
-        path: LoadPath::GlobalCg,
-        mode: ChaseMode::Coarse,
-        chains: vec![chain],
-        warmup_steps: nodes,
-        steps: timed,
-        carveout: Carveout::Percent(0),
-        flush_l2: false,
-        reserve_shared_bytes: 0,
-        written_bytes: 0,
-    })?;
-    *gpu_time += run.gpu_time;
-    let cycles = run
-        .blocks
-        .first()
-        .and_then(|b| b.total_cycles)
-        .ok_or_else(|| RunnerError::WrongResult("a coarse L2 chase reported no cycles".into()))?;
-    Ok(cycles as f64 / f64::from(timed))
+    pinned_means(backend, &[SWEEP_SM], bytes, 1, gpu_time)?
+        .and_then(|means| means.first().copied())
+        .ok_or_else(|| {
+            RunnerError::WrongResult(format!(
+                "no block of {PINNED_TRIES} launches ran on SM {SWEEP_SM}"
+            ))
+        })
 }
 
 /// Re-timed loads of the line probe: 8192 one-fetch-unit nodes (512 KiB at 64 B, inside
@@ -534,7 +526,7 @@ fn l2_pairs<B: Backend>(
     }
     let fits = |means: &[f64]| means.iter().all(|&m| m <= 1.1 * plateau);
     let mut pairs = L2Pairs {
-        sm: 0,
+        sm: SWEEP_SM,
         sharing_sm: None,
         separate_sm: None,
         separate_capacity: None,
@@ -800,7 +792,7 @@ pub fn measure_l2<B: Backend>(
         .then(|| super::line_from_misses_above(&cold_latencies, (cold_p50 + cold_p99) / 2.0))
         .and_then(Result::ok)
         .map(|line| line.bytes);
-    // 2. Capacities: whole-pass means, one block per launch, log-spaced sizes.
+    // 2. Capacities: whole-pass means of SM 0 alone, log-spaced sizes.
     let mut sizes = Vec::new();
     let mut size = (l2 / 32).max(u64::from(line) * 64);
     while size <= 2 * l2 {
@@ -811,8 +803,8 @@ pub fn measure_l2<B: Backend>(
     for &bytes in &sizes {
         points.push(SizeSamples {
             bytes,
-            values: vec![coarse_mean(backend, bytes, line, gpu_time)?],
-            smids: Vec::new(),
+            values: vec![coarse_mean(backend, bytes, gpu_time)?],
+            smids: vec![SWEEP_SM],
         });
     }
     let means: Vec<f64> = points.iter().map(|p| p.values[0]).collect();
@@ -863,7 +855,7 @@ pub fn measure_l2<B: Backend>(
                 if bytes >= hi {
                     break;
                 }
-                if coarse_mean(backend, bytes, line, gpu_time)? > 1.05 * plateau {
+                if coarse_mean(backend, bytes, gpu_time)? > 1.05 * plateau {
                     break;
                 }
                 last_flat = bytes;

@@ -506,13 +506,23 @@ fn l2_with(lose: impl FnMut(usize, &PinnedRequest) -> bool + 'static) -> (L2Find
 
 #[test]
 fn pinned_launches_that_do_not_start_together_are_repeated_or_leave_copies_open() {
-    // Every other launch loses a slot: each measurement takes two launches, same answer.
+    // Every other launch loses a slot: each measurement takes two launches (the size
+    // sweep's, which runs pinned to SM 0, too), with the same answers.
+    let (clean, clean_launches) = l2_with(|_, _| false);
     let (l2, launches) = l2_with(|k, _| k % 2 == 1);
     let pairs = l2.pairs.as_ref().expect("pairs");
     assert_eq!(l2.keeps_copies, Some(true), "{pairs:?}");
     assert!(pairs.separate_capacity_exact);
     assert!(l2.far_capacity.is_some_and(|(_, measured)| measured));
-    assert_eq!(launches, 2 * (pairs.launches.len() + pairs.alone.len()));
+    assert_eq!(launches, 2 * clean_launches);
+    assert_eq!(
+        (l2.near_capacity, l2.far_capacity, pairs.separate_capacity),
+        (
+            clean.near_capacity,
+            clean.far_capacity,
+            clean.pairs.as_ref().expect("pairs").separate_capacity
+        )
+    );
     // Pairs larger than 60 % of the near capacity never start: the separate pair's
     // capacity stays a bound and the copies question open, with a note saying why.
     let mut first_pair = None;
@@ -523,8 +533,31 @@ fn pinned_launches_that_do_not_start_together_are_repeated_or_leave_copies_open(
     let pairs = l2.pairs.as_ref().expect("pairs");
     assert!(pairs.separate_sm.is_some() && !pairs.separate_capacity_exact);
     assert_eq!(l2.keeps_copies, None);
-    // No pinned launch ever starts: no pair, and the answer says so.
-    let (l2, _) = l2_with(|_, _| true);
+    // No pair launch ever starts: no pair, and the answer says so.
+    let (l2, _) = l2_with(|_, r| r.sms.len() == 2);
     let why = l2.pairs.as_ref().expect_err("no pairs");
     assert!(why.contains("never started together"), "{why}");
+    // SM 0 never receives a block: the L2 benchmark fails with a reason, the session
+    // goes on (device memory is still measured).
+    let mut backend = Unplaced {
+        sim: SimBackend::new(SimProfile::bundled("h200").expect("bundled")).expect("valid"),
+        pinned: 0,
+        lose: Box::new(|_, _| true),
+    };
+    let options = MeasureOptions {
+        only: [Element::L2, Element::DeviceMemory].into_iter().collect(),
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut backend, options)
+        .run()
+        .expect("session runs");
+    assert!(m.l2.is_none());
+    let failures = &m.element(Element::L2).expect("L2 result").failures;
+    assert!(
+        failures.iter().any(|f| f.contains("ran on SM 0")),
+        "{failures:?}"
+    );
+    assert!(m
+        .element(Element::DeviceMemory)
+        .is_some_and(|r| r.latency.is_some()));
 }
