@@ -591,22 +591,50 @@ fn l2_pairs<B: Backend>(
     }
     pairs.separate_capacity = Some(held);
     pairs.separate_capacity_exact = exact;
-    pairs.far_capacity = far_capacity(backend, separate, near, &mut pairs.alone, gpu_time)?;
+    pairs.far_capacity =
+        far_capacity(backend, separate, near, plateau, &mut pairs.alone, gpu_time)?;
     Ok(Ok(pairs))
+}
+
+/// The largest of `lo` and the sizes `(hi − lo) / parts` apart above it (multiples of
+/// 128 B, below `hi`) that `fits`, trying them upward until the first that does not.
+/// `None` when `fits` has no answer for a size (its launch never ran).
+fn last_fitting(
+    lo: u64,
+    hi: u64,
+    parts: u64,
+    mut fits: impl FnMut(u64) -> Result<Option<bool>, RunnerError>,
+) -> Result<Option<u64>, RunnerError> {
+    let step = ((hi - lo) / parts).max(128) / 128 * 128;
+    let mut last = lo;
+    for k in 1..parts {
+        let bytes = lo + k * step;
+        if bytes >= hi {
+            break;
+        }
+        match fits(bytes)? {
+            Some(true) => last = bytes,
+            Some(false) => break,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(last))
 }
 
 /// The capacity one SM gets alone, by pinned one-SM chases from 70 % of `near` in steps of
 /// 10 % (up to 150 %), then four sizes between the last that fitted and the first that did
 /// not: the largest array whose mean stays within 5 % of the first size's. `None` when a
-/// launch never reached the SM, or the first size already missed.
+/// launch never reached the SM, or the first size already missed (its mean above 1.1 ×
+/// `plateau`, the sweep's).
 fn far_capacity<B: Backend>(
     backend: &mut B,
     sm: u32,
     near: u64,
+    plateau: f64,
     alone: &mut Vec<(u64, f64)>,
     gpu_time: &mut Duration,
 ) -> Result<Option<u64>, RunnerError> {
-    let mut mean_at = |bytes: u64, gpu_time: &mut Duration| -> Result<Option<f64>, RunnerError> {
+    let mut mean_at = |bytes: u64| -> Result<Option<f64>, RunnerError> {
         let mean =
             pinned_means(backend, &[sm], bytes, 1, gpu_time)?.and_then(|m| m.first().copied());
         if let Some(mean) = mean {
@@ -615,13 +643,13 @@ fn far_capacity<B: Backend>(
         Ok(mean)
     };
     let first = near / 10 * 7;
-    let Some(base) = mean_at(first, gpu_time)? else {
+    let Some(base) = mean_at(first)?.filter(|&mean| mean <= 1.1 * plateau) else {
         return Ok(None);
     };
     let (mut lo, mut hi) = (first, None);
     for tenths in 8..=15u64 {
         let bytes = near / 10 * tenths;
-        let Some(mean) = mean_at(bytes, gpu_time)? else {
+        let Some(mean) = mean_at(bytes)? else {
             return Ok(None);
         };
         if mean > 1.05 * base {
@@ -634,19 +662,9 @@ fn far_capacity<B: Backend>(
         // Never rose up to 1.5 × the near capacity: a bound, not a capacity.
         return Ok(None);
     };
-    let step = ((hi - lo) / 5).max(128) / 128 * 128;
-    for k in 1..=4 {
-        let bytes = lo + k * step;
-        if bytes >= hi {
-            break;
-        }
-        match mean_at(bytes, gpu_time)? {
-            Some(mean) if mean <= 1.05 * base => lo = bytes,
-            Some(_) => break,
-            None => return Ok(None),
-        }
-    }
-    Ok(Some(lo))
+    last_fitting(lo, hi, 5, |bytes| {
+        Ok(mean_at(bytes)?.map(|mean| mean <= 1.05 * base))
+    })
 }
 
 /// Nodes of the sector probe: 64 nodes 33 lines of 128 B apart (one line each, in 64 sets
@@ -846,21 +864,12 @@ pub fn measure_l2<B: Backend>(
         .filter(|&i| sizes[i] < l2 * 3 / 4 && rises.len() > 1)
     {
         Some(i) => {
-            let (lo, hi) = (sizes[i - 1], sizes[i]);
             let plateau = mean(0, i);
-            let step = ((hi - lo) / 9).max(u64::from(line)) / u64::from(line) * u64::from(line);
-            let mut last_flat = lo;
-            for k in 1..=8 {
-                let bytes = lo + k * step;
-                if bytes >= hi {
-                    break;
-                }
-                if coarse_mean(backend, bytes, gpu_time)? > 1.05 * plateau {
-                    break;
-                }
-                last_flat = bytes;
-            }
-            Some(last_flat)
+            last_fitting(sizes[i - 1], sizes[i], 9, |bytes| {
+                Ok(Some(
+                    coarse_mean(backend, bytes, gpu_time)? <= 1.05 * plateau,
+                ))
+            })?
         }
         None => None,
     };
@@ -918,7 +927,7 @@ pub fn measure_l2<B: Backend>(
     // says "no copies" while the pair holds well under the near capacity). A pair whose
     // capacity stayed a bound (its launches stopped starting together) leaves it open.
     if let (Ok(found), Some(near_bytes)) = (&pairs, near_rise) {
-        if let (Some(_), Some(held)) = (found.separate_sm, found.separate_capacity) {
+        if let Some(held) = found.separate_capacity {
             keeps_copies = found
                 .separate_capacity_exact
                 .then_some(held < near_bytes / 100 * 85);
