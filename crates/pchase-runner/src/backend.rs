@@ -190,35 +190,85 @@ pub struct TwoPhaseRequest {
     pub flush_l2: bool,
 }
 
-/// Coarse `.cg` chases pinned to chosen SMs, all starting together: the L2 pair test.
+/// Coarse `.cg` chases pinned to chosen SMs, all starting together, each chased by one or
+/// more warps at once: the L2 size sweep and its per-load samples.
 ///
 /// The hardware places the blocks of an ordinary launch on SMs afresh at every launch, so
 /// a test that must run the same SMs at several array sizes pins them instead: slot `s`
 /// runs on SM `sms[s]` and chases `chains[s]`; the slots wait for each other (a bounded
 /// time) before their warm-up, so their passes overlap.
+///
+/// With `warps` > 1, the first thread of each of the slot's warps chases the slot's chain
+/// from its own starting node: warp `w` starts at node `w × ⌊nodes / warps⌋` and follows
+/// the chain from there. Each line is then still loaded once per `nodes` loads of the
+/// slot, so what the caches hold is what one chase would leave, but `warps` loads are in
+/// flight at once: a sweep over arrays larger than the L2 takes a fraction of the time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinnedRequest {
     /// The SM (`%smid`) of each slot; distinct, below the device's SM count.
     pub sms: Vec<u32>,
     /// One chain per slot; all with one stride.
     pub chains: Vec<ChainSpec>,
-    /// Untimed loads of every slot before its timed pass.
+    /// Untimed loads of every warp of every slot before the timed pass.
     pub warmup_steps: u32,
-    /// Timed loads of every slot.
+    /// Timed loads of every warp of every slot.
     pub steps: u32,
+    /// Warps chasing each slot's chain at once: 1 to 32.
+    pub warps: u32,
+    /// After the timed pass of every warp, the first thread of warp 0 times this many
+    /// further loads of its chase one by one ([`PinnedSlot::samples`]); 0 for none. At most
+    /// [`PINNED_MAX_SAMPLES`].
+    pub sample_steps: u32,
+}
+
+/// The most per-load samples a [`PinnedRequest`] may ask for (they are kept in shared
+/// memory during the chase: 8 bytes each).
+pub const PINNED_MAX_SAMPLES: u32 = 8192;
+
+impl PinnedRequest {
+    /// One warp per slot, no samples: the plain pinned chase.
+    pub fn single(sms: Vec<u32>, chains: Vec<ChainSpec>, warmup_steps: u32, steps: u32) -> Self {
+        PinnedRequest {
+            sms,
+            chains,
+            warmup_steps,
+            steps,
+            warps: 1,
+            sample_steps: 0,
+        }
+    }
+
+    /// The node warp `warp` starts its chase of `chain` at.
+    pub fn start_node(&self, chain: &ChainSpec, warp: u32) -> u64 {
+        u64::from(warp) * (chain.nodes() / u64::from(self.warps.max(1)))
+    }
 }
 
 /// What one slot of a [`PinnedRequest`] reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinnedSlot {
     /// The SM the slot ran on (the requested one).
     pub sm: u32,
-    /// Total cycles of the timed pass, with one clock-read overhead.
+    /// Cycles of the timed passes summed over the slot's warps, each with one clock-read
+    /// overhead.
     pub total_cycles: u64,
-    /// The index the chase ended on (checked against the chain by the backend).
+    /// The index warp 0's chase ended on, after its timed pass and its samples (checked
+    /// against the chain by the backend).
     pub final_index: u32,
     /// Whether every slot had started before this one began its warm-up.
     pub together: bool,
+    /// The latency of each sampled load of warp 0, raw cycles (with the clock overhead), in
+    /// the order they were loaded; empty without `sample_steps`.
+    pub samples: Vec<u32>,
+}
+
+impl PinnedSlot {
+    /// Mean cycles per timed load of the slot's warps (with the clock overhead spread over
+    /// each warp's pass).
+    pub fn cycles_per_load(&self, request: &PinnedRequest) -> f64 {
+        let loads = u64::from(request.steps) * u64::from(request.warps.max(1));
+        self.total_cycles as f64 / loads.max(1) as f64
+    }
 }
 
 /// The result of a [`PinnedRequest`].
@@ -234,8 +284,88 @@ impl PinnedRun {
     /// Every slot's SM was reached and all started together: the launch measured what
     /// was asked.
     pub fn complete(&self) -> bool {
-        self.slots.iter().all(|s| s.is_some_and(|s| s.together))
+        self.slots
+            .iter()
+            .all(|s| s.as_ref().is_some_and(|s| s.together))
     }
+}
+
+/// Which L2 partition serves which SM, and where each line lives, seen from every SM: the
+/// partition map.
+///
+/// Every SM gets an array of `lines_per_sm` nodes, one per `line_bytes` (one node per L2
+/// line), chained in address order. In one launch, with one block on every SM, the
+/// reference SM first loads every array twice (so every line is in the L2, in its home
+/// partition and wherever the reference SM's loads leave copies); then the SMs take turns,
+/// in SM order, each chasing its own array twice and timing every load. An SM that shares
+/// the reference's partition finds every line near; an SM of another partition finds the
+/// lines homed in partitions other than its own at the far latency on its first pass, and,
+/// where a partition keeps copies of far lines, near on its second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionMapRequest {
+    /// The SM that loads every array first.
+    pub reference_sm: u32,
+    /// Nodes of each SM's array.
+    pub lines_per_sm: u32,
+    /// Bytes between consecutive nodes (the L2 line); a multiple of 4.
+    pub line_bytes: u32,
+}
+
+/// What one SM of a [`PartitionMapRequest`] saw.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SmLineLatencies {
+    /// The latency of each line's first load by this SM, raw cycles (with the clock
+    /// overhead), indexed by the line's position in the SM's array.
+    pub cold: Vec<u32>,
+    /// The latency of each line's second load (the pass right after the first), likewise.
+    pub warm: Vec<u32>,
+}
+
+/// The result of a [`PartitionMapRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionMapRun {
+    /// Per SM (`%smid` 0 … SM count − 1): `None` where no block of the launch reached the
+    /// SM, or it gave up waiting for the others.
+    pub sms: Vec<Option<SmLineLatencies>>,
+    /// Device time of the launch.
+    pub gpu_time: Duration,
+}
+
+/// Checks what every backend requires of a [`PartitionMapRequest`]: a reference SM below
+/// `sm_count`, at least 16 lines per SM, a line of at least 32 bytes and a multiple of 4,
+/// and arrays that fit 32-bit indices.
+///
+/// # Errors
+/// [`RunnerError::InvalidRequest`] naming what is wrong.
+pub fn check_partition_map(
+    request: &PartitionMapRequest,
+    sm_count: u32,
+) -> Result<(), RunnerError> {
+    let bad = |why: String| Err(RunnerError::InvalidRequest(why));
+    if request.reference_sm >= sm_count {
+        return bad(format!(
+            "reference SM {} does not exist: the device has {sm_count}",
+            request.reference_sm
+        ));
+    }
+    if request.lines_per_sm < 16 || request.lines_per_sm > 1 << 16 {
+        return bad(format!(
+            "{} lines per SM: between 16 and 65536",
+            request.lines_per_sm
+        ));
+    }
+    if request.line_bytes < 32 || request.line_bytes % 4 != 0 || request.line_bytes > 4096 {
+        return bad(format!(
+            "a {} B line: a multiple of 4 between 32 and 4096",
+            request.line_bytes
+        ));
+    }
+    let elements =
+        u64::from(sm_count) * u64::from(request.lines_per_sm) * u64::from(request.line_bytes / 4);
+    if elements > u64::from(u32::MAX) {
+        return bad(format!("{elements} elements do not fit 32-bit indices"));
+    }
+    Ok(())
 }
 
 /// Checks what every backend requires of a [`PinnedRequest`]: one chain per SM, at least
@@ -254,6 +384,26 @@ pub fn check_pinned(request: &PinnedRequest, sm_count: u32) -> Result<(), Runner
     }
     if request.steps == 0 {
         return bad("a pinned chase needs at least one timed step".into());
+    }
+    if !(1..=32).contains(&request.warps) {
+        return bad(format!("{} warps per slot: 1 to 32", request.warps));
+    }
+    if request.sample_steps > PINNED_MAX_SAMPLES {
+        return bad(format!(
+            "{} sampled loads: at most {PINNED_MAX_SAMPLES}",
+            request.sample_steps
+        ));
+    }
+    if let Some(short) = request
+        .chains
+        .iter()
+        .find(|c| c.nodes() < u64::from(request.warps))
+    {
+        return bad(format!(
+            "a chain of {} nodes cannot give each of {} warps its own start",
+            short.nodes(),
+            request.warps
+        ));
     }
     for (k, &sm) in request.sms.iter().enumerate() {
         if sm >= sm_count {
@@ -367,12 +517,25 @@ pub trait Backend {
     /// A [`RunnerError`] when the request does not fit the device or the launch fails.
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError>;
 
-    /// Runs coarse `.cg` chases pinned to chosen SMs (the L2 pair test).
+    /// Runs coarse `.cg` chases pinned to chosen SMs, one or more warps per SM (the L2
+    /// size sweep), with optional per-load samples.
     ///
     /// # Errors
     /// A [`RunnerError`] when the request does not fit the device or the launch fails; a
     /// launch that did not reach every SM is not an error (see [`PinnedRun::complete`]).
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError>;
+
+    /// Runs the L2 partition map ([`PartitionMapRequest`]).
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the request does not fit the device or the launch fails;
+    /// [`RunnerError::Unsupported`] where the device cannot run it (the kernel needs
+    /// compute capability 7.0 for `nanosleep`). An SM the launch did not reach is not an
+    /// error: its entry is `None`.
+    fn partition_map(
+        &mut self,
+        request: &PartitionMapRequest,
+    ) -> Result<PartitionMapRun, RunnerError>;
 
     /// The SM clock while the GPU is busy, in MHz, measured against a wall clock.
     ///

@@ -26,8 +26,9 @@ pub mod measure;
 pub mod sim;
 
 pub use backend::{
-    Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, Phase,
-    PinnedRequest, PinnedRun, PinnedSlot, TwoPhaseRequest,
+    Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath,
+    PartitionMapRequest, PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot,
+    SmLineLatencies, TwoPhaseRequest, PINNED_MAX_SAMPLES,
 };
 pub use device::{ComputeCapability, DeviceInfo};
 pub use error::RunnerError;

@@ -19,9 +19,9 @@ use pchase_kernels::{catalogue, ChainArgument, Granularity, Kernel};
 
 use crate::{
     backend::{
-        check_pinned, check_two_phase, check_written, Backend, BlockSamples, Carveout, ChaseMode,
-        ChaseRequest, ChaseRun, LoadPath, Phase, PinnedRequest, PinnedRun, PinnedSlot,
-        TwoPhaseRequest,
+        check_partition_map, check_pinned, check_two_phase, check_written, Backend, BlockSamples,
+        Carveout, ChaseMode, ChaseRequest, ChaseRun, LoadPath, PartitionMapRequest,
+        PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot, TwoPhaseRequest,
     },
     device::{ComputeCapability, DeviceInfo},
     error::RunnerError,
@@ -800,6 +800,7 @@ impl Backend for CudaBackend {
                 total_cycles: host_cycles[s],
                 final_index: record[2],
                 together: record[3] != 0,
+                samples: Vec::new(),
             };
             if slot.sm != wanted {
                 return Err(RunnerError::WrongResult(format!(
@@ -820,6 +821,16 @@ impl Backend for CudaBackend {
             slots: out,
             gpu_time,
         })
+    }
+
+    fn partition_map(
+        &mut self,
+        request: &PartitionMapRequest,
+    ) -> Result<PartitionMapRun, RunnerError> {
+        check_partition_map(request, self.info.sm_count)?;
+        Err(RunnerError::InvalidRequest(
+            "the partition map is not implemented yet".into(),
+        ))
     }
 
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {

@@ -482,6 +482,8 @@ fn pinned_means<B: Backend>(
         chains: vec![chain; sms.len()],
         warmup_steps: nodes.saturating_mul(warm_passes),
         steps,
+        warps: 1,
+        sample_steps: 0,
     };
     for _ in 0..PINNED_TRIES {
         let run = backend.pinned_chase(&request)?;

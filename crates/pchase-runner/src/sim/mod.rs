@@ -53,9 +53,9 @@ pub use profile::{
 };
 
 use crate::backend::{
-    check_pinned, check_two_phase, check_written, Backend, BlockSamples, Carveout, ChainSpec,
-    ChaseMode, ChaseRequest, ChaseRun, LoadPath, Phase, PinnedRequest, PinnedRun, PinnedSlot,
-    TwoPhaseRequest,
+    check_partition_map, check_pinned, check_two_phase, check_written, Backend, BlockSamples,
+    Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, PartitionMapRequest,
+    PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot, TwoPhaseRequest,
 };
 use crate::device::DeviceInfo;
 use crate::error::RunnerError;
@@ -787,6 +787,12 @@ impl Backend for SimBackend {
 
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
         check_pinned(request, self.profile.device.sm_count)?;
+        if request.warps != 1 || request.sample_steps != 0 {
+            return Err(RunnerError::InvalidRequest(
+                "the simulator runs pinned chases with one warp and no samples only (for now)"
+                    .into(),
+            ));
+        }
         for chain in &request.chains {
             check_chain(chain)?;
         }
@@ -814,10 +820,21 @@ impl Backend for SimBackend {
                     total_cycles: block.timed_cycles + overhead,
                     final_index: cursor.index_u32(),
                     together: true,
+                    samples: Vec::new(),
                 })
             })
             .collect();
         Ok(PinnedRun { slots, gpu_time })
+    }
+
+    fn partition_map(
+        &mut self,
+        request: &PartitionMapRequest,
+    ) -> Result<PartitionMapRun, RunnerError> {
+        check_partition_map(request, self.profile.device.sm_count)?;
+        Err(RunnerError::InvalidRequest(
+            "the simulator does not run the partition map yet".into(),
+        ))
     }
 
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {

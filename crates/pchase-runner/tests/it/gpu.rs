@@ -240,6 +240,8 @@ fn pinned_chases_run_on_the_sms_they_name() {
         ],
         warmup_steps: 10_000,
         steps: 4096,
+        warps: 1,
+        sample_steps: 0,
     };
     for launch in 0..3 {
         let run = (0..4)
@@ -267,6 +269,8 @@ fn pinned_chases_run_on_the_sms_they_name() {
         chains: vec![ChainSpec::new(4096, 128).unwrap()],
         warmup_steps: 0,
         steps: 1,
+        warps: 1,
+        sample_steps: 0,
     };
     assert!(matches!(
         gpu.pinned_chase(&bad),

@@ -4,8 +4,8 @@
 use pchase_runner::{
     measure::{l2::L2Findings, Element, MeasureOptions, Measurements, Session, SizeFinding},
     sim::{Associativity, Replacement, SimBackend, SimProfile},
-    Backend, Carveout, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PinnedRequest, PinnedRun,
-    RunnerError, TwoPhaseRequest,
+    Backend, Carveout, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PartitionMapRequest,
+    PartitionMapRun, PinnedRequest, PinnedRun, RunnerError, TwoPhaseRequest,
 };
 
 fn measure(profile: &SimProfile) -> Measurements {
@@ -480,6 +480,12 @@ impl Backend for Unplaced {
             run.slots[request.sms.len() - 1] = None;
         }
         Ok(run)
+    }
+    fn partition_map(
+        &mut self,
+        request: &PartitionMapRequest,
+    ) -> Result<PartitionMapRun, RunnerError> {
+        self.sim.partition_map(request)
     }
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         self.sim.measure_sm_clock_mhz()

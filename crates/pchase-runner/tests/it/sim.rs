@@ -1138,6 +1138,8 @@ fn pinned_chases_run_where_asked_and_reject_bad_requests() {
         chains: vec![chain, ChainSpec::new(4096, 64).expect("chain")],
         warmup_steps: 128,
         steps: 100,
+        warps: 1,
+        sample_steps: 0,
     };
     let run = sim.pinned_chase(&request).expect("runs");
     assert!(run.complete());
