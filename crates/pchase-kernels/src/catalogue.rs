@@ -32,7 +32,20 @@ static HOPPER: Module = Module {
     description: "pointer chase through distributed shared memory of a thread-block cluster",
 };
 
-static MODULES: [&Module; 2] = [&PCHASE, &HOPPER];
+/// Module `l2map`: kernels whose waits sleep between polls (`nanosleep`, Volta and newer).
+static L2MAP: Module = Module {
+    name: "l2map",
+    file_name: "l2map.ptx",
+    ptx: include_str!("../../../ptx/l2map.ptx"),
+    // nanosleep arrived in ISA 6.3 for sm_70; 7.0 keeps CUDA 11.0 drivers able to JIT it.
+    ptx_isa: PtxIsaVersion::new(7, 0),
+    min_capability: ComputeCapability::SM_70,
+    min_driver_version: 11000,
+    description:
+        "the L2 partition map: every SM times its own array after a reference SM loaded them all",
+};
+
+static MODULES: [&Module; 3] = [&PCHASE, &HOPPER, &L2MAP];
 
 /// The 64 KiB constant array the constant-path chases read.
 static CONSTANT_CHAIN: ModuleGlobal = ModuleGlobal {
@@ -190,7 +203,7 @@ static SM_CLOCK_PARAMS: [Param; 2] = [
     ),
 ];
 
-static PINNED_PARAMS: [Param; 10] = [
+static PINNED_PARAMS: [Param; 14] = [
     param(
         "chain",
         ParamType::U64,
@@ -229,7 +242,85 @@ static PINNED_PARAMS: [Param; 10] = [
         "out_slot",
         ParamType::U64,
         "global pointer to u32[slots * 4], zeroed by the host: per slot [1 if it ran, %smid, \
-         final index, 1 if every slot was claimed before it started]",
+         warp 0's final index, 1 if every slot was claimed before it started]",
+    ),
+    param(
+        "warp_offset_elems",
+        ParamType::U64,
+        "elements between the start nodes of consecutive warps of a slot (warp w starts at \
+         element w * warp_offset_elems of the slot's chain); the block has ntid.x / 32 warps",
+    ),
+    param(
+        "sample_steps",
+        ParamType::U32,
+        "loads warp 0's first thread times one by one after every warp's timed pass",
+    ),
+    param(
+        "out_latency",
+        ParamType::U64,
+        "global pointer to u32[slots * sample_steps]: the sampled loads' latencies, cycles",
+    ),
+    param(
+        "out_index",
+        ParamType::U64,
+        "global pointer to u32[slots * sample_steps]: the index each sampled load returned",
+    ),
+];
+
+/// Bytes of the pinned chase's shared bookkeeping before its sample timings: the claimed
+/// row (u32, then 4 unused), the warps' summed cycles (u64), one final index per warp
+/// (u32[32]).
+pub const PINNED_SHARED_HEADER: u32 = 144;
+
+/// Bytes of the partition map's shared scratch before its timings (the dependent store of
+/// each timed load).
+pub const MAP_SHARED_HEADER: u32 = 16;
+
+static MAP_PARAMS: [Param; 9] = [
+    param(
+        "chain",
+        ParamType::U64,
+        "global pointer to the u32 arrays; SM s's array starts at element s * block_stride, \
+         node k at element k * node_elems holding (k + 1) % lines * node_elems",
+    ),
+    param(
+        "block_stride",
+        ParamType::U64,
+        "elements between the arrays of consecutive SMs",
+    ),
+    param("lines", ParamType::U32, "nodes of each SM's array"),
+    param(
+        "sm_count",
+        ParamType::U32,
+        "SMs taking part: %smid 0 .. sm_count - 1, one array each",
+    ),
+    param(
+        "reference",
+        ParamType::U32,
+        "the SM that loads every array twice before the others time theirs",
+    ),
+    param(
+        "claims",
+        ParamType::U64,
+        "global pointer to u32[sm_count + 4], zeroed by the host: SM s's claim flag, then the \
+         number of SMs arrived, the reference's done flag, and the SM whose turn it is",
+    ),
+    param(
+        "wait_ns",
+        ParamType::U64,
+        "%globaltimer nanoseconds after its arrival that an SM gives up waiting",
+    ),
+    param(
+        "out_latency",
+        ParamType::U64,
+        "global pointer to u32[sm_count * 2 * lines]: SM s's pass p, node k at \
+         (s * 2 + p) * lines + k, cycles",
+    ),
+    param(
+        "out_status",
+        ParamType::U64,
+        "global pointer to u32[sm_count], zeroed by the host: 1 where the SM timed its array, \
+         2 where it gave up waiting for the others, 3 for the reference, 4 for its turn",
     ),
 ];
 
@@ -465,7 +556,21 @@ static CHASE_PINNED_GLOBAL_CG: Kernel = Kernel {
     },
     params: &PINNED_PARAMS,
     min_capability: ComputeCapability::SM_50,
-    shared_layout: SharedLayout::None,
+    shared_layout: SharedLayout::HeaderThenTimings {
+        header: PINNED_SHARED_HEADER,
+    },
+    cluster_dims: None,
+};
+
+static L2_PARTITION_MAP: Kernel = Kernel {
+    module: &L2MAP,
+    entry: "l2_partition_map",
+    kind: KernelKind::PartitionMap,
+    params: &MAP_PARAMS,
+    min_capability: ComputeCapability::SM_70,
+    shared_layout: SharedLayout::HeaderThenTimings {
+        header: MAP_SHARED_HEADER,
+    },
     cluster_dims: None,
 };
 
@@ -535,10 +640,12 @@ pub fn sm_clock() -> &'static Kernel {
 }
 
 /// `chase_pinned_global_cg`: coarse `.cg` chases pinned to chosen SMs, one chain per
-/// wanted SM, all starting together (the L2 pair test: the hardware places ordinary blocks
-/// on SMs afresh at every launch, so two blocks cannot otherwise be kept on the same two
-/// SMs from one launch to the next). Launch it with many more blocks than SMs, so that
-/// every wanted SM receives one.
+/// wanted SM, all starting together, each chased by the block's warps at once from
+/// evenly spaced nodes (the L2 size sweep: the hardware places ordinary blocks on SMs afresh
+/// at every launch, so a sweep could not otherwise keep to one SM); warp 0 can then time
+/// further loads one by one. Launch it with many more blocks than SMs, so that every wanted
+/// SM receives one; the dynamic shared memory is `PINNED_SHARED_HEADER` bytes plus 8 per
+/// sampled load.
 ///
 /// ```
 /// use pchase_kernels::{catalogue, KernelKind, LoadPath};
@@ -548,6 +655,21 @@ pub fn sm_clock() -> &'static Kernel {
 /// ```
 pub fn chase_pinned_global_cg() -> &'static Kernel {
     &CHASE_PINNED_GLOBAL_CG
+}
+
+/// `l2_partition_map`: which L2 partition serves which SM. One block on every SM; the
+/// reference SM loads every SM's array twice, then each SM in SM order times two passes over
+/// its own array, one load at a time, sleeping between polls while it waits (Volta and
+/// newer).
+///
+/// ```
+/// use pchase_kernels::{catalogue, KernelKind};
+/// let kernel = catalogue::l2_partition_map();
+/// assert_eq!(kernel.kind(), KernelKind::PartitionMap);
+/// assert_eq!(kernel.module().name(), "l2map");
+/// ```
+pub fn l2_partition_map() -> &'static Kernel {
+    &L2_PARTITION_MAP
 }
 
 /// `chase_fine_dsmem`: fine-grained chase through the shared memory of the other block of a
@@ -566,6 +688,11 @@ pub fn hopper_module() -> &'static Module {
     &HOPPER
 }
 
+/// The module with the L2 partition map (compute capability 7.0 and newer).
+pub fn l2map_module() -> &'static Module {
+    &L2MAP
+}
+
 /// The constant-memory array the `Constant` chases read; fill it before launching them.
 pub fn constant_chain() -> &'static ModuleGlobal {
     &CONSTANT_CHAIN
@@ -578,18 +705,22 @@ pub fn modules() -> &'static [&'static Module] {
 
 /// Every kernel of every module, in catalogue order (chases by path and granularity,
 /// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
-/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`).
+/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`).
 ///
 /// ```
 /// use pchase_kernels::catalogue;
-/// assert_eq!(catalogue::kernels().count(), 42);
+/// assert_eq!(catalogue::kernels().count(), 43);
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
     CHASE
         .iter()
         .chain([&INIT_CHAIN, &CLOCK_OVERHEAD, &SM_CLOCK])
         .chain(TWO_PHASE.iter())
-        .chain([&CHASE_PINNED_GLOBAL_CG, &CHASE_FINE_DSMEM])
+        .chain([
+            &CHASE_PINNED_GLOBAL_CG,
+            &CHASE_FINE_DSMEM,
+            &L2_PARTITION_MAP,
+        ])
 }
 
 /// The kernel with this entry name, if the catalogue has one (for tools that read names

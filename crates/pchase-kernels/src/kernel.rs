@@ -248,6 +248,9 @@ pub enum KernelKind {
         /// The load instruction used.
         path: LoadPath,
     },
+    /// The L2 partition map: one block per SM; a reference SM loads every SM's array, then
+    /// each SM in turn times two passes over its own array, fine-grained.
+    PartitionMap,
 }
 
 /// How a kernel's dynamic shared memory is laid out; every array holds `u32`.
@@ -261,6 +264,12 @@ pub enum SharedLayout {
     Chain,
     /// `[latency; steps][index; steps][chain; shared_chain_elems]`.
     TimingsThenChain,
+    /// A header of `header` bytes (the kernel's own bookkeeping), then
+    /// `[latency; steps][index; steps]`.
+    HeaderThenTimings {
+        /// Bytes before the timings; a multiple of 16.
+        header: u32,
+    },
 }
 
 impl SharedLayout {
@@ -269,7 +278,9 @@ impl SharedLayout {
         match self {
             SharedLayout::Chain => Some(0),
             SharedLayout::TimingsThenChain => Some(8 * u64::from(steps)),
-            SharedLayout::None | SharedLayout::Timings => None,
+            SharedLayout::None | SharedLayout::Timings | SharedLayout::HeaderThenTimings { .. } => {
+                None
+            }
         }
     }
 
@@ -281,6 +292,7 @@ impl SharedLayout {
             SharedLayout::Timings => timings,
             SharedLayout::Chain => chain,
             SharedLayout::TimingsThenChain => timings + chain,
+            SharedLayout::HeaderThenTimings { header } => u64::from(header) + timings,
         }
     }
 }

@@ -394,6 +394,14 @@ pub fn check_pinned(request: &PinnedRequest, sm_count: u32) -> Result<(), Runner
             request.sample_steps
         ));
     }
+    if request.warps > 1
+        && request
+            .chains
+            .windows(2)
+            .any(|pair| pair[0].nodes() != pair[1].nodes())
+    {
+        return bad("with several warps, every slot's chain must have the same length".into());
+    }
     if let Some(short) = request
         .chains
         .iter()

@@ -174,10 +174,24 @@ fn timed_loop(
     load: Option<&str>,
     stored: &str,
 ) {
+    timed_loop_labelled(w, "timed", count, address, load, stored);
+}
+
+/// [`timed_loop`] with labels `<label>` / `<label>_done`, for an entry with more than one
+/// timed loop.
+fn timed_loop_labelled(
+    w: &mut EntryWriter,
+    label: &str,
+    count: &str,
+    address: &[String],
+    load: Option<&str>,
+    stored: &str,
+) {
+    let done = format!("{label}_done");
     w.ins("mov.u32 %r_k, 0");
     w.ins(&format!("setp.eq.u32 %p_loop, {count}, 0"));
-    bra(w, "@%p_loop ", "timed_done");
-    w.label("timed");
+    bra(w, "@%p_loop ", &done);
+    w.label(label);
     // Every step must run the same instruction sequence: unrolled copies get different
     // scheduling (ptxas reads the first clock into a uniform register in unrolled bodies),
     // which would make the overhead calibrated by `clock_overhead` vary per step.
@@ -198,8 +212,8 @@ fn timed_loop(
     w.ins("add.u32 %r_slat, %r_slat, 4");
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count}"));
-    bra(w, "@%p_loop ", "timed");
-    w.label("timed_done");
+    bra(w, "@%p_loop ", label);
+    w.label(&done);
 }
 
 /// Sets `%r_slat` and `%r_sidx` to the latency and index arrays at the start of dynamic
@@ -377,7 +391,7 @@ pub fn chase_entry(
         copy_timings_out(&mut w, "%r_steps", true);
         w.ins("st.global.u32 [%rd_block_out+4], %r_j");
     } else {
-        coarse_timed_loop(&mut w, &access, "[%rd_block_out+4]");
+        coarse_timed_loop(&mut w, &access, "st.global.u32 [%rd_block_out+4], %r_j");
         w.load_param("%rd_out_cycles", "out_cycles", ParamType::U64);
         w.ins("cvta.to.global.u64 %rd_out_cycles, %rd_out_cycles");
         w.ins("add.s64 %rd_cycles_out, %rd_out_cycles, %rd_block_off");
@@ -390,9 +404,9 @@ pub fn chase_entry(
 }
 
 /// The coarse timed pass: one `%clock64` interval over `%r_steps` dependent loads, closed
-/// after the final index is stored to `final_index` (so the last load is inside it); the
-/// interval ends in `%rd_cycles`.
-fn coarse_timed_loop(w: &mut EntryWriter, access: &Access, final_index: &str) {
+/// after the final index is stored by `store_final` (an instruction storing `%r_j`, so the
+/// last load is inside the interval); the interval ends in `%rd_cycles`.
+fn coarse_timed_loop(w: &mut EntryWriter, access: &Access, store_final: &str) {
     w.comment("Timed pass as a whole: one %clock64 interval over `steps` dependent loads.");
     w.ins("mov.u32 %r_k, 0");
     w.ins("mov.u64 %rd_c0, %clock64");
@@ -409,30 +423,39 @@ fn coarse_timed_loop(w: &mut EntryWriter, access: &Access, final_index: &str) {
     w.label("timed_done");
     w.comment("Storing the final index needs the last load's result: the closing clock read");
     w.comment("comes after it, so the last load is inside the interval.");
-    w.ins(&format!("st.global.u32 {final_index}, %r_j"));
+    w.ins(store_final);
     w.ins("mov.u64 %rd_c1, %clock64");
     w.ins("sub.u64 %rd_cycles, %rd_c1, %rd_c0");
 }
 
-/// `chase_pinned_<path>`: coarse chases on chosen SMs, all starting together.
+/// `chase_pinned_<path>`: coarse chases on chosen SMs, all starting together, each chased
+/// by every warp of the block from its own start node; then warp 0 samples loads one by one.
 pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, String> {
     let mut w = EntryWriter::new(kernel);
     let access = access(path);
+    let header = pchase_kernels::catalogue::PINNED_SHARED_HEADER;
     w.comment(&format!(
         "Coarse chases through {} pinned to chosen SMs. Thread 0 of every block reads %smid;",
         path.name()
     ));
     w.comment("a block on a wanted SM claims that SM's slot (first come), the others leave.");
+    w.comment("Shared header: [0] the claimed row or 0xffffffff, [8] the warps' summed cycles,");
+    w.comment("[16 + 4 w] warp w's final index; the sampled loads' timings follow it.");
     w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(&mut w, "@%p_idle ", "exit");
+    bra(&mut w, "@%p_idle ", "published");
+    w.ins("mov.u32 %r_none, 0xffffffff");
+    w.ins("st.shared.u32 [%r_dyn], %r_none");
+    w.ins("mov.u64 %rd_zero, 0");
+    w.ins("st.shared.u64 [%r_dyn+8], %rd_zero");
     w.ins("mov.u32 %r_smid, %smid");
     w.load_param("%rd_sms", "sms", ParamType::U64);
     w.ins("cvta.to.global.u64 %rd_sms, %rd_sms");
     w.load_param("%r_slots", "slots", ParamType::U32);
     w.ins("mov.u32 %r_row, 0");
     w.ins("setp.eq.u32 %p_loop, %r_slots, 0");
-    bra(&mut w, "@%p_loop ", "exit");
+    bra(&mut w, "@%p_loop ", "published");
     w.label("find");
     w.ins("mul.wide.u32 %rd_sm_off, %r_row, 4");
     w.ins("add.s64 %rd_sm_addr, %rd_sms, %rd_sm_off");
@@ -442,7 +465,7 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.ins("add.u32 %r_row, %r_row, 1");
     w.ins("setp.lt.u32 %p_loop, %r_row, %r_slots");
     bra(&mut w, "@%p_loop ", "find");
-    bra(&mut w, "", "exit");
+    bra(&mut w, "", "published");
     w.label("found");
     w.comment("Claim slot `row`: only the first block on this SM gets 0 back.");
     w.load_param("%rd_claims", "claims", ParamType::U64);
@@ -451,7 +474,7 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.ins("add.s64 %rd_claim, %rd_claims, %rd_claim_off");
     w.ins("atom.global.cas.b32 %r_old, [%rd_claim], 0, 1");
     w.ins("setp.ne.u32 %p_taken, %r_old, 0");
-    bra(&mut w, "@%p_taken ", "exit");
+    bra(&mut w, "@%p_taken ", "published");
     w.ins("mul.wide.u32 %rd_count_off, %r_slots, 4");
     w.ins("add.s64 %rd_count, %rd_claims, %rd_count_off");
     w.ins("atom.global.add.u32 %r_old, [%rd_count], 1");
@@ -468,36 +491,200 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_w0");
     w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_wait");
     bra(&mut w, "@%p_loop ", "wait");
-    bra(&mut w, "", "go");
+    bra(&mut w, "", "publish");
     w.label("all_claimed");
     w.ins("mov.u32 %r_together, 1");
-    w.label("go");
+    w.label("publish");
+    w.ins("st.shared.u32 [%r_dyn], %r_row");
+    w.label("published");
+    w.comment("Every thread learns whether the block has a slot; a block without one leaves.");
+    w.ins("bar.sync 0");
+    w.ins("ld.shared.u32 %r_row, [%r_dyn]");
+    w.ins("setp.eq.u32 %p_none, %r_row, 0xffffffff");
+    bra(&mut w, "@%p_none ", "exit");
+    w.ins("and.b32 %r_lane, %r_tid, 31");
+    w.ins("shr.u32 %r_warp, %r_tid, 5");
+    w.ins("setp.ne.u32 %p_lane, %r_lane, 0");
     w.load_param("%r_warmup", "warmup_steps", ParamType::U32);
     w.load_param("%r_steps", "steps", ParamType::U32);
     first_element(&mut w);
     global_chain_base(&mut w);
-    w.ins("mov.u32 %r_j, 0");
+    w.comment("Warp w starts at element w * warp_offset_elems of the slot's chain.");
+    w.load_param("%rd_warp_offset", "warp_offset_elems", ParamType::U64);
+    w.ins("cvt.u64.u32 %rd_warp, %r_warp");
+    w.ins("mul.lo.u64 %rd_warp_start, %rd_warp, %rd_warp_offset");
+    w.ins("cvt.u32.u64 %r_j, %rd_warp_start");
+    w.comment("Only the first thread of each warp chases; the others wait at the barriers.");
+    bra(&mut w, "@%p_lane ", "warmed");
     w.blank();
     warmup_loop(&mut w, &access);
-    w.blank();
+    w.label("warmed");
+    w.ins("bar.sync 0");
+    bra(&mut w, "@%p_lane ", "passed");
+    w.ins("shl.b32 %r_fin_off, %r_warp, 2");
+    w.ins("add.u32 %r_fin, %r_dyn, %r_fin_off");
+    coarse_timed_loop(&mut w, &access, "st.shared.u32 [%r_fin+16], %r_j");
+    w.ins("atom.shared.add.u64 %rd_old_sum, [%r_dyn+8], %rd_cycles");
+    w.label("passed");
+    w.ins("bar.sync 0");
+    w.comment("Thread 0 alone from here: the samples, then the slot's record.");
+    bra(&mut w, "@%p_idle ", "exit");
+    w.ins("ld.shared.u64 %rd_sum, [%r_dyn+8]");
+    w.load_param("%r_samples", "sample_steps", ParamType::U32);
+    w.ins("setp.eq.u32 %p_loop, %r_samples, 0");
+    bra(&mut w, "@%p_loop ", "sampled");
+    w.ins(&format!("add.u32 %r_dyn, %r_dyn, {header}"));
+    timing_cursors(&mut w, "%r_samples");
+    w.comment("Sampled loads, timed one by one exactly as in the fine-grained chases.");
+    timed_loop_labelled(
+        &mut w,
+        "sample",
+        "%r_samples",
+        &access.address,
+        Some(&access.load),
+        "%r_j",
+    );
+    copy_timings_out(&mut w, "%r_samples", true);
+    w.label("sampled");
     row_pointer(
         &mut w,
         "out_slot",
         ["%rd_out_slot", "%rd_slot_off", "%rd_slot_out"],
         16,
     );
-    coarse_timed_loop(&mut w, &access, "[%rd_slot_out+8]");
     row_pointer(
         &mut w,
         "out_cycles",
         ["%rd_out_cycles", "%rd_cycles_off", "%rd_cycles_out"],
         8,
     );
-    w.ins("st.global.u64 [%rd_cycles_out], %rd_cycles");
+    w.ins("st.global.u64 [%rd_cycles_out], %rd_sum");
+    w.ins("st.global.u32 [%rd_slot_out+8], %r_j");
     w.ins("mov.u32 %r_ran, 1");
     w.ins("st.global.u32 [%rd_slot_out], %r_ran");
     w.ins("st.global.u32 [%rd_slot_out+4], %r_smid");
     w.ins("st.global.u32 [%rd_slot_out+12], %r_together");
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
+
+/// `l2_partition_map`: every SM claims its array; the reference SM loads them all; then
+/// each SM in turn times two passes over its own.
+pub fn partition_map_entry(kernel: &'static Kernel) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    let access = access(LoadPath::GlobalCg);
+    let header = pchase_kernels::catalogue::MAP_SHARED_HEADER;
+    w.comment(
+        "Thread 0 of the first block on each SM below sm_count takes part; the others leave.",
+    );
+    w.comment("Waits poll with atomics (served by the L2) and sleep between polls, so that the");
+    w.comment("waiting SMs barely load the L2 while one SM is timed; each wait is bounded.");
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
+    bra(&mut w, "@%p_idle ", "exit");
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    w.ins("mov.u32 %r_smid, %smid");
+    w.load_param("%r_count", "sm_count", ParamType::U32);
+    w.ins("setp.ge.u32 %p_out, %r_smid, %r_count");
+    bra(&mut w, "@%p_out ", "exit");
+    w.load_param("%rd_claims", "claims", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_claims, %rd_claims");
+    w.ins("mul.wide.u32 %rd_claim_off, %r_smid, 4");
+    w.ins("add.s64 %rd_claim, %rd_claims, %rd_claim_off");
+    w.ins("atom.global.cas.b32 %r_old, [%rd_claim], 0, 1");
+    w.ins("setp.ne.u32 %p_taken, %r_old, 0");
+    bra(&mut w, "@%p_taken ", "exit");
+    w.ins("mul.wide.u32 %rd_count_off, %r_count, 4");
+    w.ins("add.s64 %rd_arrived, %rd_claims, %rd_count_off");
+    w.ins("add.s64 %rd_done, %rd_arrived, 4");
+    w.ins("add.s64 %rd_turn, %rd_arrived, 8");
+    w.load_param("%rd_status_base", "out_status", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_status_base, %rd_status_base");
+    w.ins("add.s64 %rd_status, %rd_status_base, %rd_claim_off");
+    w.load_param("%rd_wait", "wait_ns", ParamType::U64);
+    w.ins("atom.global.add.u32 %r_old, [%rd_arrived], 1");
+    w.ins("mov.u64 %rd_t0, %globaltimer");
+    let wait = |w: &mut EntryWriter, label: &str, word: &str, test: &str, status: u32| {
+        let ready = format!("{label}_ready");
+        w.label(label);
+        w.ins(&format!("atom.global.add.u32 %r_seen, [{word}], 0"));
+        w.ins(test);
+        bra(w, "@%p_ready ", &ready);
+        w.ins("nanosleep.u32 500");
+        w.ins("mov.u64 %rd_now, %globaltimer");
+        w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_t0");
+        w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_wait");
+        bra(w, "@%p_loop ", label);
+        w.ins(&format!("mov.u32 %r_status, {status}"));
+        w.ins("st.global.u32 [%rd_status], %r_status");
+        bra(w, "", "exit");
+        w.label(&ready);
+    };
+    w.comment("1. Wait until every SM has arrived.");
+    wait(
+        &mut w,
+        "arrive",
+        "%rd_arrived",
+        "setp.ge.u32 %p_ready, %r_seen, %r_count",
+        2,
+    );
+    w.load_param("%rd_chain", "chain", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_chain, %rd_chain");
+    w.load_param("%rd_block_stride", "block_stride", ParamType::U64);
+    w.ins("shl.b64 %rd_array_bytes, %rd_block_stride, 2");
+    w.load_param("%r_lines", "lines", ParamType::U32);
+    w.load_param("%r_reference", "reference", ParamType::U32);
+    w.ins("setp.ne.u32 %p_other, %r_smid, %r_reference");
+    bra(&mut w, "@%p_other ", "await_reference");
+    w.comment("2. The reference loads every SM's array twice, SM order.");
+    w.ins("shl.b32 %r_warmup, %r_lines, 1");
+    w.ins("mov.u32 %r_array, 0");
+    w.ins("mov.u64 %rd_base, %rd_chain");
+    w.label("arrays");
+    w.ins("mov.u32 %r_j, 0");
+    warmup_loop(&mut w, &access);
+    w.ins("st.shared.u32 [%r_dyn], %r_j");
+    w.ins("add.s64 %rd_base, %rd_base, %rd_array_bytes");
+    w.ins("add.u32 %r_array, %r_array, 1");
+    w.ins("setp.lt.u32 %p_loop, %r_array, %r_count");
+    bra(&mut w, "@%p_loop ", "arrays");
+    w.ins("membar.gl");
+    w.ins("atom.global.exch.b32 %r_old, [%rd_done], 1");
+    w.label("await_reference");
+    w.comment("3. Wait for the reference, then for this SM's turn (turns go in SM order).");
+    wait(
+        &mut w,
+        "reference",
+        "%rd_done",
+        "setp.ne.u32 %p_ready, %r_seen, 0",
+        3,
+    );
+    wait(
+        &mut w,
+        "turn",
+        "%rd_turn",
+        "setp.eq.u32 %p_ready, %r_seen, %r_smid",
+        4,
+    );
+    w.comment("4. Two timed passes over this SM's own array, every load timed.");
+    w.ins("cvt.u64.u32 %rd_row, %r_smid");
+    w.ins("mul.lo.u64 %rd_first, %rd_row, %rd_block_stride");
+    w.ins("shl.b64 %rd_first_bytes, %rd_first, 2");
+    w.ins("add.s64 %rd_base, %rd_chain, %rd_first_bytes");
+    w.ins("shl.b32 %r_steps, %r_lines, 1");
+    w.ins(&format!("add.u32 %r_dyn, %r_dyn, {header}"));
+    w.ins("mov.u32 %r_row, %r_smid");
+    w.ins("mov.u32 %r_j, 0");
+    timing_cursors(&mut w, "%r_steps");
+    fine_timed_loop(&mut w, &access);
+    copy_timings_out(&mut w, "%r_steps", false);
+    w.ins("mov.u32 %r_status, 1");
+    w.ins("st.global.u32 [%rd_status], %r_status");
+    w.comment("5. Pass the turn on.");
+    w.ins("membar.gl");
+    w.ins("add.u32 %r_next, %r_smid, 1");
+    w.ins("atom.global.exch.b32 %r_old, [%rd_turn], %r_next");
     w.label("exit");
     w.ins("ret");
     w.finish()

@@ -92,6 +92,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             }
             KernelKind::ChaseDistributedShared => chase::dsmem_entry(kernel)?,
             KernelKind::ChasePinned { path } => chase::pinned_entry(kernel, path)?,
+            KernelKind::PartitionMap => chase::partition_map_entry(kernel)?,
             KernelKind::InitChain => chase::init_chain_entry(kernel)?,
             KernelKind::ClockOverhead => chase::clock_overhead_entry(kernel)?,
             KernelKind::SmClock => chase::sm_clock_entry(kernel)?,

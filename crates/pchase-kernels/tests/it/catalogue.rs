@@ -36,8 +36,9 @@ fn entry_names_are_unique_and_found_by_name() {
         assert!(std::ptr::eq(found, kernel));
     }
     let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
-    // init_chain, clock_overhead, sm_clock, chase_pinned_global_cg, chase_fine_dsmem.
-    assert_eq!(seen.len(), 2 * LoadPath::ALL.len() + 5 + two_phase);
+    // init_chain, clock_overhead, sm_clock, chase_pinned_global_cg, chase_fine_dsmem,
+    // l2_partition_map.
+    assert_eq!(seen.len(), 2 * LoadPath::ALL.len() + 6 + two_phase);
     assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
 }
 
@@ -215,7 +216,7 @@ fn capability_checks_use_the_kernel_minimum() {
 #[test]
 fn modules_list_covers_every_kernel_module() {
     let modules = catalogue::modules();
-    assert_eq!(modules.len(), 2);
+    assert_eq!(modules.len(), 3);
     for kernel in catalogue::kernels() {
         assert!(modules.iter().any(|m| std::ptr::eq(*m, kernel.module())));
     }
@@ -224,6 +225,29 @@ fn modules_list_covers_every_kernel_module() {
     assert_eq!(
         catalogue::chase_fine_dsmem().cluster_dims(),
         Some([2, 1, 1])
+    );
+    // The partition map sleeps between polls: Volta and newer only.
+    let map = catalogue::l2map_module();
+    assert!(!map.supports(ComputeCapability::new(6, 1)));
+    assert!(map.supports(ComputeCapability::new(7, 0)));
+    assert!(std::ptr::eq(catalogue::l2_partition_map().module(), map));
+}
+
+#[test]
+fn pinned_and_map_shared_memory_is_a_header_then_the_timings() {
+    let pinned = catalogue::chase_pinned_global_cg();
+    assert_eq!(
+        pinned.dynamic_shared_bytes(0, 0).unwrap(),
+        catalogue::PINNED_SHARED_HEADER
+    );
+    assert_eq!(
+        pinned.dynamic_shared_bytes(100, 0).unwrap(),
+        catalogue::PINNED_SHARED_HEADER + 800
+    );
+    let map = catalogue::l2_partition_map();
+    assert_eq!(
+        map.dynamic_shared_bytes(1024, 0).unwrap(),
+        catalogue::MAP_SHARED_HEADER + 8192
     );
 }
 

@@ -65,10 +65,10 @@ fn only_sm_90_modules_use_sm_90_features() {
 #[test]
 fn pchase_uses_only_instructions_of_isa_7_0_on_sm_50() {
     // Everything here exists since PTX ISA 3.1 on sm_35 or older (ld.global.nc: sm_32;
-    // 32-bit global atom.cas / atom.add: sm_11).
+    // 32-bit global atom.cas / atom.add: sm_11; 64-bit shared atom.add: sm_20).
     const ALLOWED: &[&str] = &[
         "mov", "setp", "selp", "bra", "ret", "ld", "st", "tex", "cvta", "cvt", "mul", "add", "sub",
-        "shl", "or", "bar", "atom",
+        "shl", "shr", "and", "or", "bar", "atom",
     ];
     let parsed = parse_module(catalogue::pchase_module().ptx());
     for entry in &parsed.entries {
@@ -86,6 +86,7 @@ fn pchase_uses_only_instructions_of_isa_7_0_on_sm_50() {
 
 #[test]
 fn only_kernels_that_copy_a_chain_or_run_phases_use_a_barrier() {
+    // The partition map's SMs wait for each other through global atomics, not barriers.
     for kernel in catalogue::kernels() {
         let parsed = parse_module(kernel.module().ptx());
         let barriers = parsed
@@ -94,7 +95,12 @@ fn only_kernels_that_copy_a_chain_or_run_phases_use_a_barrier() {
             .filter(|i| i.opcode.starts_with("bar"))
             .count();
         let copies_chain = kernel.shared_layout().chain_offset_bytes(1).is_some();
-        let runs_phases = matches!(kernel.kind(), KernelKind::TwoPhase { .. });
+        // The pinned chase's warps wait for each other between warm-up, timed pass and
+        // samples.
+        let runs_phases = matches!(
+            kernel.kind(),
+            KernelKind::TwoPhase { .. } | KernelKind::ChasePinned { .. }
+        );
         assert_eq!(
             barriers > 0,
             copies_chain || runs_phases,

@@ -442,8 +442,9 @@ fn dsmem_chase_reads_the_shared_memory_of_cluster_rank_1() {
 
 /// The pinned chase reads `%smid`, claims its slot with a compare-and-swap and counts
 /// itself in before the first chase load, waits in a loop that reads the count atomically
-/// and is bounded by `%clock64`, then has an untimed warm-up loop and a timed loop over
-/// the `.cg` load bracketed by `%clock64`.
+/// and is bounded by `%clock64`; after a barrier every warp has an untimed warm-up loop,
+/// after a second barrier a timed loop over the `.cg` load bracketed by `%clock64`, and
+/// after a third the sampled loads, each between two `%clock` reads.
 #[test]
 fn the_pinned_chase_claims_its_sm_before_it_chases() {
     let kernel = catalogue::chase_pinned_global_cg();
@@ -463,6 +464,14 @@ fn the_pinned_chase_claims_its_sm_before_it_chases() {
         smid < cas && cas < count && count < load,
         "{smid} {cas} {count} {load}"
     );
+    let barriers: Vec<usize> = body
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.opcode.starts_with("bar"))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(barriers.len(), 3, "publish, warmed, timed");
+    assert!(count < barriers[0] && barriers[0] < load, "claim, then chase");
     let loops = entry.loops();
     let wait = loops
         .iter()
@@ -473,22 +482,38 @@ fn the_pinned_chase_claims_its_sm_before_it_chases() {
         "bounded wait"
     );
     assert!(!wait.iter().any(|i| i.opcode == "ld.global.cg.u32"));
-    // The warm-up loop and the timed loop, whose %clock64 reads are outside it.
+    // The warm-up loop and the coarse timed loop, whose %clock64 reads are outside it.
     assert_eq!(untimed_loops_loading(kernel, "ld.global.cg.u32"), 2);
-    let timed = body
+    let loads: Vec<usize> = body
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.opcode == "ld.global.cg.u32")
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(loads.len(), 3, "warm-up, timed pass, samples");
+    let clock64: Vec<usize> = body
         .iter()
         .enumerate()
         .filter(|(_, i)| i.is_clock64_read())
         .map(|(k, _)| k)
-        .filter(|&k| k > load)
-        .collect::<Vec<_>>();
-    let last_load = body
-        .iter()
-        .rposition(|i| i.opcode == "ld.global.cg.u32")
-        .expect("load");
+        .filter(|&k| k > barriers[1])
+        .collect();
     assert!(
-        timed.first().is_some_and(|&t| t < last_load)
-            && timed.last().is_some_and(|&t| t > last_load),
-        "the timed load between two %clock64 reads"
+        clock64.len() == 2 && clock64[0] < loads[1] && loads[1] < clock64[1],
+        "the timed pass between two %clock64 reads: {clock64:?} {loads:?}"
+    );
+    assert!(
+        barriers[1] < loads[1] && loads[1] < barriers[2] && barriers[2] < loads[2],
+        "warm-up, barrier, timed pass, barrier, samples"
+    );
+    let clock32: Vec<usize> = body
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.is_clock32_read())
+        .map(|(k, _)| k)
+        .collect();
+    assert!(
+        clock32.len() == 2 && clock32[0] < loads[2] && loads[2] < clock32[1],
+        "each sampled load between two %clock reads: {clock32:?}"
     );
 }

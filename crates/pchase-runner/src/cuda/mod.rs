@@ -20,8 +20,9 @@ use pchase_kernels::{catalogue, ChainArgument, Granularity, Kernel};
 use crate::{
     backend::{
         check_partition_map, check_pinned, check_two_phase, check_written, Backend, BlockSamples,
-        Carveout, ChaseMode, ChaseRequest, ChaseRun, LoadPath, PartitionMapRequest,
-        PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot, TwoPhaseRequest,
+        Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, PartitionMapRequest,
+        PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot, SmLineLatencies,
+        TwoPhaseRequest,
     },
     device::{ComputeCapability, DeviceInfo},
     error::RunnerError,
@@ -38,6 +39,10 @@ const PINNED_BLOCKS_PER_SM: u32 = 4;
 /// How long (SM cycles, about 70 ms at 2 GHz) a pinned slot waits for the others before it
 /// chases alone (and reports that it did).
 const PINNED_WAIT_CYCLES: u64 = 1 << 27;
+
+/// How long (ns) an SM of the partition map waits for the others, the reference and its
+/// turn, counted from its arrival; the whole map takes some 50 ms on an H200.
+const MAP_WAIT_NS: u64 = 2_000_000_000;
 
 /// `CU_SHAREDMEM_CARVEOUT_DEFAULT`.
 const CARVEOUT_DEFAULT: i32 = -1;
@@ -756,18 +761,30 @@ impl Backend for CudaBackend {
         let chain = self.build_chains(&plan)?;
         let kernel = catalogue::chase_pinned_global_cg();
         let function = self.function(kernel)?;
-        self.configure_shared(&function, 0, Carveout::Percent(0))?;
+        let dynamic = kernel
+            .dynamic_shared_bytes(request.sample_steps, 0)
+            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+        self.configure_shared(&function, dynamic, Carveout::Percent(0))?;
         let slots = request.sms.len();
+        let samples = request.sample_steps as usize;
         let sms = DeviceBuffer::from_slice(&request.sms).map_err(cuda_error("cuMemcpyHtoD"))?;
         let claims = DeviceBuffer::<u32>::zeroed(slots + 1).map_err(cuda_error("cuMemAlloc"))?;
         let cycles = DeviceBuffer::<u64>::zeroed(slots).map_err(cuda_error("cuMemAlloc"))?;
         let out_slot = DeviceBuffer::<u32>::zeroed(4 * slots).map_err(cuda_error("cuMemAlloc"))?;
-        // Many more blocks than SMs, all resident at once (32 threads each, no shared
-        // memory), so that every SM receives at least one.
+        let latency = DeviceBuffer::<u32>::zeroed((slots * samples).max(1))
+            .map_err(cuda_error("cuMemAlloc"))?;
+        let index = DeviceBuffer::<u32>::zeroed((slots * samples).max(1))
+            .map_err(cuda_error("cuMemAlloc"))?;
+        // Every slot's chain has the same length where there are several warps
+        // (`check_pinned`), so one offset serves all.
+        let first = request.chains[0];
+        let warp_offset = request.start_node(&first, 1) * u64::from(plan.stride_elems);
+        // Many more blocks than SMs, all resident at once, so that every SM receives at
+        // least one.
         let shape = LaunchShape {
             grid: (PINNED_BLOCKS_PER_SM * self.info.sm_count.max(1), 1),
-            threads: 32,
-            shared_bytes: 0,
+            threads: 32 * request.warps,
+            shared_bytes: dynamic,
         };
         let gpu_time = self.timed_launch(
             &function,
@@ -783,11 +800,21 @@ impl Backend for CudaBackend {
                 ("steps", Arg::U32(request.steps)),
                 ("out_cycles", Arg::U64(cycles.as_device_ptr().as_raw())),
                 ("out_slot", Arg::U64(out_slot.as_device_ptr().as_raw())),
+                ("warp_offset_elems", Arg::U64(warp_offset)),
+                ("sample_steps", Arg::U32(request.sample_steps)),
+                ("out_latency", Arg::U64(latency.as_device_ptr().as_raw())),
+                ("out_index", Arg::U64(index.as_device_ptr().as_raw())),
             ],
         )?;
         let host_cycles = to_host(&cycles)?;
         let host_slot = to_host(&out_slot)?;
-        let loads = u64::from(request.warmup_steps) + u64::from(request.steps);
+        let host_latency = to_host(&latency)?;
+        let host_index = to_host(&index)?;
+        // Warp 0 starts at node 0 and makes warm-up, timed and sampled loads.
+        let loads = u64::from(request.warmup_steps)
+            + u64::from(request.steps)
+            + u64::from(request.sample_steps);
+        let warmed = u64::from(request.warmup_steps) + u64::from(request.steps);
         let mut out = Vec::with_capacity(slots);
         for (s, &wanted) in request.sms.iter().enumerate() {
             let record = &host_slot[4 * s..4 * s + 4];
@@ -800,7 +827,7 @@ impl Backend for CudaBackend {
                 total_cycles: host_cycles[s],
                 final_index: record[2],
                 together: record[3] != 0,
-                samples: Vec::new(),
+                samples: host_latency[s * samples..(s + 1) * samples].to_vec(),
             };
             if slot.sm != wanted {
                 return Err(RunnerError::WrongResult(format!(
@@ -815,6 +842,17 @@ impl Backend for CudaBackend {
                     slot.final_index
                 )));
             }
+            for (k, &got) in host_index[s * samples..(s + 1) * samples]
+                .iter()
+                .enumerate()
+            {
+                let expected = plan.index_after(s, warmed + k as u64 + 1);
+                if got != expected {
+                    return Err(RunnerError::WrongResult(format!(
+                        "pinned slot {s}: sampled load {k} returned index {got}, the chain says {expected}"
+                    )));
+                }
+            }
             out.push(Some(slot));
         }
         Ok(PinnedRun {
@@ -828,9 +866,80 @@ impl Backend for CudaBackend {
         request: &PartitionMapRequest,
     ) -> Result<PartitionMapRun, RunnerError> {
         check_partition_map(request, self.info.sm_count)?;
-        Err(RunnerError::InvalidRequest(
-            "the partition map is not implemented yet".into(),
-        ))
+        let kernel = catalogue::l2_partition_map();
+        let function = self.function(kernel)?;
+        let sm_count = self.info.sm_count;
+        let lines = request.lines_per_sm;
+        let chain_spec = ChainSpec::new(
+            u64::from(lines) * u64::from(request.line_bytes),
+            request.line_bytes,
+        )?;
+        let as_chase = ChaseRequest {
+            path: LoadPath::GlobalCg,
+            mode: ChaseMode::Fine,
+            chains: vec![chain_spec; sm_count as usize],
+            warmup_steps: 0,
+            steps: 2 * lines,
+            carveout: Carveout::Percent(0),
+            flush_l2: false,
+            reserve_shared_bytes: 0,
+            written_bytes: 0,
+        };
+        let plan = ChainPlan::new(&as_chase, &self.info)?;
+        let chain = self.build_chains(&plan)?;
+        // The arrays start out of the L2: the reference's loads decide what it holds.
+        self.flush_l2()?;
+        let dynamic = kernel
+            .dynamic_shared_bytes(2 * lines, 0)
+            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+        self.configure_shared(&function, dynamic, Carveout::Percent(0))?;
+        let claims =
+            DeviceBuffer::<u32>::zeroed(sm_count as usize + 4).map_err(cuda_error("cuMemAlloc"))?;
+        let per_sm = 2 * lines as usize;
+        let latency = DeviceBuffer::<u32>::zeroed(sm_count as usize * per_sm)
+            .map_err(cuda_error("cuMemAlloc"))?;
+        let status =
+            DeviceBuffer::<u32>::zeroed(sm_count as usize).map_err(cuda_error("cuMemAlloc"))?;
+        let shape = LaunchShape {
+            grid: (PINNED_BLOCKS_PER_SM * sm_count.max(1), 1),
+            threads: 32,
+            shared_bytes: dynamic,
+        };
+        let gpu_time = self.timed_launch(
+            &function,
+            shape,
+            &[
+                ("chain", Arg::U64(chain)),
+                ("block_stride", Arg::U64(plan.block_stride)),
+                ("lines", Arg::U32(lines)),
+                ("sm_count", Arg::U32(sm_count)),
+                ("reference", Arg::U32(request.reference_sm)),
+                ("claims", Arg::U64(claims.as_device_ptr().as_raw())),
+                ("wait_ns", Arg::U64(MAP_WAIT_NS)),
+                ("out_latency", Arg::U64(latency.as_device_ptr().as_raw())),
+                ("out_status", Arg::U64(status.as_device_ptr().as_raw())),
+            ],
+        )?;
+        let host_latency = to_host(&latency)?;
+        let host_status = to_host(&status)?;
+        let sms = host_status
+            .iter()
+            .enumerate()
+            .map(|(sm, &state)| {
+                if state != 1 {
+                    if state != 0 {
+                        log::debug!("partition map: SM {sm} gave up waiting (status {state})");
+                    }
+                    return None;
+                }
+                let row = &host_latency[sm * per_sm..(sm + 1) * per_sm];
+                Some(SmLineLatencies {
+                    cold: row[..lines as usize].to_vec(),
+                    warm: row[lines as usize..].to_vec(),
+                })
+            })
+            .collect();
+        Ok(PartitionMapRun { sms, gpu_time })
     }
 
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
@@ -934,7 +1043,6 @@ fn query_device(ordinal: u32, device: Device) -> Result<DeviceInfo, RunnerError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::ChainSpec;
 
     fn info() -> DeviceInfo {
         DeviceInfo {
