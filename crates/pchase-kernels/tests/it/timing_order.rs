@@ -471,7 +471,10 @@ fn the_pinned_chase_claims_its_sm_before_it_chases() {
         .map(|(k, _)| k)
         .collect();
     assert_eq!(barriers.len(), 3, "publish, warmed, timed");
-    assert!(count < barriers[0] && barriers[0] < load, "claim, then chase");
+    assert!(
+        count < barriers[0] && barriers[0] < load,
+        "claim, then chase"
+    );
     let loops = entry.loops();
     let wait = loops
         .iter()

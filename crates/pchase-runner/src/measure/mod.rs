@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod hierarchy;
 pub mod l2;
+pub mod levels;
 pub mod probe;
 pub mod report;
 pub mod search;

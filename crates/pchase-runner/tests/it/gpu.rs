@@ -277,3 +277,100 @@ fn pinned_chases_run_on_the_sms_they_name() {
         Err(RunnerError::InvalidRequest(_))
     ));
 }
+
+/// Several warps per slot and sampled loads: on one SM, an L2-resident array and one four
+/// times the L2 size. Every warp's pass and every sample must follow the chain (the backend
+/// checks the indices); the resident array's loads are L2 hits, the large one's slower, in
+/// the mean and in the samples alike.
+#[test]
+fn pinned_chases_with_several_warps_sample_their_loads() {
+    let Some(mut gpu) = gpu_or_skip("pinned_chases_with_several_warps_sample_their_loads") else {
+        return;
+    };
+    let l2 = gpu.device().l2_bytes;
+    let mut means = Vec::new();
+    for bytes in [(l2 / 8) / 128 * 128, (4 * l2) / 128 * 128] {
+        let chain = ChainSpec::new(bytes, 128).unwrap();
+        let nodes = chain.nodes() as u32;
+        let request = PinnedRequest {
+            sms: vec![0],
+            chains: vec![chain],
+            warmup_steps: 2 * nodes / 32,
+            steps: nodes / 32,
+            warps: 32,
+            sample_steps: 2048,
+        };
+        let run = (0..4)
+            .map(|_| gpu.pinned_chase(&request).expect("pinned chase runs"))
+            .find(PinnedRun::complete)
+            .expect("SM 0 reached in 4 tries");
+        let slot = run.slots[0].as_ref().expect("slot");
+        let mean = slot.cycles_per_load(&request);
+        let mut samples = slot.samples.clone();
+        samples.sort_unstable();
+        let p50 = samples[samples.len() / 2];
+        eprintln!(
+            "{bytes} B, 32 warps: {mean:.1} cycles per load, samples p5 {} p50 {p50} p95 {}, {:?}",
+            samples[samples.len() / 20],
+            samples[samples.len() * 19 / 20],
+            run.gpu_time
+        );
+        assert_eq!(samples.len(), 2048);
+        assert!((100.0..3000.0).contains(&mean), "{mean}");
+        means.push((mean, f64::from(p50)));
+    }
+    assert!(means[1].0 > 1.5 * means[0].0, "{means:?}");
+    assert!(means[1].1 > 1.5 * means[0].1, "{means:?}");
+}
+
+/// The partition map: every SM times its array; the reference's own array comes back at
+/// one (near) level; SMs that find a share of their lines far form the other partition(s).
+#[test]
+fn the_partition_map_reaches_every_sm() {
+    let Some(mut gpu) = gpu_or_skip("the_partition_map_reaches_every_sm") else {
+        return;
+    };
+    if gpu.device().compute_capability.major < 7 {
+        eprintln!("SKIPPED the_partition_map_reaches_every_sm: needs compute capability 7.0");
+        return;
+    }
+    let request = pchase_runner::PartitionMapRequest {
+        reference_sm: 0,
+        lines_per_sm: 256,
+        line_bytes: 128,
+    };
+    let run = gpu.partition_map(&request).expect("map runs");
+    let count = gpu.device().sm_count as usize;
+    assert_eq!(run.sms.len(), count);
+    let far_share: Vec<f64> = run
+        .sms
+        .iter()
+        .enumerate()
+        .map(|(sm, seen)| {
+            let seen = seen
+                .as_ref()
+                .unwrap_or_else(|| panic!("SM {sm} took no part"));
+            assert_eq!(seen.cold.len(), 256);
+            let mut warm = seen.warm.clone();
+            warm.sort_unstable();
+            let threshold = 1.35 * f64::from(warm[warm.len() / 2]);
+            seen.cold
+                .iter()
+                .filter(|&&c| f64::from(c) > threshold)
+                .count() as f64
+                / 256.0
+        })
+        .collect();
+    eprintln!(
+        "partition map ({:?}): far share per SM {:?}",
+        run.gpu_time,
+        far_share
+            .iter()
+            .map(|f| (f * 100.0).round() as u32)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        far_share[0] < 0.05,
+        "the reference finds its own lines near"
+    );
+}
