@@ -3,7 +3,7 @@
 use std::{fmt::Write as _, fs, path::Path};
 
 use pchase_runner::measure::{
-    l2::{L2Line, L2Pairs},
+    l2::{L2Findings, L2Line},
     RawCurve,
 };
 use plotters::prelude::*;
@@ -127,35 +127,23 @@ pub fn write_l2_line(dir: &Path, line: &L2Line) -> Result<(), String> {
     fs::write(dir.join("l2-line.csv"), out).map_err(|e| e.to_string())
 }
 
-/// Writes the L2 pair test as `l2-pairs.csv` into `dir`: one row per launch that started
-/// on its SMs together (two SMs at once, then the separate SM alone), with the bytes each
-/// SM chased and its mean cycles per load.
-pub fn write_l2_pairs(dir: &Path, pairs: &L2Pairs) -> Result<(), String> {
+/// Writes the L2 sweep's sampled loads as `l2-samples.csv` into `dir`: one row per load
+/// (array bytes, sample number, cycles with the overhead subtracted, the level it fell
+/// into), so that every level's distribution can be redrawn.
+pub fn write_l2_samples(dir: &Path, l2: &L2Findings) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    let show = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
-    let mut out = format!(
-        "# sm={} sharing_sm={} separate_sm={} separate_capacity={} far_capacity={}\nkind,sm_a,sm_b,bytes,mean_a,mean_b\n",
-        pairs.sm,
-        show(pairs.sharing_sm.map(u64::from)),
-        show(pairs.separate_sm.map(u64::from)),
-        show(pairs.separate_capacity),
-        show(pairs.far_capacity),
-    );
-    for launch in &pairs.launches {
-        let _ = writeln!(
-            out,
-            "pair,{},{},{},{:.2},{:.2}",
-            launch.sms.0, launch.sms.1, launch.bytes, launch.means.0, launch.means.1
-        );
+    let mut out = String::from("bytes,sample,cycles,level\n");
+    for point in &l2.points {
+        for (k, &cycles) in point.samples.iter().enumerate() {
+            let level = l2
+                .levels
+                .iter()
+                .find(|l| l.distribution.contains(cycles, 0.0))
+                .map_or("", |l| l.kind.name());
+            let _ = writeln!(out, "{},{k},{cycles:.1},{level}", point.bytes);
+        }
     }
-    for &(bytes, mean) in &pairs.alone {
-        let _ = writeln!(
-            out,
-            "alone,{},,{bytes},{mean:.2},",
-            show(pairs.separate_sm.map(u64::from))
-        );
-    }
-    fs::write(dir.join("l2-pairs.csv"), out).map_err(|e| e.to_string())
+    fs::write(dir.join("l2-samples.csv"), out).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -186,34 +174,6 @@ mod tests {
         assert_eq!(rows.len(), 4, "{text}");
         assert_eq!(rows[1], "1024,0,,282.0000");
         assert_eq!(rows[3], "2048,1,7,38.7500");
-    }
-
-    #[test]
-    fn the_l2_pair_test_is_written_a_row_per_launch() {
-        use pchase_runner::measure::l2::PairLaunch;
-        let dir = std::env::temp_dir().join(format!("memtopo-pairs-{}", std::process::id()));
-        let pairs = L2Pairs {
-            sm: 0,
-            sharing_sm: Some(8),
-            separate_sm: Some(16),
-            separate_capacity: Some(3 << 20),
-            separate_capacity_exact: true,
-            far_capacity: Some(5 << 20),
-            launches: vec![PairLaunch {
-                sms: (0, 8),
-                bytes: 3 << 20,
-                means: (300.5, 410.25),
-            }],
-            alone: vec![(4 << 20, 280.0), (6 << 20, 420.0)],
-        };
-        write_l2_pairs(&dir, &pairs).unwrap();
-        let text = fs::read_to_string(dir.join("l2-pairs.csv")).unwrap();
-        fs::remove_dir_all(&dir).unwrap();
-        let rows: Vec<&str> = text.lines().collect();
-        assert_eq!(rows.len(), 5, "{text}");
-        assert!(rows[0].contains("separate_sm=16"), "{text}");
-        assert_eq!(rows[2], "pair,0,8,3145728,300.50,410.25");
-        assert_eq!(rows[4], "alone,16,,6291456,420.00,");
     }
 
     #[test]

@@ -205,8 +205,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
         if let Some(Ok(line)) = measured.l2.as_ref().map(|l2| &l2.line) {
             raw::write_l2_line(dir, line).map_err(output)?;
         }
-        if let Some(Ok(pairs)) = measured.l2.as_ref().map(|l2| &l2.pairs) {
-            raw::write_l2_pairs(dir, pairs).map_err(output)?;
+        if let Some(l2) = measured.l2.as_ref() {
+            raw::write_l2_samples(dir, l2).map_err(output)?;
         }
     }
     let failed = measured

@@ -166,8 +166,12 @@ pub struct ElementResult {
     pub line: Option<LineFinding>,
     /// Allocation line (the bytes one tag covers), from the eviction probe.
     pub line_bytes: Option<LineFinding>,
-    /// Hit latency in cycles, with the clock overhead subtracted.
+    /// Hit latency in cycles, with the clock overhead subtracted: the fastest level where
+    /// the samples show several ([`ElementResult::latency_levels`]).
     pub latency: Option<LatencySummary>,
+    /// The levels of the latency samples where there are several (device memory reached
+    /// through the near and the far L2 partition), fastest first; empty for one level.
+    pub latency_levels: Vec<levels::Mode>,
     /// Benchmarks of this element that failed, with the reason.
     pub failures: Vec<String>,
 }
@@ -635,7 +639,13 @@ impl<'b, B: Backend> Session<'b, B> {
                 s.results.l2 = Some(found);
                 Ok(near)
             }),
-            Element::DeviceMemory => self.timed(&name, |s, gpu| s.memory_latency(gpu)),
+            Element::DeviceMemory => match self.timed(&name, |s, gpu| s.memory_latency(gpu)) {
+                Ok((latency, found)) => {
+                    self.results.element_mut(element).latency_levels = found;
+                    Ok(latency)
+                }
+                Err(e) => Err(e),
+            },
             _ => return,
         };
         match result {
@@ -743,7 +753,10 @@ impl<'b, B: Backend> Session<'b, B> {
     /// timed loads span `samples × 2 KiB` (1.5 MiB by default), inside one 2 MiB page of
     /// the driver's large-page allocations, so after the first load every translation
     /// hits the TLB and the latency is that of the memory, not of a page walk.
-    fn memory_latency(&mut self, gpu: &mut Duration) -> Result<LatencySummary, RunnerError> {
+    fn memory_latency(
+        &mut self,
+        gpu: &mut Duration,
+    ) -> Result<(LatencySummary, Vec<levels::Mode>), RunnerError> {
         let stride = 2048u32;
         let chain = ChainSpec::new(
             u64::from(self.options.samples + 1) * u64::from(stride),
@@ -758,7 +771,29 @@ impl<'b, B: Backend> Session<'b, B> {
             true,
             gpu,
         )?;
-        self.latency_summary(&samples)
+        // Lines homed in another L2 partition reach memory through it and come back
+        // slower (on Hopper by the far-hit penalty): the samples are a mixture, and the
+        // latency is its fastest level, the others reported beside it.
+        let overhead = f64::from(self.results.clock_overhead.unwrap_or(0));
+        let cycles: Vec<f64> = samples
+            .iter()
+            .map(|&v| (f64::from(v) - overhead).max(0.0))
+            .collect();
+        let found: Vec<levels::Mode> = analysis::analysing(|| levels::modes(&cycles, 0.05))
+            .into_iter()
+            .filter(|m| !m.tail)
+            .collect();
+        if found.len() < 2 {
+            return Ok((self.latency_summary(&samples)?, Vec::new()));
+        }
+        let fastest: Vec<f64> = cycles
+            .iter()
+            .copied()
+            .filter(|&v| v < found[0].upper)
+            .collect();
+        let summary = LatencySummary::from_samples(&fastest)
+            .ok_or_else(|| RunnerError::WrongResult("no memory samples".into()))?;
+        Ok((summary, found))
     }
 
     /// The constant L1's measured fetch granularity (64 B, its size on every NVIDIA GPU

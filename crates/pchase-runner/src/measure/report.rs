@@ -6,7 +6,10 @@ use topology::{
     QuantityKind, Size, Topology,
 };
 
-use super::{l2::L2Pairs, Element, ElementResult, Measurements, SizeFinding};
+use super::{
+    l2::{L2Findings, LevelKind},
+    Element, ElementResult, Measurements, SizeFinding,
+};
 use crate::{backend::Carveout, device::DeviceInfo};
 
 /// The topology element an [`Element`] is written to.
@@ -150,6 +153,30 @@ fn write_element(topo: &mut Topology, info: &DeviceInfo, element: Element, resul
     if let Some(latency) = result.latency {
         entry.set_latency(Latency::measured(latency));
     }
+    if result.latency_levels.len() > 1 {
+        let levels: Vec<String> = result
+            .latency_levels
+            .iter()
+            .map(|m| {
+                format!(
+                    "p50 {:.0} (p5 {:.0}, p95 {:.0}) cycles for {:.0} % of the loads",
+                    m.distribution.p50,
+                    m.distribution.p5,
+                    m.distribution.p95,
+                    100.0 * m.share
+                )
+            })
+            .collect();
+        notes.push(note(
+            NoteSeverity::Info,
+            Some(QuantityKind::Latency),
+            format!(
+                "the latency samples have {} levels: {}; the latency reported is the fastest (through the SM's own L2 partition, where the L2 has several)",
+                levels.len(),
+                levels.join("; ")
+            ),
+        ));
+    }
     for failure in &result.failures {
         notes.push(note(NoteSeverity::NotMeasured, None, failure.clone()));
     }
@@ -196,71 +223,8 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
             ),
         }
     }
-    if let Some(l2) = measured.l2.as_ref().filter(|l2| l2.far.is_some()) {
-        let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
-        let pair = match &l2.pairs {
-            Ok(p) => p.separate_sm.zip(p.separate_capacity).map(|s| (p, s)),
-            Err(_) => None,
-        };
-        let sharing = |p: &L2Pairs| {
-            p.sharing_sm.map_or_else(
-                || "no partner shared its budget".to_owned(),
-                |sm| format!("SM {sm} shares its budget"),
-            )
-        };
-        let message = match (l2.keeps_copies, pair) {
-            (None, Some((p, (sm, held)))) => Some((
-                NoteSeverity::NotMeasured,
-                format!(
-                    "whether the near partition keeps copies of far lines is undecided: SM {} and SM {sm} (the other half; {}) held at least {:.1} MiB each, but the launches at the next size never started on both SMs together",
-                    p.sm,
-                    sharing(p),
-                    mib(held)
-                ),
-            )),
-            (Some(copies), Some((p, (sm, held)))) => Some((
-                NoteSeverity::Info,
-                format!(
-                    "by capacity, two SMs at once pinned to their SMs: {}; SM {} and SM {sm} (the other half) each hold {:.1} MiB, {} the near capacity, so the near partition {}",
-                    sharing(p),
-                    p.sm,
-                    mib(held),
-                    if copies { "well under" } else { "about" },
-                    if copies { "keeps copies of far lines (each SM's lines take room in both halves)" } else { "keeps no copies of far lines (the halves are independent)" }
-                ),
-            )),
-            (Some(true), None) => Some((NoteSeverity::Info, "the near partition keeps copies of far lines: below the near capacity every line hits at the near latency, past it the far-homed lines come back slower".into())),
-            (Some(false), None) => Some((NoteSeverity::Info, "the near partition keeps no copies of far lines: far-homed lines are slower even in a quarter-L2 array (latency test)".into())),
-            (None, None) => None,
-        };
-        if let Some((severity, message)) = message {
-            topo.add_note(Note {
-                severity,
-                element: Some(ElementKind::L2),
-                quantity: Some(QuantityKind::Partitions),
-                message,
-            });
-        }
-        let partitions = topo.element_mut(ElementKind::L2).partitions_mut();
-        partitions.near_latency = Some(Latency::measured(l2.near));
-        partitions.far_latency = l2.far.map(Latency::measured);
-        // Two latency levels: at least two partitions. One SM cannot tell several far
-        // partitions apart (they share the far latency), and the share of near lines
-        // varies between runs (0.3 to 0.45 on the H200), so it does not count them.
-        partitions.count = Some(Count::new(2, Provenance::Derived));
-        let size = |(bytes, measured_here): (u64, bool)| {
-            Size::exact(
-                Bytes(bytes),
-                if measured_here {
-                    Provenance::Benchmark
-                } else {
-                    Provenance::Derived
-                },
-            )
-        };
-        partitions.size_each = l2.near_capacity.map(size);
-        partitions.far_size = l2.far_capacity.map(size);
-        partitions.near_keeps_far_copies = l2.keeps_copies;
+    if let Some(l2) = measured.l2.as_ref() {
+        l2_partitions(&mut topo, l2);
     }
     if let Some(bytes) = measured.l2.as_ref().and_then(|l2| l2.fetch_granularity) {
         topo.element_mut(ElementKind::L2)
@@ -386,4 +350,133 @@ mod tests {
             Some("kernel failed")
         );
     }
+}
+
+/// The L2's partitions, levels and map: the model's partition fields, and notes with what
+/// the model has no field for yet (every level's distribution and shares, the SM map).
+fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
+    let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+    let note = |topo: &mut Topology, severity: NoteSeverity, message: String| {
+        topo.add_note(Note {
+            severity,
+            element: Some(ElementKind::L2),
+            quantity: Some(QuantityKind::Partitions),
+            message,
+        });
+    };
+    let levels: Vec<String> = l2
+        .levels
+        .iter()
+        .map(|level| {
+            let d = &level.distribution;
+            let mut text = format!(
+                "{} p50 {:.0} (p5 {:.0}, p95 {:.0}) cycles, at most {:.0} % of the loads",
+                level.kind.name(),
+                d.p50,
+                d.p5,
+                d.p95,
+                100.0 * level.peak_share()
+            );
+            if !level.sub_levels.is_empty() {
+                let subs: Vec<String> = level
+                    .sub_levels
+                    .iter()
+                    .map(|s| format!("{:.0} ({:.0} %)", s.p50, 100.0 * s.share))
+                    .collect();
+                text.push_str(&format!(" with sub-levels {}", subs.join(", ")));
+            }
+            text
+        })
+        .collect();
+    note(
+        topo,
+        NoteSeverity::Info,
+        format!(
+            "levels SM {} meets on the L2 path: {}",
+            super::l2::SWEEP_SM,
+            levels.join("; ")
+        ),
+    );
+    match &l2.map {
+        Ok(map) => {
+            let groups: Vec<String> = (0..map.count)
+                .map(|p| format!("partition {p}: SMs {:?}", map.sms_of(p)))
+                .collect();
+            note(
+                topo,
+                NoteSeverity::Info,
+                format!(
+                    "partition map ({} partition(s), reference SM {}; {}): {}",
+                    map.count,
+                    map.reference_sm,
+                    match map.keeps_copies {
+                        Some(true) => "a partition keeps copies of far lines its SMs read",
+                        Some(false) => "no partition keeps copies of far lines",
+                        None => "one partition",
+                    },
+                    groups.join("; ")
+                ),
+            );
+        }
+        Err(why) => note(
+            topo,
+            NoteSeverity::NotMeasured,
+            format!("partition map not measured: {why}"),
+        ),
+    }
+    if let Some(check) = l2.far_check {
+        let (severity, verdict) = if check.agrees {
+            (NoteSeverity::Info, "agree")
+        } else {
+            (NoteSeverity::Warning, "DISAGREE")
+        };
+        note(
+            topo,
+            severity,
+            format!(
+                "far level checked by a second method: far minus near {:.0} cycles in the sweep, {} in the partition map: the two {verdict}",
+                check.sweep_penalty,
+                check
+                    .map_penalty
+                    .map_or("none".to_owned(), |p| format!("{p:.0} cycles"))
+            ),
+        );
+    }
+    for unexplained in &l2.unexplained {
+        let at = if unexplained.bytes > 0 {
+            format!(" at {:.2} MiB", mib(unexplained.bytes))
+        } else {
+            String::new()
+        };
+        note(
+            topo,
+            NoteSeverity::Warning,
+            format!("unexplained L2 curve feature{at}: {}", unexplained.reason),
+        );
+    }
+    let partitions = topo.element_mut(ElementKind::L2).partitions_mut();
+    partitions.near_latency = Some(Latency::measured(l2.near));
+    partitions.far_latency = l2
+        .level(LevelKind::FarHit)
+        .and_then(|far| super::l2::summary(&far.distribution).ok())
+        .map(Latency::measured);
+    partitions.count = match &l2.map {
+        Ok(map) => Some(Count::new(map.count, Provenance::Benchmark)),
+        Err(_) => l2
+            .level(LevelKind::FarHit)
+            .map(|_| Count::new(2, Provenance::Derived)),
+    };
+    let size = |(bytes, measured_here): (u64, bool)| {
+        Size::exact(
+            Bytes(bytes),
+            if measured_here {
+                Provenance::Benchmark
+            } else {
+                Provenance::Derived
+            },
+        )
+    };
+    partitions.size_each = l2.near_capacity.map(size);
+    partitions.far_size = l2.far_capacity.map(size);
+    partitions.near_keeps_far_copies = l2.keeps_copies;
 }

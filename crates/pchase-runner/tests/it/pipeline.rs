@@ -2,7 +2,10 @@
 //! shipped profile and seeded random hierarchies.
 
 use pchase_runner::{
-    measure::{l2::L2Findings, Element, MeasureOptions, Measurements, Session, SizeFinding},
+    measure::{
+        l2::{L2Findings, LevelKind},
+        Element, MeasureOptions, Measurements, Session, SizeFinding,
+    },
     sim::{Associativity, Replacement, SimBackend, SimProfile},
     Backend, Carveout, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PartitionMapRequest,
     PartitionMapRun, PinnedRequest, PinnedRun, RunnerError, TwoPhaseRequest,
@@ -317,35 +320,75 @@ fn the_l1_size_at_every_reservation_matches_the_carveout_the_driver_picks() {
     }
 }
 
+/// The L2 as the simulated H200 has it: two partitions that keep copies of far lines.
+/// One SM meets near hits up to a partition's size, then far hits (the far-homed half still
+/// in its home) beside memory through the near partition, then memory through either; the
+/// map splits the SMs as the profile does, and the map's far level agrees with the sweep's.
 #[test]
-fn a_two_partition_l2_is_recovered() {
+fn a_two_partition_l2_with_copies_is_recovered() {
     let profile = SimProfile::bundled("h200").expect("bundled");
     let m = measure_only(&profile, Element::L2);
     let l2 = m.l2.clone().expect("L2 measured");
+    let kinds: Vec<LevelKind> = l2.levels.iter().map(|l| l.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            LevelKind::NearHit,
+            LevelKind::FarHit,
+            LevelKind::MemoryViaNear,
+            LevelKind::MemoryViaFar
+        ],
+        "{:?}",
+        l2.levels
+    );
     let near = f64::from(profile.l2.near_latency);
     let far = f64::from(profile.l2.far());
+    let p50 = |kind| l2.level(kind).expect("level").distribution.p50;
+    assert!((p50(LevelKind::NearHit) - near).abs() <= 3.0);
+    assert!((p50(LevelKind::FarHit) - far).abs() <= 3.0);
+    let far_share = l2.level(LevelKind::FarHit).expect("far").peak_share();
+    assert!((far_share - 0.5).abs() < 0.1, "{far_share}");
+    let half = profile.l2.partition_bytes();
+    let (near_bytes, measured) = l2.near_capacity.expect("near capacity");
+    assert!(measured);
     assert!(
-        (l2.near.p50.0 - near).abs() <= 3.0,
-        "near {:?} vs {near}",
-        l2.near
+        near_bytes <= half && near_bytes >= half / 10 * 9,
+        "near {near_bytes} of {half}"
     );
-    let measured_far = l2.far.expect("two levels");
+    let (far_bytes, _) = l2.far_capacity.expect("far capacity");
     assert!(
-        (measured_far.p50.0 - far).abs() <= 3.0,
-        "far {measured_far:?} vs {far}"
+        far_bytes.abs_diff(half) <= half / 10,
+        "far {far_bytes} of {half}"
     );
-    assert_eq!(l2.keeps_copies, Some(false));
+    assert_eq!(l2.keeps_copies, Some(true));
+    let map = l2.map.as_ref().expect("the partition map");
+    assert_eq!(map.count, 2);
+    assert!(map.partition_of_sm.iter().all(Option::is_some));
+    let check = l2.far_check.expect("a far level to check");
+    assert!(check.agrees, "{check:?}");
+    assert!(l2.unexplained.is_empty(), "{:?}", l2.unexplained);
     assert_eq!(l2.fetch_granularity, Some(u64::from(profile.l2.sector())));
     let line = l2.line.as_ref().expect("the L2 line measured");
     assert_eq!(line.bytes, u64::from(profile.l2.line_bytes), "{line:?}");
-    // Without copies the sweep has no rise inside the L2: the near capacity is derived,
-    // half the L2, which is the profile's partition size.
-    assert_eq!(
-        l2.near_capacity,
-        Some((profile.l2.partition_bytes(), false))
-    );
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
     topo.validate().expect("a valid topology");
+    let partitions = topo.l2_partitions().expect("partitions");
+    assert_eq!(partitions.near_keeps_far_copies, Some(true));
+    assert_eq!(partitions.count.as_ref().map(|c| c.value), Some(2));
+}
+
+/// Without copies an SM meets far hits at every size below the L2, and the map groups the
+/// SMs by which lines they find near.
+#[test]
+fn a_two_partition_l2_without_copies_shows_far_hits_from_the_start() {
+    let mut profile = SimProfile::bundled("h200").expect("bundled");
+    profile.l2.near_keeps_far_copies = false;
+    let l2 = measure_only(&profile, Element::L2).l2.expect("L2 measured");
+    let far = l2.level(LevelKind::FarHit).expect("far hits");
+    assert!(far.share_at(0) > 0.3, "{far:?}");
+    assert_eq!(l2.keeps_copies, Some(false));
+    assert_eq!(l2.map.as_ref().expect("map").count, 2);
+    assert!(l2.far_check.expect("checked").agrees);
 }
 
 /// The L2 line probe reads the line, not a constant: the same two-partition L2 with 64 and
@@ -378,79 +421,9 @@ fn the_l2_line_is_read_from_runs_of_misses() {
     }
 }
 
-/// Two SMs at once decide whether the near partition keeps copies: with copies, one SM
-/// gets its half of the L2, two SMs of one half share it, and two of different halves hold
-/// less than the near capacity each (their lines take room in both halves).
-#[test]
-fn two_sms_at_once_show_copies_in_the_near_partition() {
-    let mut profile = SimProfile::bundled("h200").expect("bundled");
-    profile.l2.near_keeps_far_copies = true;
-    let half = profile.l2.partition_bytes();
-    let m = measure_only(&profile, Element::L2);
-    let l2 = m.l2.as_ref().expect("L2 measured");
-    let (near, measured) = l2.near_capacity.expect("near capacity");
-    assert!(measured, "a rise inside the L2");
-    assert!(
-        near <= half && near >= half / 10 * 8,
-        "near {near} vs half {half}"
-    );
-    let pairs = l2.pairs.as_ref().expect("pairs measured");
-    assert!(
-        pairs.sharing_sm.is_some() && pairs.separate_sm.is_some(),
-        "{pairs:?}"
-    );
-    let held = pairs.separate_capacity.expect("a separate pair holds some");
-    // Each SM's x in its own half and x/2 in the other: x = 2/3 of a half fits.
-    assert!(
-        held < near / 100 * 85 && held >= half / 2,
-        "{held} of {near}"
-    );
-    assert!(pairs.separate_capacity_exact);
-    assert_eq!(l2.keeps_copies, Some(true));
-    // Every launch ran on the SMs it asked for: SM 0 and the partner of that step; the
-    // simulator puts SMs below half the count in partition 0, the others in partition 1.
-    let sm_count = profile.device.sm_count;
-    let separate = pairs.separate_sm.expect("separate");
-    assert!(separate >= sm_count / 2, "{pairs:?}");
-    assert!(
-        pairs.sharing_sm.expect("sharing") < sm_count / 2,
-        "{pairs:?}"
-    );
-    assert!(pairs.launches.iter().all(|l| l.sms.0 == 0));
-    // The far side, measured from the separate SM alone: the other partition, as one of
-    // its own SMs gets it, within the refinement step (2 % of the near capacity).
-    let (far, far_measured) = l2.far_capacity.expect("far capacity");
-    assert!(far_measured);
-    assert!(
-        far.abs_diff(near) <= near / 50 && far <= half,
-        "far {far}, near {near}, half {half}"
-    );
-    assert!(!pairs.alone.is_empty());
-    let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
-    topo.validate().expect("a valid topology");
-    let partitions = topo.l2_partitions().expect("partitions");
-    assert_eq!(partitions.near_keeps_far_copies, Some(true));
-    assert_eq!(
-        partitions.far_size.as_ref().map(|s| s.bound.lower().0),
-        Some(far)
-    );
-    // Without copies one SM gets the whole L2, and the pair test has nothing to decide.
-    let plain = measure_only(&SimProfile::bundled("h200").expect("bundled"), Element::L2)
-        .l2
-        .expect("L2 measured");
-    assert!(plain.pairs.is_err());
-    assert_eq!(plain.keeps_copies, Some(false));
-    // Its far side is then the rest of the L2, derived.
-    let (near_plain, _) = plain.near_capacity.expect("near capacity");
-    assert_eq!(
-        plain.far_capacity,
-        Some((profile.device.l2_bytes - near_plain, false))
-    );
-}
-
-/// A backend whose pinned launches fail to start together whenever `lose` says so (as a
-/// GPU that never puts a block on a wanted SM): the pair test repeats such launches and,
-/// where they never start, leaves the copies question open instead of guessing.
+/// A backend whose pinned launches miss a slot whenever `lose` says so (as a GPU that never
+/// puts a block on a wanted SM): the sweep repeats such launches and, where SM 0 is never
+/// reached, the L2 benchmark fails with a reason.
 /// Decides, from the launch's number (from 1) and request, whether it loses a slot.
 type Lose = Box<dyn FnMut(usize, &PinnedRequest) -> bool>;
 
@@ -493,8 +466,7 @@ impl Backend for Unplaced {
 }
 
 fn l2_with(lose: impl FnMut(usize, &PinnedRequest) -> bool + 'static) -> (L2Findings, usize) {
-    let mut profile = SimProfile::bundled("h200").expect("bundled");
-    profile.l2.near_keeps_far_copies = true;
+    let profile = SimProfile::bundled("h200").expect("bundled");
     let mut backend = Unplaced {
         sim: SimBackend::new(profile).expect("valid profile"),
         pinned: 0,
@@ -511,38 +483,15 @@ fn l2_with(lose: impl FnMut(usize, &PinnedRequest) -> bool + 'static) -> (L2Find
 }
 
 #[test]
-fn pinned_launches_that_do_not_start_together_are_repeated_or_leave_copies_open() {
-    // Every other launch loses a slot: each measurement takes two launches (the size
-    // sweep's, which runs pinned to SM 0, too), with the same answers.
+fn pinned_launches_that_miss_sm_0_are_repeated_or_fail_the_l2_alone() {
+    // Every other launch misses SM 0: each size takes two launches, with the same answers.
     let (clean, clean_launches) = l2_with(|_, _| false);
     let (l2, launches) = l2_with(|k, _| k % 2 == 1);
-    let pairs = l2.pairs.as_ref().expect("pairs");
-    assert_eq!(l2.keeps_copies, Some(true), "{pairs:?}");
-    assert!(pairs.separate_capacity_exact);
-    assert!(l2.far_capacity.is_some_and(|(_, measured)| measured));
     assert_eq!(launches, 2 * clean_launches);
     assert_eq!(
-        (l2.near_capacity, l2.far_capacity, pairs.separate_capacity),
-        (
-            clean.near_capacity,
-            clean.far_capacity,
-            clean.pairs.as_ref().expect("pairs").separate_capacity
-        )
+        (l2.near_capacity, l2.far_capacity, l2.keeps_copies),
+        (clean.near_capacity, clean.far_capacity, clean.keeps_copies)
     );
-    // Pairs larger than 60 % of the near capacity never start: the separate pair's
-    // capacity stays a bound and the copies question open, with a note saying why.
-    let mut first_pair = None;
-    let (l2, _) = l2_with(move |_, r| {
-        let bytes = r.chains[0].bytes;
-        r.sms.len() == 2 && bytes > *first_pair.get_or_insert(bytes)
-    });
-    let pairs = l2.pairs.as_ref().expect("pairs");
-    assert!(pairs.separate_sm.is_some() && !pairs.separate_capacity_exact);
-    assert_eq!(l2.keeps_copies, None);
-    // No pair launch ever starts: no pair, and the answer says so.
-    let (l2, _) = l2_with(|_, r| r.sms.len() == 2);
-    let why = l2.pairs.as_ref().expect_err("no pairs");
-    assert!(why.contains("never started together"), "{why}");
     // SM 0 never receives a block: the L2 benchmark fails with a reason, the session
     // goes on (device memory is still measured).
     let mut backend = Unplaced {

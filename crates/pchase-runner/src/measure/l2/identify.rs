@@ -1,0 +1,310 @@
+//! Which level is which: the modes of every sweep size ([`super::super::levels::modes`])
+//! are grouped across sizes into levels, and each level is named by where it appears.
+//!
+//! - The levels of the smallest size (well inside every partition) are L2 hits: the
+//!   fastest is the near hit; any slower one there is a far hit (a partition that keeps no
+//!   copies of far lines shows its far hits at every size).
+//! - The levels of the largest size (2.5 × the L2) are memory: one level is memory; several
+//!   are memory through the near partition (the fastest) and through farther ones.
+//! - A level seen only between them is a far hit: lines homed in another partition that
+//!   are no longer in the SM's own but still in their home.
+//!
+//! A level's distribution pools every sample of every size that fell into it. A size is
+//! explained when each of its modes is one of the levels and its mean (the 32-warp pass)
+//! lies within 5 % + 10 cycles of the samples' mean: a mean that no mixture of the
+//! levels gives is reported, not fitted.
+
+use crate::measure::levels::{modes, Distribution, Mode, SubLevel};
+
+use super::sweep::SweepPoint;
+
+/// Modes with less than this share of a size's loads are not levels.
+pub const MIN_SHARE: f64 = 0.05;
+
+/// What kind of access a level is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LevelKind {
+    /// A hit in the SM's own (near) partition, or in the only one.
+    NearHit,
+    /// A hit in another partition.
+    FarHit,
+    /// Device memory, where the L2 has one partition or memory shows one level.
+    Memory,
+    /// Device memory through the SM's own partition.
+    MemoryViaNear,
+    /// Device memory through another partition.
+    MemoryViaFar,
+}
+
+impl LevelKind {
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            LevelKind::NearHit => "near hit",
+            LevelKind::FarHit => "far hit",
+            LevelKind::Memory => "memory",
+            LevelKind::MemoryViaNear => "memory via near partition",
+            LevelKind::MemoryViaFar => "memory via far partition",
+        }
+    }
+}
+
+/// One latency level of the L2 path as SM 0 meets it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Level {
+    /// What it is.
+    pub kind: LevelKind,
+    /// Every sampled load of every size that fell into it, cycles (overhead subtracted).
+    pub distribution: Distribution,
+    /// Peaks inside the level (e.g. nearer and farther slices of one partition), from the
+    /// size where it had the largest share.
+    pub sub_levels: Vec<SubLevel>,
+    /// For every sweep size: (bytes, share of its loads at this level).
+    pub shares: Vec<(u64, f64)>,
+}
+
+impl L2Level {
+    /// The largest share this level has at any size.
+    pub fn peak_share(&self) -> f64 {
+        self.shares.iter().map(|&(_, s)| s).fold(0.0, f64::max)
+    }
+
+    /// This level's share at sweep size `index`.
+    pub fn share_at(&self, index: usize) -> f64 {
+        self.shares.get(index).map_or(0.0, |&(_, s)| s)
+    }
+}
+
+/// A sweep size that no mixture of the levels explains.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unexplained {
+    /// Array bytes.
+    pub bytes: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// The levels of a sweep and the sizes they do not explain.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Identified {
+    /// Levels, fastest first.
+    pub levels: Vec<L2Level>,
+    /// Sizes whose curve point the levels do not explain.
+    pub unexplained: Vec<Unexplained>,
+}
+
+impl Identified {
+    /// The first level of `kind`.
+    pub fn level(&self, kind: LevelKind) -> Option<&L2Level> {
+        self.levels.iter().find(|l| l.kind == kind)
+    }
+}
+
+/// A level being assembled: its samples, and per size its share.
+struct Cluster {
+    samples: Vec<f64>,
+    shares: Vec<f64>,
+    median: f64,
+    best: (f64, Vec<SubLevel>),
+}
+
+/// Groups the modes of every size into levels and names them.
+pub fn identify(points: &[SweepPoint]) -> Identified {
+    let per_point: Vec<Vec<Mode>> = points
+        .iter()
+        .map(|p| {
+            modes(&p.samples, MIN_SHARE)
+                .into_iter()
+                .filter(|m| !m.tail)
+                .collect()
+        })
+        .collect();
+    let mut clusters: Vec<Cluster> = Vec::new();
+    for (i, (point, found)) in points.iter().zip(&per_point).enumerate() {
+        for mode in found {
+            let inside: Vec<f64> = point
+                .samples
+                .iter()
+                .copied()
+                .filter(|&v| v >= mode.lower && v < mode.upper)
+                .collect();
+            let target = clusters
+                .iter()
+                .position(|c| mode.distribution.same_level(&summary(c), 0.07));
+            let c = match target {
+                Some(k) => &mut clusters[k],
+                None => {
+                    clusters.push(Cluster {
+                        samples: Vec::new(),
+                        shares: vec![0.0; points.len()],
+                        median: mode.distribution.p50,
+                        best: (0.0, Vec::new()),
+                    });
+                    clusters.last_mut().expect("just pushed")
+                }
+            };
+            c.samples.extend(inside);
+            c.shares[i] += mode.share;
+            if mode.share > c.best.0 {
+                c.best = (mode.share, mode.sub_levels.clone());
+            }
+            c.median = Distribution::of(&c.samples).map_or(c.median, |d| d.p50);
+        }
+    }
+    clusters.sort_by(|a, b| a.median.total_cmp(&b.median));
+    let first = |c: &Cluster| c.shares.first().copied().unwrap_or(0.0) > 0.0;
+    let last = |c: &Cluster| c.shares.last().copied().unwrap_or(0.0) > 0.0;
+    let memory_count = clusters.iter().filter(|c| last(c) && !first(c)).count();
+    let mut memory_seen = 0;
+    let mut near_seen = false;
+    let levels: Vec<L2Level> = clusters
+        .into_iter()
+        .filter_map(|c| {
+            let kind = if first(&c) {
+                let kind = if near_seen {
+                    LevelKind::FarHit
+                } else {
+                    LevelKind::NearHit
+                };
+                near_seen = true;
+                kind
+            } else if last(&c) {
+                memory_seen += 1;
+                match (memory_count, memory_seen) {
+                    (1, _) => LevelKind::Memory,
+                    (_, 1) => LevelKind::MemoryViaNear,
+                    _ => LevelKind::MemoryViaFar,
+                }
+            } else {
+                LevelKind::FarHit
+            };
+            Some(L2Level {
+                kind,
+                distribution: Distribution::of(&c.samples)?,
+                sub_levels: c.best.1,
+                shares: points.iter().map(|p| p.bytes).zip(c.shares).collect(),
+            })
+        })
+        .collect();
+    let unexplained = points
+        .iter()
+        .filter_map(|point| {
+            let sampled = point.samples.iter().sum::<f64>() / point.samples.len().max(1) as f64;
+            let gap = (point.mean - sampled).abs();
+            (point.samples.is_empty() || gap > 0.05 * sampled + 10.0).then(|| Unexplained {
+                bytes: point.bytes,
+                reason: format!(
+                    "mean {:.1} cycles per load with 32 warps, but its sampled loads average {sampled:.1}: the levels do not explain it",
+                    point.mean
+                ),
+            })
+        })
+        .chain(levels.iter().enumerate().flat_map(|(k, level)| {
+            // A level must be a level of its own: its samples' spread must not reach into
+            // the next one's median (a mixture of two neighbours mistaken for a level).
+            levels.get(k + 1).and_then(|next| {
+                (level.distribution.p95 >= next.distribution.p50).then(|| Unexplained {
+                    bytes: 0,
+                    reason: format!(
+                        "the {} level (p50 {:.0}, p95 {:.0}) reaches the {} level's median {:.0}",
+                        level.kind.name(),
+                        level.distribution.p50,
+                        level.distribution.p95,
+                        next.kind.name(),
+                        next.distribution.p50
+                    ),
+                })
+            })
+        }))
+        .collect();
+    Identified {
+        levels,
+        unexplained,
+    }
+}
+
+fn summary(c: &Cluster) -> Distribution {
+    Distribution::of(&c.samples).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::Xoshiro256PlusPlus, SeedableRng};
+    use rand_distr::{Distribution as _, Normal};
+
+    /// A sweep point whose samples are `parts` of (median, share) with a 3 % spread.
+    fn point(bytes: u64, parts: &[(f64, f64)], rng: &mut Xoshiro256PlusPlus) -> SweepPoint {
+        let mut samples = Vec::new();
+        for &(median, share) in parts {
+            let d = Normal::new(median, 0.03 * median).unwrap();
+            samples.extend((0..(512.0 * share) as usize).map(|_| d.sample(rng)));
+        }
+        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+        SweepPoint {
+            bytes,
+            mean,
+            samples,
+        }
+    }
+
+    #[test]
+    fn hopper_like_sweep_gives_near_far_and_two_memory_levels() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        let mib = 1 << 20;
+        let points = vec![
+            point(4 * mib, &[(277.0, 1.0)], &mut rng),
+            point(16 * mib, &[(277.0, 1.0)], &mut rng),
+            point(38 * mib, &[(456.0, 0.5), (561.0, 0.5)], &mut rng),
+            point(45 * mib, &[(456.0, 0.5), (561.0, 0.5)], &mut rng),
+            point(90 * mib, &[(561.0, 0.5), (746.0, 0.5)], &mut rng),
+            point(120 * mib, &[(561.0, 0.5), (746.0, 0.5)], &mut rng),
+        ];
+        let found = identify(&points);
+        let kinds: Vec<LevelKind> = found.levels.iter().map(|l| l.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                LevelKind::NearHit,
+                LevelKind::FarHit,
+                LevelKind::MemoryViaNear,
+                LevelKind::MemoryViaFar
+            ]
+        );
+        let far = found.level(LevelKind::FarHit).unwrap();
+        assert!((far.distribution.p50 - 456.0).abs() < 8.0);
+        assert!((far.share_at(2) - 0.5).abs() < 0.05 && far.share_at(4) == 0.0);
+        // Memory through the near partition appears both between and beyond.
+        let via_near = found.level(LevelKind::MemoryViaNear).unwrap();
+        assert!(via_near.share_at(2) > 0.4 && via_near.share_at(5) > 0.4);
+        assert!(found.unexplained.is_empty(), "{:?}", found.unexplained);
+    }
+
+    #[test]
+    fn far_hits_at_every_size_without_copies_and_one_memory_level() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(6);
+        let points = vec![
+            point(1 << 20, &[(200.0, 0.34), (320.0, 0.66)], &mut rng),
+            point(2 << 20, &[(200.0, 0.34), (320.0, 0.66)], &mut rng),
+            point(8 << 20, &[(600.0, 1.0)], &mut rng),
+        ];
+        let kinds: Vec<LevelKind> = identify(&points).levels.iter().map(|l| l.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![LevelKind::NearHit, LevelKind::FarHit, LevelKind::Memory]
+        );
+    }
+
+    #[test]
+    fn a_mean_no_mixture_of_the_samples_gives_is_unexplained() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let mut points = vec![
+            point(1 << 20, &[(277.0, 1.0)], &mut rng),
+            point(8 << 20, &[(600.0, 1.0)], &mut rng),
+        ];
+        points[1].mean = 450.0;
+        let found = identify(&points);
+        assert_eq!(found.unexplained.len(), 1);
+        assert_eq!(found.unexplained[0].bytes, 8 << 20);
+    }
+}

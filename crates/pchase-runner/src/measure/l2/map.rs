@@ -1,0 +1,262 @@
+//! The partition map: which SMs share which L2 partition, whether a partition keeps copies
+//! of far lines, and the far level seen by a second, independent method.
+//!
+//! One launch ([`Backend::partition_map`]): SM 0 loads one small array per SM, then each SM
+//! reads its own array cold, then again. A line is *near* for an SM when its cold load is
+//! at the fastest level of all SMs' cold loads, *far* when slower. SMs whose sets of near
+//! lines agree (to 5 % of the lines) share a partition: with copies, the reference's own
+//! partition finds every line near and every other partition its own homed share; without
+//! copies, every partition finds its own homed share. So the number of groups is the number
+//! of partitions, whatever the geometry. An SM of another group that finds every line near
+//! on its second pass got copies of the far lines into its own partition.
+
+use std::time::Duration;
+
+use crate::{
+    backend::{Backend, PartitionMapRequest},
+    error::RunnerError,
+    measure::levels::{modes, Distribution, MIN_RATIO},
+};
+
+/// Lines of each SM's array (32 KiB at 128 B: 132 arrays fit any near partition).
+pub const MAP_LINES: u32 = 256;
+
+/// SMs whose near lines differ in at most this share of lines are one group.
+const SAME_PATTERN: f64 = 0.05;
+
+/// Which SM uses which partition, and what the map showed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionMap {
+    /// The SM that loaded every array first.
+    pub reference_sm: u32,
+    /// Per SM (`%smid`): its group (0 = the reference's partition), `None` where the SM
+    /// took no part.
+    pub partition_of_sm: Vec<Option<u32>>,
+    /// How many groups (partitions) were found.
+    pub count: u32,
+    /// Per SM: the share of its lines that came back far on the cold pass.
+    pub far_share: Vec<Option<f64>>,
+    /// Whether SMs outside the reference's group found their far lines near on the second
+    /// pass (copies); `None` with one group.
+    pub keeps_copies: Option<bool>,
+    /// Cold loads at the near level, all SMs (cycles, overhead subtracted).
+    pub near: Distribution,
+    /// Cold loads at the far level, all SMs; `None` with one level.
+    pub far: Option<Distribution>,
+    /// The latency between the two, cycles.
+    pub threshold: Option<f64>,
+    /// Device time of the launch.
+    pub gpu_time: Duration,
+}
+
+impl PartitionMap {
+    /// The SMs of group `partition`.
+    pub fn sms_of(&self, partition: u32) -> Vec<u32> {
+        self.partition_of_sm
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| **p == Some(partition))
+            .map(|(sm, _)| sm as u32)
+            .collect()
+    }
+}
+
+/// Runs the map with SM 0 as the reference and reads it.
+///
+/// `Ok(Err(reason))` where the map cannot be read (too few SMs took part, no level).
+pub fn partition_map<B: Backend>(
+    backend: &mut B,
+    overhead: f64,
+    gpu_time: &mut Duration,
+) -> Result<Result<PartitionMap, String>, RunnerError> {
+    let run = backend.partition_map(&PartitionMapRequest {
+        reference_sm: 0,
+        lines_per_sm: MAP_LINES,
+        line_bytes: 128,
+    })?;
+    *gpu_time += run.gpu_time;
+    let adjust = |v: &[u32]| -> Vec<f64> {
+        v.iter()
+            .map(|&c| (f64::from(c) - overhead).max(0.0))
+            .collect()
+    };
+    let cold: Vec<Option<Vec<f64>>> = run
+        .sms
+        .iter()
+        .map(|s| s.as_ref().map(|s| adjust(&s.cold)))
+        .collect();
+    let warm: Vec<Option<Vec<f64>>> = run
+        .sms
+        .iter()
+        .map(|s| s.as_ref().map(|s| adjust(&s.warm)))
+        .collect();
+    Ok(read_map(&cold, &warm, run.gpu_time))
+}
+
+/// Reads a map from per-SM cold and warm per-line latencies (cycles, overhead subtracted).
+pub fn read_map(
+    cold: &[Option<Vec<f64>>],
+    warm: &[Option<Vec<f64>>],
+    gpu_time: Duration,
+) -> Result<PartitionMap, String> {
+    let taking_part = cold.iter().flatten().count();
+    if taking_part < cold.len().div_ceil(2) || taking_part == 0 {
+        return Err(format!(
+            "only {taking_part} of {} SMs took part in the partition map",
+            cold.len()
+        ));
+    }
+    let pooled: Vec<f64> = cold.iter().flatten().flatten().copied().collect();
+    let found: Vec<_> = modes(&pooled, 0.02)
+        .into_iter()
+        .filter(|m| !m.tail)
+        .collect();
+    let Some(near_mode) = found.first() else {
+        return Err("no level in the partition map's loads".into());
+    };
+    // The far level: the next mode clearly above the near one (a partition hop costs far
+    // more than the spread of one partition's slices).
+    let far_mode = found
+        .iter()
+        .skip(1)
+        .find(|m| m.distribution.p50 >= MIN_RATIO * near_mode.distribution.p50);
+    let threshold = far_mode.map(|_| near_mode.upper);
+    let near_set = |lines: &[f64]| -> Vec<bool> {
+        lines
+            .iter()
+            .map(|&v| threshold.is_none_or(|t| v < t))
+            .collect()
+    };
+    let patterns: Vec<Option<Vec<bool>>> =
+        cold.iter().map(|c| c.as_deref().map(near_set)).collect();
+    // Group SMs by their near lines, the reference (SM 0) first.
+    let mut groups: Vec<Vec<bool>> = Vec::new();
+    let mut partition_of_sm = vec![None; cold.len()];
+    for (sm, pattern) in patterns.iter().enumerate() {
+        let Some(pattern) = pattern else { continue };
+        let differs = |g: &Vec<bool>| {
+            g.iter().zip(pattern).filter(|(a, b)| a != b).count() as f64
+                > SAME_PATTERN * pattern.len() as f64
+        };
+        let group = match groups.iter().position(|g| !differs(g)) {
+            Some(g) => g,
+            None => {
+                groups.push(pattern.clone());
+                groups.len() - 1
+            }
+        };
+        partition_of_sm[sm] = Some(group as u32);
+    }
+    let far_share: Vec<Option<f64>> = patterns
+        .iter()
+        .map(|p| {
+            p.as_ref()
+                .map(|p| p.iter().filter(|&&near| !near).count() as f64 / p.len().max(1) as f64)
+        })
+        .collect();
+    // Copies: SMs outside the reference's group that saw far lines cold find them near on
+    // their second pass.
+    let keeps_copies = (groups.len() > 1).then(|| {
+        let mut seen_far = 0usize;
+        let mut near_again = 0usize;
+        for (sm, group) in partition_of_sm.iter().enumerate() {
+            let (Some(group), Some(Some(c)), Some(Some(w))) = (group, cold.get(sm), warm.get(sm))
+            else {
+                continue;
+            };
+            if *group == 0 {
+                continue;
+            }
+            for (cold_load, warm_load) in c.iter().zip(w) {
+                if threshold.is_some_and(|t| *cold_load >= t) {
+                    seen_far += 1;
+                    if threshold.is_some_and(|t| *warm_load < t) {
+                        near_again += 1;
+                    }
+                }
+            }
+        }
+        seen_far > 0 && near_again as f64 >= 0.9 * seen_far as f64
+    });
+    let split = |far: bool| -> Vec<f64> {
+        pooled
+            .iter()
+            .copied()
+            .filter(|&v| {
+                threshold.is_some_and(|t| (v >= t) == far) || (threshold.is_none() && !far)
+            })
+            .collect()
+    };
+    let near = Distribution::of(&split(false)).ok_or("no near loads in the partition map")?;
+    Ok(PartitionMap {
+        reference_sm: 0,
+        count: groups.len() as u32,
+        partition_of_sm,
+        far_share,
+        keeps_copies,
+        near,
+        far: Distribution::of(&split(true)),
+        threshold,
+        gpu_time,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cold loads of `lines` lines, near (300) where `near(line)`, far (490) otherwise,
+    /// with a small wobble.
+    fn lines(near: impl Fn(usize) -> bool) -> Vec<f64> {
+        (0..256)
+            .map(|l| {
+                let base = if near(l) { 300.0 } else { 490.0 };
+                base + (l % 7) as f64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_partitions_with_copies_are_two_groups() {
+        // SMs 0-3 and 8-11 are the reference's side; 4-7 the other: half their lines far.
+        let home_near = |l: usize| l % 4 < 2;
+        let cold: Vec<Option<Vec<f64>>> = (0..12)
+            .map(|sm| {
+                Some(if (4..8).contains(&sm) {
+                    lines(home_near)
+                } else {
+                    lines(|_| true)
+                })
+            })
+            .collect();
+        let warm: Vec<Option<Vec<f64>>> = (0..12).map(|_| Some(lines(|_| true))).collect();
+        let map = read_map(&cold, &warm, Duration::ZERO).unwrap();
+        assert_eq!(map.count, 2);
+        assert_eq!(map.sms_of(1), vec![4, 5, 6, 7]);
+        assert_eq!(map.keeps_copies, Some(true));
+        assert!((map.far.unwrap().p50 - 493.0).abs() < 4.0);
+        assert_eq!(map.far_share[5], Some(0.5));
+    }
+
+    #[test]
+    fn three_partitions_without_copies_are_three_groups_by_which_lines_are_near() {
+        // Every SM finds a third of the lines near: the third homed in its own partition.
+        let cold: Vec<Option<Vec<f64>>> = (0..9)
+            .map(|sm| Some(lines(move |l| l % 3 == sm % 3)))
+            .collect();
+        let warm = cold.clone();
+        let map = read_map(&cold, &warm, Duration::ZERO).unwrap();
+        assert_eq!(map.count, 3);
+        assert_eq!(map.sms_of(0), vec![0, 3, 6]);
+        assert_eq!(map.keeps_copies, Some(false));
+    }
+
+    #[test]
+    fn one_partition_is_one_group_and_too_few_smss_is_an_answer_not_a_map() {
+        let cold: Vec<Option<Vec<f64>>> = (0..4).map(|_| Some(lines(|_| true))).collect();
+        let map = read_map(&cold, &cold, Duration::ZERO).unwrap();
+        assert_eq!((map.count, map.keeps_copies, map.far), (1, None, None));
+        let lost: Vec<Option<Vec<f64>>> = vec![None, None, None, Some(lines(|_| true))];
+        assert!(read_map(&lost, &lost, Duration::ZERO).is_err());
+    }
+}

@@ -1,0 +1,259 @@
+//! The L2 as one SM sees it: every latency level of its path (near hits, far hits, memory
+//! through each partition) with its distribution and share, the capacities behind them,
+//! which SMs share which partition, and the line, sector and fetch granularity.
+//!
+//! 1. **Partition map** ([`map`]): one launch; which SMs share a partition, whether a
+//!    partition keeps copies of far lines, and the far level by a method of its own.
+//! 2. **Fetch granularity** ([`probes::fetch_granularity`]).
+//! 3. **Sweep** ([`sweep`]): SM 0 alone, 32 warps, arrays from a thirty-second of the L2 to
+//!    2.5 times it; each size's mean and 512 loads timed one by one.
+//! 4. **Levels** ([`identify`]): the modes of every size grouped into levels and named by
+//!    where they appear; a size whose mean no mixture of the levels gives is reported.
+//! 5. **Capacities**: the near capacity where near hits stop (the first rise of the curve,
+//!    refined by six sizes), the far edge where far hits stop (the rise into memory, refined
+//!    likewise), and the far capacity (the far edge times the far level's share: the bytes
+//!    of far-homed lines the far partition still held).
+//! 6. **Second method**: the far level of the sweep against the map's: the far penalty
+//!    (far median minus near median) of each must agree within 15 % + 10 cycles.
+//! 7. **Line and sector** ([`probes`]).
+
+pub mod identify;
+pub mod map;
+pub mod probes;
+pub mod sweep;
+
+use std::time::Duration;
+
+use topology::LatencySummary;
+
+use crate::{backend::Backend, error::RunnerError};
+
+use super::{probe::SizeSamples, search::RawCurve};
+pub use identify::{Identified, L2Level, LevelKind, Unexplained};
+pub use map::PartitionMap;
+pub use probes::{L2Line, L2Sector};
+pub use sweep::{SweepPoint, SWEEP_SM};
+
+/// What the L2 benchmark found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Findings {
+    /// Every level of the L2 path SM 0 meets, fastest first.
+    pub levels: Vec<L2Level>,
+    /// The near hits' latency (the L2 element's latency).
+    pub near: LatencySummary,
+    /// The bytes of one SM's array that stay in its own partition, and whether measured
+    /// (`true`: where near hits stopped in the sweep) or derived (`false`: the API's size).
+    pub near_capacity: Option<(u64, bool)>,
+    /// The array size up to which far hits persisted (SM 0's array), bytes.
+    pub far_edge: Option<u64>,
+    /// The bytes of far-homed lines the far partition(s) held at the far edge (the edge
+    /// times the far level's share), and whether measured.
+    pub far_capacity: Option<(u64, bool)>,
+    /// Where the sweep's last rise is (the L2 as one SM sees it), bytes.
+    pub total_seen: Option<u64>,
+    /// Whether a partition keeps copies of lines homed in another: by the map's second pass
+    /// where it ran, else `Some(true)` when the sweep shows far hits only beyond the near
+    /// capacity; `None` with one partition.
+    pub keeps_copies: Option<bool>,
+    /// Which SMs share which partition; `Err` says why there is no map.
+    pub map: Result<PartitionMap, String>,
+    /// The far level by the sweep and by the map; `None` without a far level.
+    pub far_check: Option<FarCheck>,
+    /// Sweep sizes (and levels) the levels do not explain.
+    pub unexplained: Vec<Unexplained>,
+    /// The size sweep: mean cycles per load (overhead subtracted) per size.
+    pub curve: RawCurve,
+    /// Every sweep size with its sampled loads.
+    pub points: Vec<SweepPoint>,
+    /// The L2's fetch granularity (what one read miss brings from memory).
+    pub fetch_granularity: Option<u64>,
+    /// The L2's allocation line; `Err` says why there is none.
+    pub line: Result<L2Line, String>,
+    /// The L2's sector; `Err` says why there is none.
+    pub sector: Result<L2Sector, String>,
+}
+
+impl L2Findings {
+    /// The first level of `kind`.
+    pub fn level(&self, kind: LevelKind) -> Option<&L2Level> {
+        self.levels.iter().find(|l| l.kind == kind)
+    }
+}
+
+/// The far level seen by the sweep and by the map.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FarCheck {
+    /// Sweep: far median minus near median, cycles.
+    pub sweep_penalty: f64,
+    /// Map: far median minus near median of the cold loads, cycles (a first touch by an SM
+    /// costs both levels alike, so the difference is comparable).
+    pub map_penalty: Option<f64>,
+    /// Whether the two agree (within 15 % + 10 cycles); `false` also when the map has no
+    /// far level.
+    pub agrees: bool,
+}
+
+/// Runs the L2 benchmark; `overhead` is the clock overhead to subtract from every sample,
+/// `samples` the loads of the cold chase behind the fetch granularity.
+///
+/// # Errors
+/// A launch failure, a result that contradicts its chain, or a sweep without near hits.
+pub fn measure_l2<B: Backend>(
+    backend: &mut B,
+    overhead: f64,
+    samples: u32,
+    gpu_time: &mut Duration,
+) -> Result<L2Findings, RunnerError> {
+    let l2 = backend.device().l2_bytes.max(1 << 20);
+
+    // 1. The partition map (where the device can run it).
+    let map = match map::partition_map(backend, overhead, gpu_time) {
+        Ok(found) => found,
+        Err(RunnerError::Unsupported { needed, .. }) => Err(format!(
+            "the partition map needs compute capability {needed}"
+        )),
+        Err(e) => return Err(e),
+    };
+
+    // 2. Fetch granularity, from a cold chase.
+    let (fetch_granularity, cold) = probes::fetch_granularity(backend, samples, gpu_time)?;
+
+    // 3. The sweep, and 4. its levels.
+    let sizes = sweep::sweep_sizes(l2);
+    let points = sweep::sweep(backend, &sizes, overhead, gpu_time)?;
+    let identified = super::analysis::analysing(|| identify::identify(&points));
+    let near_level = identified
+        .level(LevelKind::NearHit)
+        .ok_or_else(|| RunnerError::WrongResult("the L2 sweep shows no near hits".into()))?;
+    let near = summary(&near_level.distribution)?;
+
+    // 5. Capacities. Near: the last size where near hits are (almost) all loads, refined
+    // between it and the next by the curve's mean.
+    let near_share_full = 0.95 * near_level.share_at(0);
+    let near_last = (0..points.len())
+        .take_while(|&i| near_level.share_at(i) >= near_share_full)
+        .last();
+    let plateau = points[0].mean;
+    let mut near_capacity = None;
+    if let Some(i) = near_last.filter(|&i| i + 1 < points.len()) {
+        let refined = sweep::last_fitting(points[i].bytes, points[i + 1].bytes, 6, |bytes| {
+            Ok(sweep::measure_point(backend, bytes, 0, overhead, gpu_time)?
+                .map(|p| p.mean <= 1.05 * plateau))
+        })?;
+        near_capacity = refined.map(|bytes| (bytes, true));
+    }
+    // Far: the last size where far hits keep at least half their largest share.
+    let far_level = identified.level(LevelKind::FarHit);
+    let far_edge_index = far_level.and_then(|far| {
+        let peak = far.peak_share();
+        (0..points.len())
+            .rev()
+            .find(|&i| far.share_at(i) >= 0.5 * peak)
+    });
+    let mut far_edge = None;
+    if let Some(i) = far_edge_index.filter(|&i| i + 1 < points.len()) {
+        let before = points[i].mean;
+        far_edge = sweep::last_fitting(points[i].bytes, points[i + 1].bytes, 4, |bytes| {
+            Ok(sweep::measure_point(backend, bytes, 0, overhead, gpu_time)?
+                .map(|p| p.mean <= 1.05 * before))
+        })?;
+    }
+    let far_capacity = match (far_edge, far_level) {
+        (Some(edge), Some(far)) => Some(((edge as f64 * far.peak_share()) as u64, true)),
+        _ => None,
+    };
+    let total_seen = identified
+        .levels
+        .iter()
+        .filter(|l| matches!(l.kind, LevelKind::NearHit | LevelKind::FarHit))
+        .filter_map(|l| {
+            (0..points.len())
+                .rev()
+                .find(|&i| l.share_at(i) >= 0.5 * l.peak_share())
+                .map(|i| points[i].bytes)
+        })
+        .max();
+
+    // Copies: by the map where it ran; else far hits only past the near capacity.
+    let keeps_copies = match &map {
+        Ok(found) => found.keeps_copies,
+        Err(_) => far_level.map(|far| far.share_at(0) == 0.0),
+    };
+    // 6. The far level by both methods.
+    let far_check = far_level.map(|far| {
+        let sweep_penalty = far.distribution.p50 - near_level.distribution.p50;
+        let map_penalty = map
+            .as_ref()
+            .ok()
+            .and_then(|m| m.far.map(|f| f.p50 - m.near.p50));
+        let agrees = map_penalty
+            .is_some_and(|p| (p - sweep_penalty).abs() <= 0.15 * sweep_penalty.abs() + 10.0);
+        FarCheck {
+            sweep_penalty,
+            map_penalty,
+            agrees,
+        }
+    });
+
+    // 7. Line (85 % of the capacity one SM keeps near) and sector.
+    let threshold = probes::line_threshold(&cold, fetch_granularity);
+    let capacity = near_capacity
+        .map(|(b, _)| b)
+        .or(near_last.map(|i| points[i].bytes));
+    let line = match (fetch_granularity, capacity) {
+        (Some(granularity), Some(capacity)) => {
+            probes::l2_line(backend, capacity, granularity, threshold, gpu_time)?
+        }
+        (None, _) => Err("no fetch granularity to space the nodes by".into()),
+        (_, None) => Err("no near capacity to size the array by".into()),
+    };
+    let largest = match &line {
+        Ok(line) => u32::try_from(line.bytes).unwrap_or(256).min(4096),
+        Err(_) => 256,
+    };
+    let sector = probes::l2_sector(backend, largest, gpu_time)?;
+
+    let curve = RawCurve {
+        name: "l2-size".into(),
+        change_index: near_last.map(|i| i + 1),
+        points: points
+            .iter()
+            .map(|p| SizeSamples {
+                bytes: p.bytes,
+                values: vec![p.mean],
+                smids: vec![SWEEP_SM],
+            })
+            .collect(),
+    };
+    Ok(L2Findings {
+        levels: identified.levels.clone(),
+        near,
+        near_capacity,
+        far_edge,
+        far_capacity,
+        total_seen,
+        keeps_copies,
+        map,
+        far_check,
+        unexplained: identified.unexplained,
+        curve,
+        points,
+        fetch_granularity,
+        line,
+        sector,
+    })
+}
+
+/// A level's distribution as the topology's latency summary.
+pub fn summary(d: &super::levels::Distribution) -> Result<LatencySummary, RunnerError> {
+    if d.samples == 0 {
+        return Err(RunnerError::WrongResult("a level without samples".into()));
+    }
+    Ok(LatencySummary {
+        mean: topology::Cycles(d.mean),
+        p50: topology::Cycles(d.p50),
+        p95: topology::Cycles(d.p95),
+        stdev: topology::Cycles(d.stdev),
+        samples: u32::try_from(d.samples).unwrap_or(u32::MAX),
+    })
+}

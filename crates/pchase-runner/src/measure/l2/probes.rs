@@ -1,0 +1,433 @@
+//! The L2's fetch granularity, allocation line and sector: probes that need an L2 cold or
+//! partly written, each decided load by load (`docs/measurement.md`, "The L2 partitions").
+
+use std::time::Duration;
+
+use crate::{
+    backend::{
+        Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, Phase,
+        TwoPhaseRequest,
+    },
+    error::RunnerError,
+};
+
+use super::super::stats::{median, quantile, slow_runs};
+
+/// The L2's fetch granularity: what one read miss brings from memory, from a cold
+/// 4-byte-stride chase after an L2 flush (each load that opens a new fetch unit goes to
+/// memory, the others hit what it brought). Returns it with the cold chase's latencies
+/// (raw cycles), which also give the line probe its hit/miss threshold.
+pub(super) fn fetch_granularity<B: Backend>(
+    backend: &mut B,
+    samples: u32,
+    gpu_time: &mut Duration,
+) -> Result<(Option<u64>, Vec<u32>), RunnerError> {
+    let cold = ChainSpec::new(64 * 1024, 4)?;
+    let run = backend.chase(&ChaseRequest {
+        path: LoadPath::GlobalCg,
+        mode: ChaseMode::Fine,
+        chains: vec![cold],
+        warmup_steps: 0,
+        steps: samples,
+        carveout: Carveout::Percent(0),
+        flush_l2: true,
+        reserve_shared_bytes: 0,
+        written_bytes: 0,
+    })?;
+    *gpu_time += run.gpu_time;
+    let cold_latencies = first_block(run)?;
+    let mut sorted: Vec<f64> = cold_latencies.iter().map(|&v| f64::from(v)).collect();
+    sorted.sort_by(f64::total_cmp);
+    // Memory can be less than 1.5 × the L2's latency (Kepler: 339 against 223 cycles), so
+    // the SM caches' rule does not fit: a load is a miss above the midpoint between the
+    // median (hits) and the 99th percentile (memory: 1 load in 8 or 16 misses), where
+    // those are clearly apart.
+    let (p50, p99) = if sorted.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (quantile(&sorted, 0.5), quantile(&sorted, 0.99))
+    };
+    let granularity = (p99 > 1.2 * p50 + 8.0)
+        .then(|| super::super::line_from_misses_above(&cold_latencies, (p50 + p99) / 2.0))
+        .and_then(Result::ok)
+        .map(|line| line.bytes);
+    Ok((granularity, cold_latencies))
+}
+
+/// The line probe's hit/miss threshold from the cold chase: see [`hit_miss_threshold`];
+/// without a fetch granularity, 1.25 × the cold chase's median + 4 cycles, or halfway to
+/// its 99th percentile where that is lower.
+pub(super) fn line_threshold(cold: &[u32], granularity: Option<u64>) -> f64 {
+    let mut sorted: Vec<f64> = cold.iter().map(|&v| f64::from(v)).collect();
+    sorted.sort_by(f64::total_cmp);
+    let (p50, p99) = if sorted.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (quantile(&sorted, 0.5), quantile(&sorted, 0.99))
+    };
+    let fallback = (1.25 * p50 + 4.0).min((p50 + p99) / 2.0);
+    granularity
+        .and_then(|g| hit_miss_threshold(cold, (g / 4) as usize, None))
+        .unwrap_or(fallback)
+}
+
+/// How the L2's sector was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Sector {
+    /// The sector, bytes.
+    pub bytes: u64,
+    /// Each written width (bytes) and the median latency of the reads after it, cycles.
+    pub medians: Vec<(u32, f64)>,
+    /// For each width, the share of nodes whose read hit.
+    pub hit_share: Vec<f64>,
+}
+
+/// How the L2's allocation line was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct L2Line {
+    /// The line, bytes.
+    pub bytes: u64,
+    /// Share of miss runs that start and end on a multiple of the line (at least 0.9).
+    pub agreement: f64,
+    /// Miss runs seen.
+    pub runs: usize,
+    /// Share of the re-timed loads that missed.
+    pub miss_share: f64,
+    /// Chain A (warmed, then re-timed), bytes.
+    pub array_bytes: u64,
+    /// Nodes of the evicting chain B.
+    pub evicting_nodes: u32,
+    /// The latency between hits and misses used to tell them apart, cycles (raw, with the
+    /// clock overhead).
+    pub threshold: f64,
+    /// The fetch unit the nodes were spaced by, bytes.
+    pub granularity: u64,
+    /// The timed loads' latencies, raw cycles; load `k` read byte `k × granularity` of the
+    /// array.
+    pub latencies: Vec<u32>,
+}
+
+/// The first block's latencies of a launch.
+fn first_block(run: ChaseRun) -> Result<Vec<u32>, RunnerError> {
+    run.blocks
+        .into_iter()
+        .next()
+        .map(|b| b.latencies)
+        .ok_or_else(|| RunnerError::WrongResult("an L2 launch returned no block".into()))
+}
+
+/// Re-timed loads of the line probe: 8192 one-fetch-unit nodes (512 KiB at 64 B, inside
+/// one 2 MiB page, so the TLB does not add slow loads), 64 KiB of timing buffer.
+const LINE_PROBE_STEPS: u32 = 8192;
+
+/// The largest power of two `units` (up to 256) such that at least 90 % of `runs` start and
+/// end on a multiple of it, and that share.
+pub(super) fn aligned_unit(runs: &[(usize, usize)]) -> (usize, f64) {
+    let agreement = |unit: usize| {
+        runs.iter()
+            .filter(|(start, len)| start % unit == 0 && len % unit == 0)
+            .count() as f64
+            / runs.len() as f64
+    };
+    let mut best = (1, agreement(1));
+    for shift in 1..=8 {
+        let share = agreement(1 << shift);
+        if share >= 0.9 {
+            best = (1 << shift, share);
+        }
+    }
+    best
+}
+
+/// Nodes of the evicting chain are 33 lines of 128 B apart (an odd number of lines, so that
+/// they fall into sets and partitions all over the L2 whatever its hash).
+const EVICTING_SPACING: u32 = 33 * 128;
+
+/// The L2's allocation line: the bytes one tag covers, read from which lines an eviction
+/// takes away.
+///
+/// One thread warms chain A, one node per fetch unit, over 85 % of the capacity one SM's
+/// accesses get (the L2 flushed first, so that A's lines are used in address order), then
+/// loads a sparse chain B whose nodes are 33 lines apart, then re-times A's first nodes.
+/// Each node of B lands in some set; where that set is full it evicts the set's least
+/// recently used line of A, and lines of one set are far apart in A: the evicted lines are
+/// isolated, and each shows as a run of misses, one per fetch unit it held. The line is the
+/// largest power-of-two multiple of the fetch unit on which at least 90 % of the runs start
+/// and end (two evicted lines side by side make a run of twice the line, still aligned to
+/// it). A cyclic chase over an array that only partly fits is no substitute: on the H200
+/// it evicts whole 256-byte partition chunks at once, or misses everything
+/// (docs/results/h200.md).
+///
+/// A load counts as a miss above `threshold` cycles. B starts with one node per 1024 lines
+/// of A (at least 8) and grows fourfold, up to one per line, until the re-timed pass shows
+/// at least 128 runs (so that a few stray slow loads cannot outvote them) or more than half
+/// of A missed; the launch with the most runs (at least 16) decides.
+pub(super) fn l2_line<B: Backend>(
+    backend: &mut B,
+    capacity: u64,
+    granularity: u64,
+    threshold: f64,
+    gpu_time: &mut Duration,
+) -> Result<Result<L2Line, String>, RunnerError> {
+    let unit = match u32::try_from(granularity) {
+        Ok(g) if g >= 4 && g % 4 == 0 => g,
+        _ => return Ok(Err(format!("fetch granularity {granularity} B"))),
+    };
+    let bytes = (capacity / 100 * 85) / u64::from(unit) * u64::from(unit);
+    if bytes < 64 * u64::from(unit) {
+        return Ok(Err(format!("an L2 of {capacity} B is too small to probe")));
+    }
+    let a = ChainSpec::new(bytes, unit)?;
+    let a_nodes = u32::try_from(a.nodes()).unwrap_or(u32::MAX);
+    let room = backend.device().shared_per_block_optin_bytes / 8;
+    let steps = u64::from(LINE_PROBE_STEPS).min(a.nodes()).min(room) as u32;
+    let lines = (bytes / 128).max(1);
+    let mut seen = Vec::new();
+    let mut best: Option<L2Line> = None;
+    for share in [1024u64, 256, 64, 16, 4, 1] {
+        let evicting = u32::try_from((lines / share).max(8)).unwrap_or(u32::MAX);
+        let b = ChainSpec::new(
+            u64::from(evicting) * u64::from(EVICTING_SPACING),
+            EVICTING_SPACING,
+        )?;
+        let run = backend.two_phase(&TwoPhaseRequest {
+            fill: Phase {
+                path: LoadPath::GlobalCg,
+                chain: a,
+                thread: 0,
+                steps: a_nodes,
+            },
+            evict: Phase {
+                path: LoadPath::GlobalCg,
+                chain: b,
+                thread: 0,
+                steps: evicting,
+            },
+            timed_steps: steps,
+            blocks: 1,
+            threads: 32,
+            carveout: Carveout::Percent(0),
+            flush_l2: true,
+        })?;
+        *gpu_time += run.gpu_time;
+        let latencies = first_block(run)?;
+        let slow = latencies
+            .iter()
+            .filter(|&&v| f64::from(v) > threshold)
+            .count();
+        let miss_share = slow as f64 / latencies.len().max(1) as f64;
+        let runs = slow_runs(&latencies, threshold);
+        log::debug!(
+            "L2 line probe, A {bytes} B, B {evicting} nodes: {slow} of {} loads above {threshold:.0} cycles, {} runs",
+            latencies.len(),
+            runs.len()
+        );
+        seen.push(format!(
+            "{evicting} nodes: {} runs, {:.0} % missed",
+            runs.len(),
+            100.0 * miss_share
+        ));
+        if runs.len() >= 16 && best.as_ref().is_none_or(|b| runs.len() > b.runs) {
+            let (units, agreement) = aligned_unit(&runs);
+            best = Some(L2Line {
+                bytes: units as u64 * granularity,
+                agreement,
+                runs: runs.len(),
+                miss_share,
+                array_bytes: bytes,
+                evicting_nodes: evicting,
+                threshold,
+                granularity,
+                latencies,
+            });
+        }
+        // Enough runs to outvote stray slow loads, or so many misses that more eviction
+        // would only merge runs.
+        if runs.len() >= 128 || miss_share > 0.5 {
+            break;
+        }
+    }
+    if let Some(line) = best {
+        return Ok(Ok(line));
+    }
+    Ok(Err(format!(
+        "too few evicted lines in the re-timed {steps} loads over {bytes} B ({})",
+        seen.join(", ")
+    )))
+}
+
+/// The hit/miss threshold from a cold 4-byte-stride chase whose misses are its loads
+/// `0, per, 2·per, …`, and the far partition's level if one was measured (raw cycles):
+/// 1.25 × the slowest hits + 4 cycles, or halfway to the fastest misses where that is
+/// lower; `None` when hits and misses overlap. The slowest hits are the cold chase's 99th
+/// percentile of hits or the far level, whichever is slower, unless the far level is
+/// within 15 % of the fastest misses (then it was memory); the fastest misses are their
+/// 1st percentile. Close to the hits rather than halfway: a miss that finds its DRAM row
+/// open comes back much faster than the cold chase's misses (on the H200 from 400 cycles,
+/// against 700 and more), while hits stay below 1.25 × the slowest hit level.
+pub(super) fn hit_miss_threshold(cold: &[u32], per: usize, far: Option<f64>) -> Option<f64> {
+    if per < 2 {
+        return None;
+    }
+    let (mut hits, mut misses): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+    for (k, &v) in cold.iter().enumerate() {
+        if k % per == 0 {
+            misses.push(f64::from(v));
+        } else {
+            hits.push(f64::from(v));
+        }
+    }
+    if hits.is_empty() || misses.is_empty() {
+        return None;
+    }
+    hits.sort_by(f64::total_cmp);
+    misses.sort_by(f64::total_cmp);
+    let fast_miss = quantile(&misses, 0.01);
+    let slow_hit = far
+        .filter(|&f| f < 0.85 * fast_miss)
+        .map_or(quantile(&hits, 0.99), |f| f.max(quantile(&hits, 0.99)));
+    (fast_miss > slow_hit).then_some((1.25 * slow_hit + 4.0).min((slow_hit + fast_miss) / 2.0))
+}
+
+/// Nodes of the sector probe: 64 nodes 33 lines of 128 B apart (one line each, in 64 sets
+/// even of a small L2 indexed by address bits; 264 KiB, inside one 2 MiB page).
+const SECTOR_PROBE_NODES: u32 = 64;
+
+/// The L2's sector: the smallest part of a line it keeps valid on its own.
+///
+/// A read cannot show it where a miss fetches more than a sector (the H200 fetches 64
+/// bytes). A write can: after an L2 flush, the first `w` bytes of each of 64 nodes 33
+/// lines apart are written, and a cold `.cg` chase reads each node's first word. Where the
+/// L2 keeps per-sector valid bits and fetches a partly written sector only when it is
+/// read, the read hits once `w` covers the whole sector holding it. `w` runs over 4, 8,
+/// …, up to the line (or 256 B). Each node is judged against itself: its read after the
+/// widest write (a hit) and after the 4-byte write (a miss, unless the sector is 4 B) must
+/// be clearly apart, and after a width `w` it hits when its latency is nearer the first.
+/// The sector is the first width after which at least 90 % of the nodes hit, and every
+/// wider one must do so too. If the two references are not apart, a 4-byte write already
+/// made reads hit (or none did), and the result says so.
+pub(super) fn l2_sector<B: Backend>(
+    backend: &mut B,
+    largest: u32,
+    gpu_time: &mut Duration,
+) -> Result<Result<L2Sector, String>, RunnerError> {
+    let chain = ChainSpec::new(
+        u64::from(SECTOR_PROBE_NODES) * u64::from(EVICTING_SPACING),
+        EVICTING_SPACING,
+    )?;
+    let mut widths = Vec::new();
+    let mut width = 4u32;
+    while width <= largest {
+        widths.push(width);
+        width *= 2;
+    }
+    let mut reads: Vec<Vec<f64>> = Vec::with_capacity(widths.len());
+    for &width in &widths {
+        let run = backend.chase(&ChaseRequest {
+            path: LoadPath::GlobalCg,
+            mode: ChaseMode::Fine,
+            chains: vec![chain],
+            warmup_steps: 0,
+            steps: SECTOR_PROBE_NODES,
+            carveout: Carveout::Percent(0),
+            flush_l2: true,
+            reserve_shared_bytes: 0,
+            written_bytes: width,
+        })?;
+        *gpu_time += run.gpu_time;
+        let latencies: Vec<f64> = first_block(run)?.into_iter().map(f64::from).collect();
+        if latencies.len() != SECTOR_PROBE_NODES as usize {
+            return Err(RunnerError::WrongResult(format!(
+                "the L2 sector probe returned {} samples for {SECTOR_PROBE_NODES} nodes",
+                latencies.len()
+            )));
+        }
+        reads.push(latencies);
+    }
+    let medians: Vec<(u32, f64)> = widths
+        .iter()
+        .zip(&reads)
+        .map(|(&w, r)| (w, median(r)))
+        .collect();
+    let (Some(miss), Some(hit)) = (reads.first(), reads.last()) else {
+        return Ok(Err("no write width to try".into()));
+    };
+    let apart = hit.iter().zip(miss).filter(|&(h, m)| *h < 0.8 * m).count();
+    if widths.len() < 2 || apart < SECTOR_PROBE_NODES as usize * 9 / 10 {
+        return Ok(Err(format!(
+            "reads after a 4-byte and after a {largest}-byte write are not apart (medians {medians:.0?} cycles): the sector is 4 B or the L2 does not keep written bytes apart"
+        )));
+    }
+    let hit_share: Vec<f64> = reads
+        .iter()
+        .map(|r| {
+            r.iter()
+                .zip(hit.iter().zip(miss))
+                .filter(|&(v, (h, m))| (v - h).abs() < (v - m).abs())
+                .count() as f64
+                / r.len() as f64
+        })
+        .collect();
+    let hits: Vec<bool> = hit_share.iter().map(|&share| share >= 0.9).collect();
+    let Some(first) = hits.iter().position(|&h| h) else {
+        return Ok(Err(format!(
+            "no write width made reads hit (medians {medians:.0?} cycles)"
+        )));
+    };
+    if !hits[first..].iter().all(|&h| h) {
+        return Ok(Err(format!(
+            "reads hit after some widths and missed after wider ones (medians {medians:.0?} cycles, hit shares {hit_share:.2?})"
+        )));
+    }
+    Ok(Ok(L2Sector {
+        bytes: u64::from(widths[first]),
+        medians,
+        hit_share,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_is_the_largest_unit_runs_align_to() {
+        // Absent 128-byte lines at 64-byte nodes: runs of 2 and 4 at even starts.
+        let runs = [(0, 2), (4, 4), (10, 2), (14, 2), (20, 6)];
+        assert_eq!(aligned_unit(&runs), (2, 1.0));
+        // Four-node lines: every run starts and ends on a multiple of 4.
+        let runs = [(0, 4), (8, 8), (20, 4), (28, 4)];
+        assert_eq!(aligned_unit(&runs).0, 4);
+        // One stray slow load in ten runs is tolerated; two in five are not.
+        let mut runs: Vec<(usize, usize)> = (0..9).map(|i| (4 * i, 2)).collect();
+        runs.push((41, 1));
+        assert_eq!(aligned_unit(&runs), (2, 0.9));
+        let runs = [(0, 2), (4, 2), (8, 2), (13, 1), (15, 1)];
+        assert_eq!(aligned_unit(&runs).0, 1);
+    }
+
+    #[test]
+    fn the_threshold_lies_between_the_slowest_hit_and_the_fastest_miss() {
+        // One miss (600) per 16 loads; hits at a near (260) and a far (300) level.
+        let cold: Vec<u32> = (0..256)
+            .map(|k| match k % 16 {
+                0 => 600 + (k % 7),
+                k if k % 2 == 0 => 260,
+                _ => 300,
+            })
+            .collect();
+        assert_eq!(hit_miss_threshold(&cold, 16, None), Some(379.0));
+        // Memory only a little slower than the far level: halfway between them.
+        let close: Vec<u32> = cold
+            .iter()
+            .map(|&v| if v >= 600 { 340 } else { v })
+            .collect();
+        assert_eq!(hit_miss_threshold(&close, 16, None), Some(320.0));
+        // A far level the cold chase did not see (near copies) counts as a hit level; one
+        // as slow as memory does not.
+        assert_eq!(hit_miss_threshold(&cold, 16, Some(400.0)), Some(500.0));
+        assert_eq!(hit_miss_threshold(&cold, 16, Some(590.0)), Some(379.0));
+        // Spaced wrongly, the "misses" include hits: no threshold.
+        assert_eq!(hit_miss_threshold(&cold, 8, None), None);
+    }
+}

@@ -1,0 +1,165 @@
+//! The L2 size sweep: one SM (SM 0, pinned) chases arrays from a thirty-second of the L2
+//! to two and a half times it, 32 warps at once so that a pass over an array several times
+//! the L2 takes milliseconds, then samples loads one by one. Each size gives the mean
+//! cycles per load (the curve) and per-load samples (its levels).
+
+use std::time::Duration;
+
+use crate::{
+    backend::{Backend, ChainSpec, PinnedRequest},
+    error::RunnerError,
+};
+
+/// The SM the sweep runs on: every capacity is this SM's, so that results refer to a
+/// named SM rather than to wherever the hardware put block 0.
+pub const SWEEP_SM: u32 = 0;
+
+/// Warps chasing at once (each a share of the array; see [`PinnedRequest`]).
+pub const SWEEP_WARPS: u32 = 32;
+
+/// Loads sampled one by one at each size, after the timed pass.
+pub const SWEEP_SAMPLES: u32 = 512;
+
+/// Launches tried before a size counts as lost (a launch that did not reach SM 0 is
+/// repeated).
+const PINNED_TRIES: usize = 4;
+
+/// One size of the sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepPoint {
+    /// Array bytes (one node per 128-byte line).
+    pub bytes: u64,
+    /// Mean cycles per load of the timed pass, with the clock overhead subtracted.
+    pub mean: f64,
+    /// The sampled loads' latencies, clock overhead subtracted.
+    pub samples: Vec<f64>,
+}
+
+/// The sweep's sizes: from `l2 / 32` (at least 256 KiB) to `2.5 × l2`, 2^(1/4) apart,
+/// multiples of 128 B with at least one node per warp.
+pub fn sweep_sizes(l2: u64) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut size = (l2 / 32).max(256 << 10) as f64;
+    let last = 2.5 * l2 as f64;
+    while size <= last * 1.0001 {
+        let bytes = (size as u64 / 128 * 128).max(128 * u64::from(SWEEP_WARPS));
+        if sizes.last() != Some(&bytes) {
+            sizes.push(bytes);
+        }
+        size *= 2f64.powf(0.25);
+    }
+    sizes
+}
+
+/// One size on SM [`SWEEP_SM`]: one warm-up pass and one timed pass over the array, shared
+/// among the warps, then `samples` loads timed one by one. `None` when no launch of
+/// [`PINNED_TRIES`] reached the SM.
+pub fn measure_point<B: Backend>(
+    backend: &mut B,
+    bytes: u64,
+    samples: u32,
+    overhead: f64,
+    gpu_time: &mut Duration,
+) -> Result<Option<SweepPoint>, RunnerError> {
+    let chain = ChainSpec::new(bytes, 128)?;
+    let warps = SWEEP_WARPS.min(u32::try_from(chain.nodes()).unwrap_or(u32::MAX));
+    let per_warp = u32::try_from(chain.nodes() / u64::from(warps)).unwrap_or(u32::MAX);
+    let request = PinnedRequest {
+        sms: vec![SWEEP_SM],
+        chains: vec![chain],
+        warmup_steps: per_warp,
+        steps: per_warp,
+        warps,
+        sample_steps: samples,
+    };
+    for _ in 0..PINNED_TRIES {
+        let run = backend.pinned_chase(&request)?;
+        *gpu_time += run.gpu_time;
+        if let Some(slot) = run.slots.into_iter().next().flatten() {
+            let mean = slot.cycles_per_load(&request) - overhead / f64::from(per_warp.max(1));
+            return Ok(Some(SweepPoint {
+                bytes,
+                mean,
+                samples: slot
+                    .samples
+                    .iter()
+                    .map(|&v| (f64::from(v) - overhead).max(0.0))
+                    .collect(),
+            }));
+        }
+        log::debug!("L2 sweep: a launch at {bytes} B did not reach SM {SWEEP_SM}; repeating");
+    }
+    Ok(None)
+}
+
+/// The whole sweep over `sizes`.
+///
+/// # Errors
+/// A launch failure, or a size whose launches never reached SM [`SWEEP_SM`].
+pub fn sweep<B: Backend>(
+    backend: &mut B,
+    sizes: &[u64],
+    overhead: f64,
+    gpu_time: &mut Duration,
+) -> Result<Vec<SweepPoint>, RunnerError> {
+    sizes
+        .iter()
+        .map(|&bytes| {
+            measure_point(backend, bytes, SWEEP_SAMPLES, overhead, gpu_time)?.ok_or_else(|| {
+                RunnerError::WrongResult(format!(
+                    "no block of {PINNED_TRIES} launches ran on SM {SWEEP_SM} (array of {bytes} B)"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The largest of `lo` and the sizes `(hi − lo) / parts` apart above it (multiples of
+/// 128 B, below `hi`) that `fits`, trying them upward until the first that does not.
+/// `None` when `fits` has no answer for a size (its launch never ran).
+pub fn last_fitting(
+    lo: u64,
+    hi: u64,
+    parts: u64,
+    mut fits: impl FnMut(u64) -> Result<Option<bool>, RunnerError>,
+) -> Result<Option<u64>, RunnerError> {
+    let step = ((hi.saturating_sub(lo)) / parts.max(1)).max(128) / 128 * 128;
+    let mut last = lo;
+    for k in 1..parts {
+        let bytes = lo + k * step;
+        if bytes >= hi {
+            break;
+        }
+        match fits(bytes)? {
+            Some(true) => last = bytes,
+            Some(false) => break,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_span_a_thirty_second_to_two_and_a_half_times_the_l2() {
+        let l2 = 50 << 20;
+        let sizes = sweep_sizes(l2);
+        assert_eq!(sizes.first(), Some(&(l2 / 32)));
+        assert!(*sizes.last().unwrap() as f64 >= 2.3 * l2 as f64);
+        assert!(*sizes.last().unwrap() <= 5 * l2 / 2);
+        assert!(sizes.windows(2).all(|w| w[1] > w[0] && w[1] % 128 == 0));
+        // Four sizes per doubling.
+        assert!((sizes.len() as i64 - 27).abs() <= 1, "{}", sizes.len());
+    }
+
+    #[test]
+    fn last_fitting_stops_at_the_first_size_that_misses() {
+        let found = last_fitting(1000 * 128, 2000 * 128, 10, |b| Ok(Some(b < 1450 * 128)));
+        assert_eq!(found.unwrap(), Some(1400 * 128));
+        let lost = last_fitting(1000 * 128, 2000 * 128, 10, |_| Ok(None));
+        assert_eq!(lost.unwrap(), None);
+    }
+}
