@@ -399,9 +399,25 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
     );
     match &l2.map {
         Ok(map) => {
-            let groups: Vec<String> = (0..map.count)
-                .map(|p| format!("partition {p}: SMs {:?}", map.sms_of(p)))
-                .collect();
+            let mut groups = vec![format!(
+                "the reference's partition: SMs {:?}",
+                map.sms_of(0)
+            )];
+            let other = map.sms_of(1);
+            if !other.is_empty() {
+                groups.push(format!("the other partition: SMs {other:?}"));
+            }
+            let unknown = map
+                .partition_of_sm
+                .iter()
+                .enumerate()
+                .filter(|(sm, p)| p.is_none() && map.far_share[*sm].is_some())
+                .count();
+            if unknown > 0 {
+                groups.push(format!(
+                    "{unknown} SM(s) on a partition this map does not tell apart"
+                ));
+            }
             note(
                 topo,
                 NoteSeverity::Info,
@@ -477,6 +493,13 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
         )
     };
     partitions.size_each = l2.near_capacity.map(size);
-    partitions.far_size = l2.far_capacity.map(size);
+    partitions.far_size = match (l2.far_capacity, l2.far_capacity_range) {
+        (Some((_, true)), Some((low, high))) => Some(Size::between(
+            Bytes(low),
+            Bytes(high),
+            Provenance::Benchmark,
+        )),
+        (far, _) => far.map(size),
+    };
     partitions.near_keeps_far_copies = l2.keeps_copies;
 }
