@@ -544,7 +544,7 @@ impl<'b, B: Backend> Session<'b, B> {
             let label = match (setting.role, setting.config_bytes) {
                 (carveout::Role::DriverDefault, _) => "driver default".to_string(),
                 (_, Some(config)) => format!("{} KiB shared config", config / 1024),
-                (_, None) => carveout_label(carveout),
+                (_, None) => "no shared memory".to_string(),
             };
             let name = format!("{element} size ({label})");
             let alpha = self.options.alpha;
