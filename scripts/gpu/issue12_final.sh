@@ -18,3 +18,4 @@ grep -E "test result|FAILED|panicked" "$out/gpu-tests.txt" | head
 cat "$out/run1.txt"
 grep -hE "^(note|warn)" "$out"/run[2-5].txt | cut -c1-300 | sort | uniq -c | head -40
 tail -25 "$out/run1.log"
+tar czf "${OUT:-/tmp/out}/$tag.tgz" -C "${OUT:-/tmp/out}" "$tag" && rm -rf "$out"
