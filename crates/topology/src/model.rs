@@ -368,6 +368,14 @@ pub struct L2Partitions {
     /// SM's data takes room on both sides (schema 1.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub near_keeps_far_copies: Option<bool>,
+    /// Per SM (`%smid` 0, 1, …): 0 for the partition of the map's reference SM, 1 for the
+    /// other one where there are two; `null` where the SM took no part or the map cannot
+    /// tell. Empty without a partition map.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sm_partition: Vec<Option<u32>>,
+    /// The SM whose partition is 0 in `sm_partition`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_reference_sm: Option<u32>,
 }
 
 impl L2Partitions {

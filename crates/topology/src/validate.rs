@@ -257,6 +257,18 @@ impl Checker {
                 self.fail(field("partitions"), "only the L2 cache has partitions");
             }
             let path = field("partitions");
+            let count = partitions.count.map_or(u32::MAX, |c| c.value);
+            if let Some((sm, p)) = partitions
+                .sm_partition
+                .iter()
+                .enumerate()
+                .find_map(|(sm, p)| p.filter(|&p| p >= count).map(|p| (sm, p)))
+            {
+                self.fail(
+                    format!("{path}.sm_partition[{sm}]"),
+                    format!("partition {p} of {count}"),
+                );
+            }
             if partitions.count.is_some_and(|c| c.value == 0) {
                 self.fail(format!("{path}.count"), "must be at least 1");
             }

@@ -145,6 +145,28 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
             l1_size: size,
         });
     }
+    // Which configuration the driver's default is: the one whose L1 it equals (to 1 KiB).
+    let default_l1 = result.sizes.iter().find_map(|s| match (&s.role, &s.finding) {
+        (super::carveout::Role::DriverDefault, SizeFinding::Exact { bytes, .. }) => Some(*bytes),
+        _ => None,
+    });
+    if let Some(default_l1) = default_l1 {
+        let same: Vec<u64> = configs
+            .iter()
+            .filter(|(_, l1)| l1.abs_diff(default_l1) <= 1024)
+            .map(|(c, _)| c / 1024)
+            .collect();
+        if let [config] = same[..] {
+            notes.push(note(
+                NoteSeverity::Info,
+                Some(QuantityKind::Size),
+                format!(
+                    "the driver's default for a kernel without shared memory is the {config} KiB configuration: its L1 ({:.2} KiB) equals that row's; the largest L1 any kernel gets is the first row's",
+                    default_l1 as f64 / 1024.0
+                ),
+            ));
+        }
+    }
     // The proof from above: between neighbouring configurations the L1 shrinks by their
     // step, so each ran with the configuration its shared bytes forced.
     let checks = super::carveout::step_checks(&configs);
@@ -533,6 +555,21 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
             ),
         );
     }
+    if !l2.edge_mismatches.is_empty() {
+        let sizes: Vec<String> = l2
+            .edge_mismatches
+            .iter()
+            .map(|u| format!("{:.2} MiB ({})", mib(u.bytes), u.reason))
+            .collect();
+        note(
+            topo,
+            NoteSeverity::Info,
+            format!(
+                "at the capacity edges the 32-warp timed pass and the samples right after it differ (there the mixture's shares change from pass to pass; the levels are those of the samples): {}",
+                sizes.join("; ")
+            ),
+        );
+    }
     for unexplained in &l2.unexplained {
         let at = if unexplained.bytes > 0 {
             format!(" at {:.2} MiB", mib(unexplained.bytes))
@@ -545,6 +582,7 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
             format!("unexplained L2 curve feature{at}: {}", unexplained.reason),
         );
     }
+    let total = topo.device.l2_bytes.map(|b| b.0);
     let partitions = topo.element_mut(ElementKind::L2).partitions_mut();
     partitions.near_latency = Some(Latency::measured(l2.near));
     partitions.far_latency = l2
@@ -568,7 +606,7 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
         )
     };
     partitions.size_each = l2.near_capacity.map(size);
-    partitions.far_size = match (l2.far_capacity, l2.far_capacity_range) {
+    let far_size = match (l2.far_capacity, l2.far_capacity_range) {
         (Some((_, true)), Some((low, high))) => Some(Size::between(
             Bytes(low),
             Bytes(high),
@@ -576,5 +614,38 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
         )),
         (far, _) => far.map(size),
     };
+    // A far side that does not fit beside the near partition in the L2 is no capacity:
+    // kept out of the model, with the numbers in a warning.
+    let near_bytes = l2.near_capacity.map_or(0, |(b, _)| b);
     partitions.near_keeps_far_copies = l2.keeps_copies;
+    if let Ok(map) = &l2.map {
+        partitions.sm_partition = map.partition_of_sm.clone();
+        partitions.map_reference_sm = Some(map.reference_sm);
+    }
+    partitions_far_size_checked(topo, far_size, near_bytes, total);
+}
+
+/// Sets the L2's far side where it fits beside the near partition in the L2's total;
+/// otherwise a warning with the numbers.
+fn partitions_far_size_checked(
+    topo: &mut Topology,
+    far: Option<Size>,
+    near_bytes: u64,
+    total: Option<u64>,
+) {
+    let Some(far) = far else { return };
+    let low = far.bound.lower().0;
+    if total.is_some_and(|t| low.saturating_add(near_bytes) > t) {
+        topo.add_note(Note {
+            severity: NoteSeverity::Warning,
+            element: Some(ElementKind::L2),
+            quantity: Some(QuantityKind::Partitions),
+            message: format!(
+                "far side not reported: at least {low} B beside a near partition of {near_bytes} B exceed the L2's {} B",
+                total.unwrap_or(0)
+            ),
+        });
+        return;
+    }
+    topo.element_mut(ElementKind::L2).partitions_mut().far_size = Some(far);
 }

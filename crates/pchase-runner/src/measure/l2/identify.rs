@@ -7,7 +7,9 @@
 //! - The levels of the largest size (2.5 × the L2) are memory: one level is memory; several
 //!   are memory through the near partition (the fastest) and through farther ones.
 //! - A level seen only between them is a far hit: lines homed in another partition that
-//!   are no longer in the SM's own but still in their home.
+//!   are no longer in the SM's own but still in their home; unless it is no faster than
+//!   the fastest memory level: then it, like a third level of the largest size, is
+//!   memory's slow tail (a few percent of the loads: DRAM row or page misses).
 //!
 //! A level's distribution pools every sample of every size that fell into it. A size is
 //! explained when each of its modes is one of the levels and its mean (the 32-warp pass)
@@ -34,6 +36,9 @@ pub enum LevelKind {
     MemoryViaNear,
     /// Device memory through another partition.
     MemoryViaFar,
+    /// Device memory slower than through any partition: a few percent of the loads of
+    /// large arrays (DRAM row or page misses), reported but not a level of the L2 path.
+    MemorySlow,
 }
 
 impl LevelKind {
@@ -45,6 +50,7 @@ impl LevelKind {
             LevelKind::Memory => "memory",
             LevelKind::MemoryViaNear => "memory via near partition",
             LevelKind::MemoryViaFar => "memory via far partition",
+            LevelKind::MemorySlow => "memory, slow tail",
         }
     }
 }
@@ -155,6 +161,12 @@ pub fn identify(points: &[SweepPoint]) -> Identified {
     let first = |c: &Cluster| c.shares.first().copied().unwrap_or(0.0) > 0.0;
     let last = |c: &Cluster| c.shares.last().copied().unwrap_or(0.0) > 0.0;
     let memory_count = clusters.iter().filter(|c| last(c) && !first(c)).count();
+    // The fastest memory level: a level that is not there at the smallest size and is no
+    // faster than it is memory too (a slow tail: DRAM row or page misses), not a far hit.
+    let fastest_memory = clusters
+        .iter()
+        .find(|c| last(c) && !first(c))
+        .map(|c| c.median);
     let mut memory_seen = 0;
     let mut near_seen = false;
     let levels: Vec<L2Level> = clusters
@@ -173,8 +185,11 @@ pub fn identify(points: &[SweepPoint]) -> Identified {
                 match (memory_count, memory_seen) {
                     (1, _) => LevelKind::Memory,
                     (_, 1) => LevelKind::MemoryViaNear,
-                    _ => LevelKind::MemoryViaFar,
+                    (_, 2) => LevelKind::MemoryViaFar,
+                    _ => LevelKind::MemorySlow,
                 }
+            } else if fastest_memory.is_some_and(|m| c.median >= m) {
+                LevelKind::MemorySlow
             } else {
                 LevelKind::FarHit
             };
@@ -203,7 +218,8 @@ pub fn identify(points: &[SweepPoint]) -> Identified {
             // A level must be a level of its own: its samples' spread must not reach into
             // the next one's median (a mixture of two neighbours mistaken for a level).
             levels.get(k + 1).and_then(|next| {
-                (level.distribution.p95 >= next.distribution.p50).then(|| Unexplained {
+                let tail = [level.kind, next.kind].contains(&LevelKind::MemorySlow);
+                (!tail && level.distribution.p95 >= next.distribution.p50).then(|| Unexplained {
                     bytes: 0,
                     reason: format!(
                         "the {} level (p50 {:.0}, p95 {:.0}) reaches the {} level's median {:.0}",

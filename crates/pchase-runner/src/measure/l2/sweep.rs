@@ -20,6 +20,9 @@ pub const SWEEP_WARPS: u32 = 32;
 /// Loads sampled one by one at each size, after the timed pass.
 pub const SWEEP_SAMPLES: u32 = 512;
 
+/// Untimed passes over the array before the timed one.
+pub const SWEEP_WARMUP_PASSES: u32 = 1;
+
 /// Launches tried before a size counts as lost (a launch that did not reach SM 0 is
 /// repeated).
 const PINNED_TRIES: usize = 4;
@@ -69,10 +72,14 @@ pub fn measure_point<B: Backend>(
         .min(u32::try_from(chain.nodes() / 64).unwrap_or(u32::MAX))
         .max(1);
     let per_warp = u32::try_from(chain.nodes() / u64::from(warps)).unwrap_or(u32::MAX);
+    let passes: u32 = std::env::var("MEMTOPO_L2_WARMUP_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SWEEP_WARMUP_PASSES);
     let request = PinnedRequest {
         sms: vec![SWEEP_SM],
         chains: vec![chain],
-        warmup_steps: per_warp,
+        warmup_steps: per_warp.saturating_mul(passes),
         steps: per_warp,
         warps,
         sample_steps: samples,
