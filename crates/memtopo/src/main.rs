@@ -6,6 +6,7 @@
 //! 3 no CUDA driver or no GPU; 4 bad device index; 5 bad simulation profile;
 //! 6 an output file could not be written; 7 a kernel failed to load or run.
 
+mod output;
 mod raw;
 mod run;
 

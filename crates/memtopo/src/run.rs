@@ -1,6 +1,12 @@
 //! One run of memtopo: pick the backend, measure, print and write the results.
 
-use std::{collections::BTreeSet, path::Path, process::ExitCode, time::Instant};
+use std::{
+    collections::BTreeSet,
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Instant,
+};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pchase_runner::{
@@ -11,7 +17,10 @@ use pchase_runner::{
 use thiserror::Error;
 use topology::Topology;
 
-use crate::{raw, Cli};
+use crate::{
+    output::{self, Format, Refusal, Stdout},
+    raw, Cli,
+};
 
 /// Why a run stopped, each with its exit code.
 #[derive(Debug, Error)]
@@ -101,38 +110,27 @@ fn measure<B: Backend>(
     Ok(result?)
 }
 
-fn write_output(topo: &Topology, path: &Path) -> Result<(), CliError> {
-    let name = path.to_string_lossy().to_string();
-    let fail = |reason: String| CliError::Output {
-        path: name.clone(),
-        reason,
-    };
-    let text = if name.ends_with(".mt4g.json") {
-        topology::mt4g::export_string(topo)
-    } else {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => topo.to_json_string().map_err(|e| fail(e.to_string()))?,
-            Some("toml") => topo.to_toml_string().map_err(|e| fail(e.to_string()))?,
-            Some("md") => topology::render::markdown(topo),
-            Some("svg") => topology::render::svg(topo),
-            _ => {
-                return Err(CliError::Usage(format!(
-                    "{name}: unknown output format; use .json, .toml, .md, .svg or .mt4g.json"
-                )))
-            }
-        }
-    };
-    std::fs::write(path, text).map_err(|e| fail(e.to_string()))
+/// The text of `topo` in `format`.
+fn render(topo: &Topology, format: Format) -> Result<String, String> {
+    Ok(match format {
+        Format::Mt4g => topology::mt4g::export_string(topo),
+        Format::Json => topo.to_json_string().map_err(|e| e.to_string())?,
+        Format::Toml => topo.to_toml_string().map_err(|e| e.to_string())?,
+        Format::Markdown => topology::render::markdown(topo),
+        Format::Svg => topology::render::svg(topo),
+    })
 }
 
-fn print_timings(measured: &Measurements, total: std::time::Duration) {
-    println!();
-    println!(
+fn timings_text(measured: &Measurements, total: std::time::Duration) -> String {
+    let mut out = String::from("\n");
+    let _ = writeln!(
+        out,
         "{:<36} {:>10} {:>10} {:>12}",
         "benchmark", "wall ms", "GPU ms", "analysis ms"
     );
     for t in &measured.timings {
-        println!(
+        let _ = writeln!(
+            out,
             "{:<36} {:>10.1} {:>10.1} {:>12.2}",
             t.benchmark,
             t.wall.as_secs_f64() * 1e3,
@@ -142,36 +140,82 @@ fn print_timings(measured: &Measurements, total: std::time::Duration) {
     }
     let gpu: std::time::Duration = measured.timings.iter().map(|t| t.gpu).sum();
     let analysis: std::time::Duration = measured.timings.iter().map(|t| t.analysis).sum();
-    println!(
+    let _ = writeln!(
+        out,
         "{:<36} {:>10.1} {:>10.1} {:>12.2}",
         "total (including context creation)",
         total.as_secs_f64() * 1e3,
         gpu.as_secs_f64() * 1e3,
         analysis.as_secs_f64() * 1e3
     );
-    println!(
+    let _ = writeln!(
+        out,
         "change-point analysis: {:.2} % of the wall time",
         100.0 * analysis.as_secs_f64() / total.as_secs_f64().max(f64::MIN_POSITIVE)
     );
+    out
+}
+
+/// Checks every output before any GPU work: formats, directories, permissions.
+fn preflight(cli: &Cli) -> Result<Vec<(PathBuf, Format)>, CliError> {
+    let refused = |refusal: Refusal| match refusal {
+        Refusal::UnknownFormat(message) => CliError::Usage(message),
+        Refusal::Unwritable { path, reason } => CliError::Output { path, reason },
+    };
+    let outputs = cli
+        .output
+        .iter()
+        .map(|path| Ok((path.clone(), output::check_output(path).map_err(refused)?)))
+        .collect::<Result<Vec<_>, CliError>>()?;
+    if let Some(dir) = &cli.keep_raw {
+        output::check_raw_dir(dir).map_err(refused)?;
+    }
+    Ok(outputs)
+}
+
+/// Writes every file; a failure is reported and the others are still written. Returns
+/// how many failed.
+fn write_files(
+    cli: &Cli,
+    outputs: &[(PathBuf, Format)],
+    topo: &Topology,
+    measured: &Measurements,
+) -> usize {
+    let mut failed = 0;
+    let mut report = |path: &Path, reason: String| {
+        eprintln!("memtopo: error: cannot write {}: {reason}", path.display());
+        failed += 1;
+    };
+    for (path, format) in outputs {
+        match render(topo, *format)
+            .and_then(|text| output::write_file(path, text.as_bytes()).map_err(|e| e.to_string()))
+        {
+            Ok(()) => log::info!("wrote {}", path.display()),
+            Err(reason) => report(path, reason),
+        }
+    }
+    if let Some(dir) = &cli.keep_raw {
+        if let Err(reason) = raw::write_curves(dir, &measured.curves) {
+            report(dir, reason);
+        }
+        if let Some(Ok(line)) = measured.l2.as_ref().map(|l2| &l2.line) {
+            if let Err(reason) = raw::write_l2_line(dir, line) {
+                report(dir, reason);
+            }
+        }
+        if let Some(l2) = measured.l2.as_ref() {
+            if let Err(reason) = raw::write_l2_samples(dir, l2) {
+                report(dir, reason);
+            }
+        }
+    }
+    failed
 }
 
 /// Runs memtopo as `cli` asks.
 pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let options = options(cli)?;
-    for path in &cli.output {
-        // Refuse unknown formats before spending minutes measuring.
-        let name = path.to_string_lossy();
-        let known = name.ends_with(".mt4g.json")
-            || matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("json" | "toml" | "md" | "svg")
-            );
-        if !known {
-            return Err(CliError::Usage(format!(
-                "{name}: unknown output format; use .json, .toml, .md, .svg or .mt4g.json"
-            )));
-        }
-    }
+    let outputs = preflight(cli)?;
     let started = Instant::now();
     let (info, measured) = match &cli.simulate {
         Some(spec) => {
@@ -183,37 +227,26 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     };
     let total = started.elapsed();
     let topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
+    // Files first: a closed terminal or pipe must not lose them.
+    let mut failed_outputs = write_files(cli, &outputs, &topo, &measured);
+    let mut stdout = Stdout::default();
     if !cli.quiet {
-        print!("{}", topology::render::table(&topo));
+        stdout.print(&topology::render::table(&topo));
     }
     if cli.timings {
-        print_timings(&measured, total);
+        stdout.print(&timings_text(&measured, total));
     }
-    for path in &cli.output {
-        write_output(&topo, path)?;
-        log::info!("wrote {}", path.display());
-    }
-    if let Some(dir) = &cli.keep_raw {
-        raw::write_curves(dir, &measured.curves).map_err(|e| CliError::Output {
-            path: dir.display().to_string(),
-            reason: e,
-        })?;
-        let output = |e: String| CliError::Output {
-            path: dir.display().to_string(),
-            reason: e,
-        };
-        if let Some(Ok(line)) = measured.l2.as_ref().map(|l2| &l2.line) {
-            raw::write_l2_line(dir, line).map_err(output)?;
-        }
-        if let Some(l2) = measured.l2.as_ref() {
-            raw::write_l2_samples(dir, l2).map_err(output)?;
-        }
+    if let Some(e) = stdout.error() {
+        eprintln!("memtopo: error: cannot write the table to standard output: {e}");
+        failed_outputs += 1;
     }
     let failed = measured
         .elements
         .iter()
         .any(|(_, r)| !r.failures.is_empty());
-    Ok(if failed {
+    Ok(if failed_outputs > 0 {
+        ExitCode::from(6)
+    } else if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
