@@ -48,6 +48,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Runner(RunnerError::NoDriver(_) | RunnerError::NoDevice) => 3,
             CliError::Runner(RunnerError::BadDeviceIndex { .. }) => 4,
+            CliError::Runner(RunnerError::DeviceBusy(_)) => 8,
             CliError::Runner(RunnerError::Profile(_)) => 5,
             CliError::Output { .. } => 6,
             CliError::Runner(_) => 7,

@@ -1,4 +1,5 @@
 //! Integration tests of the `memtopo` binary: one binary, one module per topic.
 
 mod cli;
+mod driver_errors;
 mod outputs;
