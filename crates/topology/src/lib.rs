@@ -53,6 +53,7 @@ mod model;
 pub mod mt4g;
 mod quantity;
 pub mod render;
+mod run;
 mod units;
 mod validate;
 
@@ -67,4 +68,5 @@ pub use quantity::{
     Bandwidth, ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,
     SizeBound,
 };
+pub use run::{GpuProcess, GpuState, RunRecord};
 pub use units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};

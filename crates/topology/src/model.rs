@@ -23,7 +23,7 @@ pub struct SchemaVersion {
 
 impl SchemaVersion {
     /// The version this crate writes.
-    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 2 };
+    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 3 };
 }
 
 impl fmt::Display for SchemaVersion {
@@ -738,6 +738,10 @@ pub struct Topology {
     /// Notes and warnings, including why a value was not measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
+    /// The run: GPU identity, driver, GPU state before and after, other processes,
+    /// date, host, tool version and command line (schema 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<crate::run::RunRecord>,
 }
 
 impl Topology {
@@ -751,6 +755,7 @@ impl Topology {
             shared_physical_caches: Vec::new(),
             tlb: Vec::new(),
             notes: Vec::new(),
+            run: None,
         }
     }
 
