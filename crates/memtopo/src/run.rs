@@ -15,9 +15,10 @@ use pchase_runner::{
     Backend, RunnerError,
 };
 use thiserror::Error;
-use topology::Topology;
+use topology::{RunRecord, Topology};
 
 use crate::{
+    conditions, guard,
     output::{self, Format, Refusal, Stdout},
     raw, Cli,
 };
@@ -31,6 +32,9 @@ pub enum CliError {
     /// Anything the runner reports.
     #[error("{0}")]
     Runner(#[from] RunnerError),
+    /// Another process uses the GPU, or another memtopo holds its lock.
+    #[error("the GPU is busy: {0}")]
+    Busy(String),
     /// An output could not be written.
     #[error("cannot write {path}: {reason}")]
     Output {
@@ -48,7 +52,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Runner(RunnerError::NoDriver(_) | RunnerError::NoDevice) => 3,
             CliError::Runner(RunnerError::BadDeviceIndex { .. }) => 4,
-            CliError::Runner(RunnerError::DeviceBusy(_)) => 8,
+            CliError::Runner(RunnerError::DeviceBusy(_)) | CliError::Busy(_) => 8,
             CliError::Runner(RunnerError::Profile(_)) => 5,
             CliError::Output { .. } => 6,
             CliError::Runner(_) => 7,
@@ -87,7 +91,7 @@ fn load_profile(spec: &str) -> Result<SimProfile, CliError> {
 }
 
 /// Runs the session on `backend` with a progress bar.
-fn measure<B: Backend>(
+pub(crate) fn measure<B: Backend>(
     backend: &mut B,
     options: MeasureOptions,
     quiet: bool,
@@ -216,18 +220,30 @@ fn write_files(
 /// Runs memtopo as `cli` asks.
 pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let options = options(cli)?;
+    if !(cli.wait.is_finite() && cli.wait >= 0.0) {
+        return Err(CliError::Usage(format!(
+            "--wait {} is not a number of seconds",
+            cli.wait
+        )));
+    }
     let outputs = preflight(cli)?;
+    let mut record = conditions::base_record();
     let started = Instant::now();
     let (info, measured) = match &cli.simulate {
-        Some(spec) => {
-            let mut backend = SimBackend::new(load_profile(spec)?)?;
-            let info = backend.device().clone();
-            (info, measure(&mut backend, options, cli.quiet)?)
-        }
-        None => real_gpu(cli, options)?,
+        Some(spec) => simulated(cli, spec, options, &mut record)?,
+        None => real_gpu(cli, options, &mut record)?,
     };
     let total = started.elapsed();
-    let topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
+    let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
+    for reason in &record.busy_reasons {
+        topo.warn(None, format!("measured on a busy GPU (--allow-busy): {reason}"));
+    }
+    for disturbance in &record.disturbances {
+        topo.warn(None, format!("disturbed: {disturbance}"));
+        log::error!("disturbed while measuring: {disturbance}");
+    }
+    let disturbed = !record.disturbances.is_empty();
+    topo.run = Some(record);
     // Files first: a closed terminal or pipe must not lose them.
     let mut failed_outputs = write_files(cli, &outputs, &topo, &measured);
     let mut stdout = Stdout::default();
@@ -247,6 +263,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
         .any(|(_, r)| !r.failures.is_empty());
     Ok(if failed_outputs > 0 {
         ExitCode::from(6)
+    } else if disturbed {
+        ExitCode::from(9)
     } else if failed {
         ExitCode::from(1)
     } else {
@@ -254,20 +272,72 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     })
 }
 
+/// The simulated GPU: the profile's UUID (if any) is locked, its co-tenant checked as a
+/// real GPU's processes are.
+fn simulated(
+    cli: &Cli,
+    spec: &str,
+    options: MeasureOptions,
+    record: &mut RunRecord,
+) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
+    let profile = load_profile(spec)?;
+    record.simulated_profile = Some(guard::profile_label(spec, &profile.name));
+    record.gpu_uuid = profile.uuid.clone();
+    let mut backend = SimBackend::new(profile)?;
+    let _lock = guard::lock_gpu(cli, record.gpu_uuid.clone().as_deref(), record)?;
+    let before = guard::check_busy(cli, Some(&mut guard::SimState(&backend)), record)?;
+    let info = backend.device().clone();
+    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
+    log::info!("the simulated GPU ran {} launches", backend.launches());
+    guard::after(Some(&mut guard::SimState(&backend)), before.as_ref(), record);
+    Ok((info, measured))
+}
+
 #[cfg(feature = "cuda")]
 fn real_gpu(
     cli: &Cli,
     options: MeasureOptions,
+    record: &mut RunRecord,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
+    let identity = pchase_runner::cuda::identify(cli.device)?;
+    record.gpu_uuid = identity.uuid.clone();
+    record.pci_bus_id = identity.pci_bus_id.clone();
+    record.cuda_driver_version = identity.cuda_driver_version;
+    let key = identity.uuid.as_deref().or(identity.pci_bus_id.as_deref());
+    let _lock = guard::lock_gpu(cli, key, record)?;
+    let mut nvml = match crate::nvml::Nvml::open(
+        identity.uuid.as_deref(),
+        identity.pci_bus_id.as_deref(),
+    ) {
+        Ok(nvml) => Some(nvml),
+        Err(reason) => {
+            log::warn!(
+                "NVML unavailable ({reason}): other processes on the GPU and its clocks are not checked"
+            );
+            record.state_unavailable = Some(format!("NVML unavailable: {reason}"));
+            None
+        }
+    };
+    let before = guard::check_busy(cli, source(&mut nvml), record)?;
     let mut backend = pchase_runner::cuda::CudaBackend::new(cli.device)?;
     let info = backend.device().clone();
-    Ok((info, measure(&mut backend, options, cli.quiet)?))
+    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
+    drop(backend);
+    guard::after(source(&mut nvml), before.as_ref(), record);
+    Ok((info, measured))
+}
+
+/// NVML as a state source, if it loaded.
+#[cfg(feature = "cuda")]
+fn source(nvml: &mut Option<crate::nvml::Nvml>) -> Option<&mut dyn conditions::StateSource> {
+    nvml.as_mut().map(|n| n as &mut dyn conditions::StateSource)
 }
 
 #[cfg(not(feature = "cuda"))]
 fn real_gpu(
     _cli: &Cli,
     _options: MeasureOptions,
+    _record: &mut RunRecord,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     Err(CliError::Runner(RunnerError::NoDriver(
         "memtopo was built without the `cuda` feature; use --simulate".into(),

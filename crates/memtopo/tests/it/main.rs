@@ -3,3 +3,4 @@
 mod cli;
 mod driver_errors;
 mod outputs;
+mod shared_gpu;

@@ -12,6 +12,7 @@ pub mod levels;
 pub mod probe;
 pub mod report;
 pub mod search;
+pub mod sentinel;
 pub mod stats;
 
 use std::{

@@ -23,6 +23,8 @@ pub(crate) struct Geometry {
     pub ways: u64,
     /// Replacement policy.
     pub replacement: Replacement,
+    /// Ways of every set that other work keeps occupied (a co-tenant), unusable here.
+    pub stolen_ways: u64,
 }
 
 impl Geometry {
@@ -44,7 +46,22 @@ impl Geometry {
             sector,
             ways,
             replacement,
+            stolen_ways: 0,
         }
+    }
+
+    /// This geometry with `bytes` of it occupied by other work: that many bytes' worth of
+    /// ways in every set (rounded up), leaving at least one way.
+    pub fn stealing(mut self, bytes: u64) -> Geometry {
+        let sets = (self.size / u64::from(self.line) / self.ways.max(1)).max(1);
+        let per_way = sets * u64::from(self.line);
+        let ways = bytes.div_ceil(per_way);
+        let usable = match self.replacement {
+            Replacement::EarlyMiss { reserved_ways } => self.ways - u64::from(reserved_ways),
+            Replacement::Lru | Replacement::Random => self.ways,
+        };
+        self.stolen_ways = ways.min(usable.saturating_sub(1));
+        self
     }
 }
 
@@ -83,7 +100,7 @@ impl Cache {
             Replacement::EarlyMiss { reserved_ways } => geometry.ways - u64::from(reserved_ways),
             Replacement::Lru | Replacement::Random => geometry.ways,
         };
-        let usable_ways = usize::try_from(usable_ways).unwrap_or(usize::MAX);
+        let usable_ways = usize::try_from(usable_ways - geometry.stolen_ways).unwrap_or(usize::MAX);
         let set_count = usize::try_from(sets).unwrap_or(usize::MAX);
         Cache {
             geometry,

@@ -1,0 +1,122 @@
+//! A co-tenant on the simulated GPU: other work that shares it, as on a cluster node or a
+//! CI runner. It arrives at a given launch (from the start, or mid-run) and from then on
+//! keeps part of every SM's first-level caches and of the L2 occupied, slows the L2 and
+//! device memory down, and may pull the SM clock down (a power or thermal cap).
+//!
+//! The simulated GPU's state ([`super::SimBackend::observe`]) lists the co-tenant as a
+//! process only when it is `visible` (a process in another container or VM is not), and
+//! reports its utilisation, as NVML would.
+//!
+//! ```toml
+//! [co_tenant]
+//! start_launch = 40          # arrives at the 40th launch; 0 = there from the start
+//! visible = false            # not in the process list (another container)
+//! utilization_percent = 0    # what the GPU's utilisation shows
+//! l1_stolen_bytes = 65536    # of each SM's first-level caches
+//! l2_stolen_bytes = 1048576  # of the L2 (spread over its partitions)
+//! latency_factor = 1.3       # L2 and device memory latencies × 1.3
+//! sm_clock_factor = 0.7      # SM clock × 0.7
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::RunnerError;
+
+fn default_pid() -> u32 {
+    4242
+}
+
+fn default_name() -> String {
+    "co-tenant".to_string()
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Other work sharing the simulated GPU (`[co_tenant]` of a profile).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoTenant {
+    /// Its process id in the simulated process list.
+    #[serde(default = "default_pid")]
+    pub pid: u32,
+    /// Its process name.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Whether the GPU's process list shows it.
+    #[serde(default = "yes")]
+    pub visible: bool,
+    /// The launch from which it runs (launches count from 0; 0 = from the start).
+    #[serde(default)]
+    pub start_launch: u64,
+    /// The GPU utilisation reported while it runs, percent.
+    #[serde(default)]
+    pub utilization_percent: u32,
+    /// Bytes of each SM's first-level caches (every copy) it keeps occupied.
+    #[serde(default)]
+    pub l1_stolen_bytes: u64,
+    /// Bytes of the L2 it keeps occupied.
+    #[serde(default)]
+    pub l2_stolen_bytes: u64,
+    /// Factor on the L2 and device-memory latencies while it runs.
+    #[serde(default = "one")]
+    pub latency_factor: f64,
+    /// Factor on the SM clock while it runs.
+    #[serde(default = "one")]
+    pub sm_clock_factor: f64,
+}
+
+impl CoTenant {
+    /// Checks the fields; the error names the field.
+    pub fn validate(&self) -> Result<(), RunnerError> {
+        let bad = |m: String| Err(RunnerError::Profile(format!("co_tenant.{m}")));
+        if !(self.latency_factor.is_finite() && self.latency_factor >= 1.0) {
+            return bad(format!(
+                "latency_factor: {} is not a number ≥ 1",
+                self.latency_factor
+            ));
+        }
+        if !(self.sm_clock_factor.is_finite()
+            && self.sm_clock_factor > 0.0
+            && self.sm_clock_factor <= 1.0)
+        {
+            return bad(format!(
+                "sm_clock_factor: {} is not in (0, 1]",
+                self.sm_clock_factor
+            ));
+        }
+        if self.utilization_percent > 100 {
+            return bad(format!(
+                "utilization_percent: {} is over 100",
+                self.utilization_percent
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether it runs at launch number `launch`.
+    pub fn active_at(&self, launch: u64) -> bool {
+        launch >= self.start_launch
+    }
+
+    /// `latency` as it is while the co-tenant runs.
+    pub fn inflate(&self, latency: u32) -> u32 {
+        (f64::from(latency) * self.latency_factor).round() as u32
+    }
+}
+
+/// What the simulated GPU reports about itself, as NVML would.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimObservation {
+    /// The SM clock now, MHz.
+    pub sm_clock_mhz: f64,
+    /// The utilisation now, percent.
+    pub utilization_percent: u32,
+    /// The processes it lists: `(pid, name)`.
+    pub processes: Vec<(u32, String)>,
+}
