@@ -86,10 +86,12 @@ pub fn disturbances(before: &Observation, after: &Observation) -> Vec<String> {
             found.push(format!("{p} appeared on the GPU while measuring"));
         }
     }
+    let idle_after = after.state.throttle_reasons.iter().any(|r| r == "gpu_idle");
     if let (Some(a), Some(b)) = (before.state.sm_clock_mhz, after.state.sm_clock_mhz) {
         // At rest the clock is low and rises under load; only a drop below the
-        // starting clock, beyond a few percent, is a disturbance.
-        if f64::from(b) < 0.95 * f64::from(a) {
+        // starting clock, beyond a few percent, is a disturbance, and not one that
+        // NVML explains as the GPU idling again (memtopo has finished by then).
+        if !idle_after && f64::from(b) < 0.95 * f64::from(a) {
             found.push(format!("the SM clock dropped from {a} MHz to {b} MHz"));
         }
     }
@@ -204,6 +206,9 @@ mod tests {
         let before = at(1980);
         assert!(disturbances(&before, &at(1975)).is_empty());
         assert!(disturbances(&at(345), &at(1980)).is_empty(), "a clock rising from rest");
+        let mut idle = at(345);
+        idle.state.throttle_reasons = vec!["gpu_idle".into()];
+        assert!(disturbances(&before, &idle).is_empty(), "idling after the run");
         let mut after = at(1410);
         after.processes.push(process(99));
         after.state.throttle_reasons = vec!["hw_thermal_slowdown".into()];

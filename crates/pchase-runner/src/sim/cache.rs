@@ -239,6 +239,32 @@ mod tests {
         Xoshiro256PlusPlus::seed_from_u64(1)
     }
 
+    /// Whether a cyclic chase over `bytes` (one load per line) hits everywhere on the
+    /// second pass.
+    fn holds(cache: &mut Cache, bytes: u64) -> bool {
+        let mut r = rng();
+        cache.reset();
+        for addr in (0..bytes).step_by(128) {
+            cache.access(addr, &mut r);
+        }
+        (0..bytes).step_by(128).all(|addr| cache.access(addr, &mut r))
+    }
+
+    #[test]
+    fn a_co_tenant_steals_whole_ways_and_leaves_one() {
+        let g = Geometry::new(8192, 128, 128, Associativity::Ways(4), Replacement::Lru);
+        assert!(holds(&mut Cache::new(g), 8192));
+        // 4 KiB of 8 KiB: two of four ways.
+        let mut half = Cache::new(g.stealing(4096));
+        assert!(holds(&mut half, 4096) && !holds(&mut half, 4096 + 128 * 16));
+        // Rounded up to a whole way, and never all of them.
+        assert_eq!(g.stealing(1).stolen_ways, 1);
+        assert_eq!(g.stealing(1 << 30).stolen_ways, 3);
+        let full = Geometry::new(4096, 128, 128, Associativity::Full, Replacement::Lru);
+        assert_eq!(full.stealing(1024).stolen_ways, 8);
+        assert!(holds(&mut Cache::new(full.stealing(1024)), 3072));
+    }
+
     #[test]
     fn sector_miss_then_hit_within_one_line() {
         let g = Geometry::new(1024, 128, 32, Associativity::Ways(2), Replacement::Lru);

@@ -120,3 +120,42 @@ pub struct SimObservation {
     /// The processes it lists: `(pid, name)`.
     pub processes: Vec<(u32, String)>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tenant(text: &str) -> Result<CoTenant, String> {
+        toml::from_str::<CoTenant>(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_a_visible_harmless_tenant_from_the_start() {
+        let t = tenant("").unwrap();
+        assert!(t.visible && t.active_at(0));
+        assert_eq!((t.latency_factor, t.sm_clock_factor), (1.0, 1.0));
+        assert_eq!(t.inflate(200), 200);
+        t.validate().unwrap();
+    }
+
+    #[test]
+    fn bad_factors_are_refused_by_name() {
+        for (text, field) in [
+            ("latency_factor = 0.5", "co_tenant.latency_factor"),
+            ("sm_clock_factor = 1.5", "co_tenant.sm_clock_factor"),
+            ("sm_clock_factor = 0.0", "co_tenant.sm_clock_factor"),
+            ("utilization_percent = 101", "co_tenant.utilization_percent"),
+        ] {
+            let err = tenant(text).unwrap().validate().unwrap_err().to_string();
+            assert!(err.contains(field), "{text}: {err}");
+        }
+        assert!(tenant("l3_stolen_bytes = 1").is_err(), "unknown keys are errors");
+    }
+
+    #[test]
+    fn it_arrives_at_its_launch() {
+        let t = tenant("start_launch = 40\nlatency_factor = 1.5").unwrap();
+        assert!(!t.active_at(39) && t.active_at(40));
+        assert_eq!(t.inflate(200), 300);
+    }
+}
