@@ -14,8 +14,8 @@ fn main() {
     println!("cargo:rerun-if-env-changed=MEMTOPO_GIT_COMMIT");
     let commit = std::env::var("MEMTOPO_GIT_COMMIT").ok().or_else(|| {
         let hash = git(&["rev-parse", "--short=12", "HEAD"])?;
-        let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-            .is_some_and(|s| !s.is_empty());
+        let dirty =
+            git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
         Some(if dirty { format!("{hash}-dirty") } else { hash })
     });
     // Rebuild when HEAD moves (a commit, a checkout) or the index changes.

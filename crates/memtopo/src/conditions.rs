@@ -103,10 +103,10 @@ pub fn disturbances(before: &Observation, after: &Observation) -> Vec<String> {
         "hw_power_brake_slowdown",
     ];
     for reason in &after.state.throttle_reasons {
-        if SLOWDOWNS.contains(&reason.as_str())
-            && !before.state.throttle_reasons.contains(reason)
-        {
-            found.push(format!("the clocks were throttled while measuring ({reason})"));
+        if SLOWDOWNS.contains(&reason.as_str()) && !before.state.throttle_reasons.contains(reason) {
+            found.push(format!(
+                "the clocks were throttled while measuring ({reason})"
+            ));
         }
     }
     found
@@ -114,7 +114,9 @@ pub fn disturbances(before: &Observation, after: &Observation) -> Vec<String> {
 
 /// The run's identity: date, host, version, commit and command line.
 pub fn base_record() -> RunRecord {
-    let date = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let date = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
@@ -171,7 +173,10 @@ mod tests {
         assert!(busy_reasons(&o).is_empty());
         o.processes.push(process(4711));
         let reasons = busy_reasons(&o);
-        assert_eq!(reasons, ["pid 4711 (python3, compute), 3072 MiB uses the GPU"]);
+        assert_eq!(
+            reasons,
+            ["pid 4711 (python3, compute), 3072 MiB uses the GPU"]
+        );
         // This process itself never counts.
         o.processes = vec![process(std::process::id())];
         assert!(busy_reasons(&o).is_empty());
@@ -189,7 +194,11 @@ mod tests {
         fn observe(&mut self) -> Result<Observation, String> {
             let mut o = at(1980);
             o.settles = true;
-            o.state.utilization_percent = Some(if self.0.is_empty() { 0 } else { self.0.remove(0) });
+            o.state.utilization_percent = Some(if self.0.is_empty() {
+                0
+            } else {
+                self.0.remove(0)
+            });
             Ok(o)
         }
     }
@@ -205,10 +214,16 @@ mod tests {
     fn disturbances_are_new_processes_clock_drops_and_throttling() {
         let before = at(1980);
         assert!(disturbances(&before, &at(1975)).is_empty());
-        assert!(disturbances(&at(345), &at(1980)).is_empty(), "a clock rising from rest");
+        assert!(
+            disturbances(&at(345), &at(1980)).is_empty(),
+            "a clock rising from rest"
+        );
         let mut idle = at(345);
         idle.state.throttle_reasons = vec!["gpu_idle".into()];
-        assert!(disturbances(&before, &idle).is_empty(), "idling after the run");
+        assert!(
+            disturbances(&before, &idle).is_empty(),
+            "idling after the run"
+        );
         let mut after = at(1410);
         after.processes.push(process(99));
         after.state.throttle_reasons = vec!["hw_thermal_slowdown".into()];

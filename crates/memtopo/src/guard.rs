@@ -125,9 +125,9 @@ pub fn watched<B: Backend>(
     let (stride, replicas) = (options.search_stride, options.replicas);
     let before = sentinel::read(backend);
     let measured = crate::run::measure(backend, options, quiet)?;
-    record
-        .disturbances
-        .extend(sentinel::confirm_sizes(backend, &measured, stride, replicas));
+    record.disturbances.extend(sentinel::confirm_sizes(
+        backend, &measured, stride, replicas,
+    ));
     let after = sentinel::read(backend);
     record
         .disturbances

@@ -1,7 +1,8 @@
 //! One memtopo per GPU: an advisory lock on a file named after the GPU's UUID.
 //!
-//! The lock is `flock`-style (std's `File::try_lock`): the kernel releases it when the
-//! holder exits, however it exits, so a crashed run never leaves a stale lock. The key is
+//! The lock is `flock`-style (the `fs4` crate; std's `File::try_lock` would need Rust 1.89,
+//! above the workspace's MSRV): the kernel releases it when the holder exits, however it
+//! exits, so a crashed run never leaves a stale lock. The key is
 //! the UUID, not the index, which `CUDA_VISIBLE_DEVICES` renumbers: two shells that see the
 //! same GPU as device 0 and device 3 still exclude each other.
 //!
@@ -12,7 +13,7 @@
 //! holds it.
 
 use std::{
-    fs::{self, File, OpenOptions, TryLockError},
+    fs::{self, File, OpenOptions},
     io::{Read, Seek, Write},
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
@@ -110,9 +111,10 @@ pub fn acquire(
     let start = Instant::now();
     let mut announced = false;
     loop {
-        match file.try_lock() {
+        // Spelled out: on Rust 1.89+ `file.try_lock()` would be std's inherent method.
+        match fs4::FileExt::try_lock(&file) {
             Ok(()) => break,
-            Err(TryLockError::WouldBlock) => {
+            Err(fs4::TryLockError::WouldBlock) => {
                 let who = holder(&mut file);
                 if !announced {
                     on_wait(&who);
@@ -123,7 +125,7 @@ pub fn acquire(
                 }
                 thread::sleep(Duration::from_millis(100).min(wait.saturating_sub(start.elapsed())));
             }
-            Err(TryLockError::Error(e)) => {
+            Err(fs4::TryLockError::Error(e)) => {
                 return Err(LockError::Unavailable(format!(
                     "cannot lock {}: {e}",
                     path.display()
@@ -172,7 +174,10 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(300));
         match second {
             Err(LockError::Busy(who)) => {
-                assert!(who.contains(&format!("pid {}", std::process::id())), "{who}")
+                assert!(
+                    who.contains(&format!("pid {}", std::process::id())),
+                    "{who}"
+                )
             }
             other => panic!("{other:?}"),
         }

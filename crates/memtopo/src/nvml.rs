@@ -93,9 +93,7 @@ fn find<'n>(nvml: &'n nvml_wrapper::Nvml, key: &DeviceKey) -> Result<Device<'n>,
 
 /// A value NVML may refuse (unsupported on this GPU, no permission): `None`, logged.
 fn read<T, E: std::fmt::Display>(what: &str, result: Result<T, E>) -> Option<T> {
-    result
-        .map_err(|e| log::debug!("NVML: {what}: {e}"))
-        .ok()
+    result.map_err(|e| log::debug!("NVML: {what}: {e}")).ok()
 }
 
 fn compute_mode(mode: ComputeMode) -> &'static str {

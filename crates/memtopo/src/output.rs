@@ -268,7 +268,11 @@ mod tests {
         fs::write(&path, "old").unwrap();
         write_file(&path, b"new contents").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "new contents");
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
         fs::remove_dir_all(dir).unwrap();
     }
 

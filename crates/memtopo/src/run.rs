@@ -236,7 +236,10 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let total = started.elapsed();
     let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
     for reason in &record.busy_reasons {
-        topo.warn(None, format!("measured on a busy GPU (--allow-busy): {reason}"));
+        topo.warn(
+            None,
+            format!("measured on a busy GPU (--allow-busy): {reason}"),
+        );
     }
     for disturbance in &record.disturbances {
         topo.warn(None, format!("disturbed: {disturbance}"));
@@ -289,7 +292,11 @@ fn simulated(
     let info = backend.device().clone();
     let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
     log::info!("the simulated GPU ran {} launches", backend.launches());
-    guard::after(Some(&mut guard::SimState(&backend)), before.as_ref(), record);
+    guard::after(
+        Some(&mut guard::SimState(&backend)),
+        before.as_ref(),
+        record,
+    );
     Ok((info, measured))
 }
 

@@ -353,10 +353,22 @@ pub fn export(topo: &Topology) -> Value {
         if let Some(banner) = crate::render::busy_banner(topo) {
             memtopo.insert("warning".into(), banner.into());
         }
-        insert_some(&mut memtopo, "gpuUuid", run.gpu_uuid.clone().map(Into::into));
-        insert_some(&mut memtopo, "pciBusId", run.pci_bus_id.clone().map(Into::into));
+        insert_some(
+            &mut memtopo,
+            "gpuUuid",
+            run.gpu_uuid.clone().map(Into::into),
+        );
+        insert_some(
+            &mut memtopo,
+            "pciBusId",
+            run.pci_bus_id.clone().map(Into::into),
+        );
         insert_some(&mut memtopo, "host", run.host.clone().map(Into::into));
-        insert_some(&mut memtopo, "dateUtc", run.date_utc.clone().map(Into::into));
+        insert_some(
+            &mut memtopo,
+            "dateUtc",
+            run.date_utc.clone().map(Into::into),
+        );
         meta.insert("memtopoRun".into(), memtopo.into());
     }
     json!({

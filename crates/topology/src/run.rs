@@ -153,12 +153,18 @@ pub struct RunRecord {
     pub disturbances: Vec<String>,
 }
 
+/// Reads one field of a [`GpuState`] as text.
+type StateField = dyn Fn(&GpuState) -> String;
+
 fn opt<T: fmt::Display>(value: Option<T>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
 fn yes_no(value: Option<bool>) -> String {
-    value.map_or_else(|| "-".to_owned(), |v| if v { "on" } else { "off" }.to_owned())
+    value.map_or_else(
+        || "-".to_owned(),
+        |v| if v { "on" } else { "off" }.to_owned(),
+    )
 }
 
 impl RunRecord {
@@ -211,14 +217,16 @@ impl RunRecord {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         for (name, s) in [("before", &self.before), ("after", &self.after)] {
-            let entries: [(&'static str, &dyn Fn(&GpuState) -> String); 13] = [
+            let entries: [(&'static str, &StateField); 13] = [
                 ("sm_clock_mhz", &|g| opt(g.sm_clock_mhz)),
                 ("memory_clock_mhz", &|g| opt(g.memory_clock_mhz)),
                 ("max_sm_clock_mhz", &|g| opt(g.max_sm_clock_mhz)),
                 ("throttle_reasons", &|g| g.throttle_reasons.join(",")),
                 ("temperature_c", &|g| opt(g.temperature_c)),
                 ("power_w", &|g| opt(g.power_w.map(|p| format!("{p:.0}")))),
-                ("power_limit_w", &|g| opt(g.power_limit_w.map(|p| format!("{p:.0}")))),
+                ("power_limit_w", &|g| {
+                    opt(g.power_limit_w.map(|p| format!("{p:.0}")))
+                }),
                 ("ecc", &|g| yes_no(g.ecc_enabled)),
                 ("persistence_mode", &|g| yes_no(g.persistence_mode)),
                 ("compute_mode", &|g| opt(g.compute_mode.as_ref())),
@@ -279,19 +287,31 @@ impl RunRecord {
             }
         };
         add("SM clock", self.before_after(|g| g.sm_clock_mhz, " MHz"));
-        add("memory clock", self.before_after(|g| g.memory_clock_mhz, " MHz"));
+        add(
+            "memory clock",
+            self.before_after(|g| g.memory_clock_mhz, " MHz"),
+        );
         add("temperature", self.before_after(|g| g.temperature_c, " °C"));
         add(
             "power",
             self.before_after(|g| g.power_w.map(|p| p.round() as i64), " W"),
         );
-        add("ECC", self.before_after(|g| g.ecc_enabled.map(|v| yes_no(Some(v))), ""));
+        add(
+            "ECC",
+            self.before_after(|g| g.ecc_enabled.map(|v| yes_no(Some(v))), ""),
+        );
         add(
             "persistence",
             self.before_after(|g| g.persistence_mode.map(|v| yes_no(Some(v))), ""),
         );
-        add("compute mode", self.before_after(|g| g.compute_mode.clone(), ""));
-        add("MIG", self.before_after(|g| g.mig_enabled.map(|v| yes_no(Some(v))), ""));
+        add(
+            "compute mode",
+            self.before_after(|g| g.compute_mode.clone(), ""),
+        );
+        add(
+            "MIG",
+            self.before_after(|g| g.mig_enabled.map(|v| yes_no(Some(v))), ""),
+        );
         if !state.is_empty() {
             lines.push(format!("state (before → after): {}", state.join(", ")));
         }
@@ -313,7 +333,11 @@ impl RunRecord {
             lines.push(format!("clocks throttled: {}", reasons.join(", ")));
         }
         if !self.other_processes.is_empty() {
-            let list: Vec<String> = self.other_processes.iter().map(ToString::to_string).collect();
+            let list: Vec<String> = self
+                .other_processes
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             lines.push(format!("other processes on the GPU: {}", list.join("; ")));
         }
         let mut run = Vec::new();
@@ -333,4 +357,3 @@ impl RunRecord {
         lines
     }
 }
-

@@ -431,10 +431,16 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
         }
         for (side, state) in [("before", &run.before), ("after", &run.after)] {
             let Some(state) = state else { continue };
-            for (name, value) in [("power_w", state.power_w), ("power_limit_w", state.power_limit_w)] {
+            for (name, value) in [
+                ("power_w", state.power_w),
+                ("power_limit_w", state.power_limit_w),
+            ] {
                 if let Some(value) = value {
                     if !value.is_finite() || value < 0.0 {
-                        check.fail(format!("run.{side}.{name}"), "must be a finite, non-negative number");
+                        check.fail(
+                            format!("run.{side}.{name}"),
+                            "must be a finite, non-negative number",
+                        );
                     }
                 }
             }

@@ -25,7 +25,10 @@ fn stand_in_loaded() -> bool {
     let out = memtopo("cuInit=101");
     let scripted = String::from_utf8_lossy(&out.stderr).contains("CUDA_ERROR_INVALID_DEVICE (101)");
     if std::env::var_os("MEMTOPO_STAND_IN_LOADED").is_some() {
-        assert!(scripted, "the stand-in is loaded but does not follow MEMTOPO_STAND_IN");
+        assert!(
+            scripted,
+            "the stand-in is loaded but does not follow MEMTOPO_STAND_IN"
+        );
     }
     scripted
 }
@@ -33,7 +36,10 @@ fn stand_in_loaded() -> bool {
 fn check_line(out: &Output, code: u32) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let last = stderr.lines().last().unwrap_or_default().to_string();
-    assert!(last.starts_with("memtopo: error: "), "code {code}: {stderr}");
+    assert!(
+        last.starts_with("memtopo: error: "),
+        "code {code}: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "code {code}: {stderr}");
     match error_name(code) {
         Some(name) => assert!(last.contains(&format!("{name} ({code})")), "{last}"),

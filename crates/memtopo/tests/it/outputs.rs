@@ -37,7 +37,10 @@ fn a_closed_pipe_neither_panics_nor_loses_the_files() {
     let err = stderr(&out);
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(topology::Topology::load(&json).is_ok(), "the file was written");
+    assert!(
+        topology::Topology::load(&json).is_ok(),
+        "the file was written"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -80,7 +83,11 @@ fn a_directory_where_no_file_can_be_created_is_refused() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
-    assert!(stderr(&out).contains("cannot create files in /proc"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot create files in /proc"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -102,9 +109,14 @@ fn a_full_disk_fails_one_output_and_the_others_are_written() {
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(6), "{err}");
-    assert!(err.contains("full.json") && err.contains("No space left"), "{err}");
+    assert!(
+        err.contains("full.json") && err.contains("No space left"),
+        "{err}"
+    );
     assert!(topology::Topology::load(&good).is_ok(), "{err}");
-    assert!(std::fs::read_to_string(&md).unwrap().starts_with("# Memory topology"));
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .starts_with("# Memory topology"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -115,7 +127,12 @@ fn a_full_standard_output_is_exit_code_6_after_the_files() {
     let out = memtopo()
         .args(["--simulate", "volta", "--only", "shared", "-o"])
         .arg(&json)
-        .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
         .output()
         .unwrap();
     let err = stderr(&out);

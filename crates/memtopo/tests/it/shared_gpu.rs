@@ -93,7 +93,11 @@ fn a_visible_process_on_the_gpu_is_refused_with_exit_8() {
 #[test]
 fn utilisation_without_a_visible_process_is_refused_too() {
     let dir = scratch("invisible");
-    let gpu = profile(&dir, "", "[co_tenant]\nvisible = false\nutilization_percent = 93");
+    let gpu = profile(
+        &dir,
+        "",
+        "[co_tenant]\nvisible = false\nutilization_percent = 93",
+    );
     let out = run(&gpu, &dir, &["-q"]);
     assert_eq!(out.status.code(), Some(8), "{}", stderr(&out));
     assert!(stderr(&out).contains("93 % utilised"), "{}", stderr(&out));
@@ -115,13 +119,22 @@ fn allow_busy_measures_and_marks_every_output() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run(&gpu, &dir, &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("WARNING: TAKEN ON A BUSY GPU"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("WARNING: TAKEN ON A BUSY GPU"),
+        "{}",
+        stdout(&out)
+    );
     for file in &files[..2] {
         let topo = Topology::load(file).unwrap();
         let run = topo.run.unwrap();
         assert!(run.busy);
         assert_eq!(run.other_processes[0].pid, 4711);
-        assert_eq!(run.simulated_profile.as_deref().map(|p| p.starts_with("volta")), Some(true));
+        assert_eq!(
+            run.simulated_profile
+                .as_deref()
+                .map(|p| p.starts_with("volta")),
+            Some(true)
+        );
     }
     for file in &files[2..] {
         let text = std::fs::read_to_string(file).unwrap();
@@ -199,19 +212,38 @@ fn detected(name: &str, only: &str, effect: &str, start: impl Fn(u64) -> u64, ex
         "{effect}: {:?}",
         run.disturbances
     );
-    assert!(topo.notes.iter().any(|n| n.message.starts_with("disturbed: ")));
-    assert!(stdout(&out).contains("WARNING: DISTURBED WHILE MEASURING"), "{}", stdout(&out));
+    assert!(topo
+        .notes
+        .iter()
+        .any(|n| n.message.starts_with("disturbed: ")));
+    assert!(
+        stdout(&out).contains("WARNING: DISTURBED WHILE MEASURING"),
+        "{}",
+        stdout(&out)
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn a_clock_drop_mid_run_is_detected() {
-    detected("clock", "shared", "sm_clock_factor = 0.7", |n| n / 2, "SM clock");
+    detected(
+        "clock",
+        "shared",
+        "sm_clock_factor = 0.7",
+        |n| n / 2,
+        "SM clock",
+    );
 }
 
 #[test]
 fn inflated_latencies_mid_run_are_detected() {
-    detected("latency", "shared", "latency_factor = 1.5", |n| n / 2, "L2 hit");
+    detected(
+        "latency",
+        "shared",
+        "latency_factor = 1.5",
+        |n| n / 2,
+        "L2 hit",
+    );
 }
 
 #[test]
@@ -229,7 +261,11 @@ fn l1_capacity_stolen_after_the_sweep_is_detected() {
 #[test]
 fn a_clean_run_of_the_same_profile_is_not_disturbed() {
     let dir = scratch("clean");
-    let gpu = profile(&dir, "", "[co_tenant]\nvisible = false\nstart_launch = 100000\nsm_clock_factor = 0.5");
+    let gpu = profile(
+        &dir,
+        "",
+        "[co_tenant]\nvisible = false\nstart_launch = 100000\nsm_clock_factor = 0.5",
+    );
     let out = run(&gpu, &dir, &["-q"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     std::fs::remove_dir_all(dir).unwrap();

@@ -38,7 +38,9 @@ pub fn init() -> Result<(), RunnerError> {
 pub fn device_count() -> Result<u32, RunnerError> {
     let mut count = 0;
     // SAFETY: valid out-pointer.
-    check("cuDeviceGetCount", unsafe { ffi::cuDeviceGetCount(&mut count) })?;
+    check("cuDeviceGetCount", unsafe {
+        ffi::cuDeviceGetCount(&mut count)
+    })?;
     Ok(u32::try_from(count).unwrap_or(0))
 }
 
@@ -48,7 +50,9 @@ pub fn device(ordinal: u32) -> Result<c_int, RunnerError> {
     let ordinal = c_int::try_from(ordinal)
         .map_err(|_| RunnerError::InvalidRequest(format!("device index {ordinal}")))?;
     // SAFETY: valid out-pointer.
-    check("cuDeviceGet", unsafe { ffi::cuDeviceGet(&mut device, ordinal) })?;
+    check("cuDeviceGet", unsafe {
+        ffi::cuDeviceGet(&mut device, ordinal)
+    })?;
     Ok(device)
 }
 
@@ -64,7 +68,11 @@ pub fn device_name(device: c_int) -> Result<String, RunnerError> {
     let mut buf = [0u8; 256];
     // SAFETY: the driver writes at most `len` bytes, NUL included.
     check("cuDeviceGetName", unsafe {
-        ffi::cuDeviceGetName(buf.as_mut_ptr().cast::<c_char>(), buf.len() as c_int, device)
+        ffi::cuDeviceGetName(
+            buf.as_mut_ptr().cast::<c_char>(),
+            buf.len() as c_int,
+            device,
+        )
     })?;
     Ok(c_text(&buf))
 }
@@ -109,7 +117,11 @@ pub fn device_pci_bus_id(device: c_int) -> Result<String, RunnerError> {
     let mut buf = [0u8; 64];
     // SAFETY: the driver writes at most `len` bytes, NUL included.
     check("cuDeviceGetPCIBusId", unsafe {
-        ffi::cuDeviceGetPCIBusId(buf.as_mut_ptr().cast::<c_char>(), buf.len() as c_int, device)
+        ffi::cuDeviceGetPCIBusId(
+            buf.as_mut_ptr().cast::<c_char>(),
+            buf.len() as c_int,
+            device,
+        )
     })?;
     let id = c_text(&buf);
     if id.is_empty() {

@@ -542,8 +542,7 @@ impl Backend for CudaBackend {
         self.configure_shared(&function, dynamic, request.carveout)?;
 
         let per_block = blocks * steps as usize;
-        let out_block =
-            DeviceBuffer::<u32>::zeroed(2 * blocks)?;
+        let out_block = DeviceBuffer::<u32>::zeroed(2 * blocks)?;
         let mut args = vec![
             ("chain", Arg::U64(chain_arg)),
             ("block_stride", Arg::U64(plan.block_stride)),
@@ -560,10 +559,8 @@ impl Backend for CudaBackend {
         let mut results: Vec<BlockSamples> = vec![BlockSamples::default(); blocks];
         let gpu_time = match request.mode {
             ChaseMode::Fine => {
-                let latency =
-                    DeviceBuffer::<u32>::zeroed(per_block)?;
-                let index =
-                    DeviceBuffer::<u32>::zeroed(per_block)?;
+                let latency = DeviceBuffer::<u32>::zeroed(per_block)?;
+                let index = DeviceBuffer::<u32>::zeroed(per_block)?;
                 args.push(("out_latency", Arg::U64(latency.device_ptr())));
                 args.push(("out_index", Arg::U64(index.device_ptr())));
                 let time = self.timed_launch(&function, shape, &args)?;
@@ -577,8 +574,7 @@ impl Backend for CudaBackend {
                 time
             }
             ChaseMode::Coarse => {
-                let cycles =
-                    DeviceBuffer::<u64>::zeroed(blocks)?;
+                let cycles = DeviceBuffer::<u64>::zeroed(blocks)?;
                 args.push(("out_cycles", Arg::U64(cycles.device_ptr())));
                 let time = self.timed_launch(&function, shape, &args)?;
                 let host_cycles = to_host(&cycles)?;
@@ -698,8 +694,7 @@ impl Backend for CudaBackend {
         let per_block = blocks * steps as usize;
         let latency = DeviceBuffer::<u32>::zeroed(per_block)?;
         let index = DeviceBuffer::<u32>::zeroed(per_block)?;
-        let out_block =
-            DeviceBuffer::<u32>::zeroed(2 * blocks)?;
+        let out_block = DeviceBuffer::<u32>::zeroed(2 * blocks)?;
         let gpu_time = self.timed_launch(
             &function,
             LaunchShape {
@@ -907,12 +902,10 @@ impl Backend for CudaBackend {
             .dynamic_shared_bytes(2 * lines, 0)
             .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
         self.configure_shared(&function, dynamic, Carveout::Percent(0))?;
-        let claims =
-            DeviceBuffer::<u32>::zeroed(sm_count as usize + 4)?;
+        let claims = DeviceBuffer::<u32>::zeroed(sm_count as usize + 4)?;
         let per_sm = 2 * lines as usize;
         let latency = DeviceBuffer::<u32>::zeroed(sm_count as usize * per_sm)?;
-        let status =
-            DeviceBuffer::<u32>::zeroed(sm_count as usize)?;
+        let status = DeviceBuffer::<u32>::zeroed(sm_count as usize)?;
         let shape = LaunchShape {
             grid: (PINNED_BLOCKS_PER_SM * sm_count.max(1), 1),
             threads: 32,
@@ -967,8 +960,7 @@ impl Backend for CudaBackend {
             .dynamic_shared_bytes(samples, 0)
             .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
         self.configure_shared(&function, dynamic, Carveout::DriverDefault)?;
-        let out =
-            DeviceBuffer::<u32>::zeroed(samples as usize)?;
+        let out = DeviceBuffer::<u32>::zeroed(samples as usize)?;
         self.timed_launch(
             &function,
             LaunchShape {

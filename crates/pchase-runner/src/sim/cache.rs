@@ -247,7 +247,9 @@ mod tests {
         for addr in (0..bytes).step_by(128) {
             cache.access(addr, &mut r);
         }
-        (0..bytes).step_by(128).all(|addr| cache.access(addr, &mut r))
+        (0..bytes)
+            .step_by(128)
+            .all(|addr| cache.access(addr, &mut r))
     }
 
     #[test]

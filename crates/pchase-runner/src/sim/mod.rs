@@ -585,12 +585,9 @@ impl SimBackend {
                 })
                 .collect(),
             extra,
-            memory_latency: self
-                .tenant()
-                .map_or(self.profile.memory.latency, |t| {
-                    t.inflate(self.profile.memory.latency)
-                })
-                + extra,
+            memory_latency: self.tenant().map_or(self.profile.memory.latency, |t| {
+                t.inflate(self.profile.memory.latency)
+            }) + extra,
             shared_latency: (path == LoadPath::Shared)
                 .then_some(self.profile.shared_memory.latency + extra),
         }

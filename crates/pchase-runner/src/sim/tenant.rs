@@ -149,7 +149,10 @@ mod tests {
             let err = tenant(text).unwrap().validate().unwrap_err().to_string();
             assert!(err.contains(field), "{text}: {err}");
         }
-        assert!(tenant("l3_stolen_bytes = 1").is_err(), "unknown keys are errors");
+        assert!(
+            tenant("l3_stolen_bytes = 1").is_err(),
+            "unknown keys are errors"
+        );
     }
 
     #[test]

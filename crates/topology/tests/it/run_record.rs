@@ -4,7 +4,8 @@ use topology::*;
 
 fn topo_with(run: RunRecord) -> Topology {
     let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 132));
-    topo.element_mut(ElementKind::L2).set_size(Size::api(Bytes::mib(50)));
+    topo.element_mut(ElementKind::L2)
+        .set_size(Size::api(Bytes::mib(50)));
     topo.run = Some(run);
     topo
 }
@@ -70,7 +71,14 @@ fn a_busy_result_says_so_in_every_output() {
     });
     let topo = topo_with(run);
     let table = render::table(&topo);
-    assert!(table.lines().nth(1).unwrap().contains("TAKEN ON A BUSY GPU"), "{table}");
+    assert!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("TAKEN ON A BUSY GPU"),
+        "{table}"
+    );
     assert!(table.contains("pid 4711 (python3, compute)"), "{table}");
     let md = render::markdown(&topo);
     assert!(md.contains("> **WARNING: TAKEN ON A BUSY GPU"), "{md}");
@@ -115,7 +123,10 @@ fn diff_lists_condition_differences_apart_from_changes() {
         ["run.host", "run.driver_version", "run.after.sm_clock_mhz"]
     );
     let text = d.to_string();
-    assert!(text.contains("run.driver_version: 550.54.15 → 560.28.03"), "{text}");
+    assert!(
+        text.contains("run.driver_version: 550.54.15 → 560.28.03"),
+        "{text}"
+    );
     assert!(diff::diff(&a, &a).conditions.is_empty());
     // One side without a record: every field it has is a difference.
     let bare = Topology {
