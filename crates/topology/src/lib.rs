@@ -60,9 +60,9 @@ mod validate;
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
-    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ComputeCapability, DeviceInfo, Element, ElementKind,
-    Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, ReplacementPolicy,
-    SchemaVersion, SharedPhysicalCache, TlbLevel, Topology,
+    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ComputeCapability, DeviceInfo,
+    Element, ElementKind, Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
+    ReplacementPolicy, SchemaVersion, SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantity::{
     Bandwidth, ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,

@@ -576,9 +576,7 @@ impl Element {
 
     /// The row of the carveout table with `role`.
     pub fn carveout_row(&self, role: CarveoutRole) -> Option<&CarveoutL1Size> {
-        self.size_per_carveout
-            .iter()
-            .find(|e| e.role == Some(role))
+        self.size_per_carveout.iter().find(|e| e.role == Some(role))
     }
 
     /// The partitions, created empty if absent (L2 only).

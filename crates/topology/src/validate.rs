@@ -242,7 +242,11 @@ impl Checker {
                     format!("must be at most 100, found {percent}"),
                 );
             }
-            let key = (entry.carveout_percent, entry.shared_memory_bytes, entry.role);
+            let key = (
+                entry.carveout_percent,
+                entry.shared_memory_bytes,
+                entry.role,
+            );
             if seen.contains(&key) {
                 self.fail(
                     format!("{path}.shared_memory_bytes"),

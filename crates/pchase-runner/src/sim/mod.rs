@@ -992,8 +992,8 @@ impl Backend for SimBackend {
         }
         // The SMs take turns: the launch lasts as long as all their loads together.
         let cycles: u64 = blocks.iter().map(|b| b.cycles).sum();
-        let gpu_time =
-            LAUNCH_OVERHEAD + Duration::from_secs_f64(cycles as f64 / (self.profile.clock.sm_mhz * 1e6));
+        let gpu_time = LAUNCH_OVERHEAD
+            + Duration::from_secs_f64(cycles as f64 / (self.profile.clock.sm_mhz * 1e6));
         Ok(PartitionMapRun {
             sms: seen,
             gpu_time,
