@@ -1,6 +1,6 @@
 //! Output files and the terminal: checked before measuring, written without panics.
 //!
-//! - [`preflight`] refuses an `-o` path whose format is unknown, whose directory is
+//! - [`check_output`] refuses an `-o` path whose format is unknown, whose directory is
 //!   missing or not a directory, or where no file can be created, before any GPU work.
 //! - [`write_file`] writes a regular file through a temporary file in the same directory
 //!   and a rename, so a full disk leaves the previous file (or none), never a truncated
