@@ -114,17 +114,30 @@ pub fn after(
     }
 }
 
-/// Measures with the sentinels read before and after and every found size probed again;
-/// what they find goes into `record.disturbances`.
+/// Measures with the sentinels read before and after the run and after every benchmark
+/// (a disturbed benchmark runs again once), and every found size probed again; what
+/// stays disturbed goes into `record.disturbances`, what a repeat cleared into `cleared`.
 pub fn watched<B: Backend>(
     backend: &mut B,
-    options: MeasureOptions,
+    mut options: MeasureOptions,
     quiet: bool,
     record: &mut RunRecord,
+    cleared: &mut Vec<String>,
 ) -> Result<Measurements, CliError> {
+    options.watch = true;
     let (stride, replicas) = (options.search_stride, options.replicas);
     let before = sentinel::read(backend);
     let measured = crate::run::measure(backend, options, quiet)?;
+    for d in &measured.disturbed {
+        let line = format!("{}: {}", d.benchmark, d.findings.join("; "));
+        if d.cleared_by_repeat {
+            cleared.push(line);
+        } else {
+            record
+                .disturbances
+                .push(format!("{line} (still after a repeat)"));
+        }
+    }
     record.disturbances.extend(sentinel::confirm_sizes(
         backend, &measured, stride, replicas,
     ));

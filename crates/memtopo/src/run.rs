@@ -229,9 +229,10 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let outputs = preflight(cli)?;
     let mut record = conditions::base_record();
     let started = Instant::now();
+    let mut cleared = Vec::new();
     let (info, measured) = match &cli.simulate {
-        Some(spec) => simulated(cli, spec, options, &mut record)?,
-        None => real_gpu(cli, options, &mut record)?,
+        Some(spec) => simulated(cli, spec, options, &mut record, &mut cleared)?,
+        None => real_gpu(cli, options, &mut record, &mut cleared)?,
     };
     let total = started.elapsed();
     let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
@@ -240,6 +241,14 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
             None,
             format!("measured on a busy GPU (--allow-busy): {reason}"),
         );
+    }
+    for line in &cleared {
+        topo.add_note(topology::Note {
+            severity: topology::NoteSeverity::Info,
+            element: None,
+            quantity: None,
+            message: format!("repeated after a disturbance, then clean: {line}"),
+        });
     }
     for disturbance in &record.disturbances {
         topo.warn(None, format!("disturbed: {disturbance}"));
@@ -282,6 +291,7 @@ fn simulated(
     spec: &str,
     options: MeasureOptions,
     record: &mut RunRecord,
+    cleared: &mut Vec<String>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     let profile = load_profile(spec)?;
     record.simulated_profile = Some(guard::profile_label(spec, &profile.name));
@@ -290,7 +300,7 @@ fn simulated(
     let _lock = guard::lock_gpu(cli, record.gpu_uuid.clone().as_deref(), record)?;
     let before = guard::check_busy(cli, Some(&mut guard::SimState(&backend)), record)?;
     let info = backend.device().clone();
-    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
+    let measured = guard::watched(&mut backend, options, cli.quiet, record, cleared)?;
     log::info!("the simulated GPU ran {} launches", backend.launches());
     guard::after(
         Some(&mut guard::SimState(&backend)),
@@ -305,6 +315,7 @@ fn real_gpu(
     cli: &Cli,
     options: MeasureOptions,
     record: &mut RunRecord,
+    cleared: &mut Vec<String>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     let identity = pchase_runner::cuda::identify(cli.device)?;
     record.gpu_uuid = identity.uuid.clone();
@@ -328,7 +339,7 @@ fn real_gpu(
     let before = guard::check_busy(cli, source(&mut nvml), record)?;
     let mut backend = pchase_runner::cuda::CudaBackend::new(cli.device)?;
     let info = backend.device().clone();
-    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
+    let measured = guard::watched(&mut backend, options, cli.quiet, record, cleared)?;
     drop(backend);
     guard::after(source(&mut nvml), before.as_ref(), record);
     Ok((info, measured))
@@ -345,6 +356,7 @@ fn real_gpu(
     _cli: &Cli,
     _options: MeasureOptions,
     _record: &mut RunRecord,
+    _cleared: &mut Vec<String>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     Err(CliError::Runner(RunnerError::NoDriver(
         "memtopo was built without the `cuda` feature; use --simulate".into(),

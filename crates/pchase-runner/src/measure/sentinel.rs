@@ -76,14 +76,31 @@ fn median_latency<B: Backend>(
     Ok(f64::from(samples[samples.len() / 2]))
 }
 
-/// Reads the sentinels; a sentinel that fails is `None` (and logged), not an error.
+/// Reads the sentinels as a baseline: after a warm-up clock measurement (the first
+/// launch after idle may run while the clock still rises), until two readings in a row
+/// agree (at most four), so that a disturbance during the baseline itself does not make
+/// every later reading look disturbed. A sentinel that fails is `None` (and logged).
 pub fn read<B: Backend>(backend: &mut B) -> Reading {
+    let _ = backend.measure_sm_clock_mhz();
+    let mut last = read_quick(backend);
+    for _ in 0..3 {
+        let next = read_quick(backend);
+        let agree = compare(&last, &next).is_empty() && compare(&next, &last).is_empty();
+        last = next;
+        if agree {
+            return last;
+        }
+    }
+    log::warn!("the sentinels did not settle before measuring: the GPU may be busy");
+    last
+}
+
+/// Reads the sentinels with one clock measurement (between benchmarks the GPU is busy,
+/// so its clock is up already).
+pub fn read_quick<B: Backend>(backend: &mut B) -> Reading {
     let keep = |what: &str, r: Result<f64, RunnerError>| {
         r.map_err(|e| log::warn!("sentinel {what}: {e}")).ok()
     };
-    // The first launch after idle may run while the clock still rises: measure twice,
-    // keep the second.
-    let _ = backend.measure_sm_clock_mhz();
     let sm_clock_mhz = backend.measure_sm_clock_mhz();
     let sm_clock_mhz = keep("SM clock", sm_clock_mhz);
     let l1 = median_latency(backend, LoadPath::GlobalCa, 4096, 64);

@@ -464,17 +464,16 @@ impl SimBackend {
             .filter(|t| t.active_at(self.launches.saturating_sub(1)))
     }
 
-    /// Counts a launch; when the co-tenant arrives, its share of the L2 becomes unusable
-    /// and the L2 slower.
+    /// Counts a launch; when the co-tenant arrives its share of the L2 becomes unusable
+    /// and the L2 slower, when it leaves the L2 is whole again (and cold).
     fn count_launch(&mut self) {
         self.launches += 1;
-        if self.tenant_in_l2 {
+        let tenant = self.tenant().cloned();
+        if tenant.is_some() == self.tenant_in_l2 {
             return;
         }
-        let Some(tenant) = self.tenant().cloned() else {
-            return;
-        };
         let l2spec = &self.profile.l2;
+        let stolen = tenant.as_ref().map_or(0, |t| t.l2_stolen_bytes);
         let geometry = Geometry::new(
             l2spec.partition_bytes(),
             l2spec.line_bytes,
@@ -482,13 +481,14 @@ impl SimBackend {
             l2spec.associativity,
             l2spec.replacement,
         )
-        .stealing(tenant.l2_stolen_bytes / u64::from(l2spec.partitions.max(1)));
+        .stealing(stolen / u64::from(l2spec.partitions.max(1)));
         self.l2.partitions = (0..l2spec.partitions)
             .map(|_| Cache::new(geometry))
             .collect();
-        self.l2.near_latency = tenant.inflate(l2spec.near_latency);
-        self.l2.far_latency = tenant.inflate(l2spec.far());
-        self.tenant_in_l2 = true;
+        let inflate = |latency: u32| tenant.as_ref().map_or(latency, |t| t.inflate(latency));
+        self.l2.near_latency = inflate(l2spec.near_latency);
+        self.l2.far_latency = inflate(l2spec.far());
+        self.tenant_in_l2 = tenant.is_some();
     }
 
     /// Launches so far: every kernel, clock measurement and overhead calibration.

@@ -10,6 +10,7 @@
 //! ```toml
 //! [co_tenant]
 //! start_launch = 40          # arrives at the 40th launch; 0 = there from the start
+//! end_launch = 45            # gone from the 45th launch on (absent: stays)
 //! visible = false            # not in the process list (another container)
 //! utilization_percent = 0    # what the GPU's utilisation shows
 //! l1_stolen_bytes = 65536    # of each SM's first-level caches
@@ -54,6 +55,9 @@ pub struct CoTenant {
     /// The launch from which it runs (launches count from 0; 0 = from the start).
     #[serde(default)]
     pub start_launch: u64,
+    /// The launch from which it is gone again (none: it stays to the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_launch: Option<u64>,
     /// The GPU utilisation reported while it runs, percent.
     #[serde(default)]
     pub utilization_percent: u32,
@@ -90,6 +94,12 @@ impl CoTenant {
                 self.sm_clock_factor
             ));
         }
+        if self.end_launch.is_some_and(|end| end <= self.start_launch) {
+            return bad(format!(
+                "end_launch: {:?} is not after start_launch {}",
+                self.end_launch, self.start_launch
+            ));
+        }
         if self.utilization_percent > 100 {
             return bad(format!(
                 "utilization_percent: {} is over 100",
@@ -101,7 +111,7 @@ impl CoTenant {
 
     /// Whether it runs at launch number `launch`.
     pub fn active_at(&self, launch: u64) -> bool {
-        launch >= self.start_launch
+        launch >= self.start_launch && self.end_launch.is_none_or(|end| launch < end)
     }
 
     /// `latency` as it is while the co-tenant runs.
@@ -158,7 +168,13 @@ mod tests {
     #[test]
     fn it_arrives_at_its_launch() {
         let t = tenant("start_launch = 40\nlatency_factor = 1.5").unwrap();
-        assert!(!t.active_at(39) && t.active_at(40));
+        assert!(!t.active_at(39) && t.active_at(40) && t.active_at(1 << 40));
+        let brief = tenant("start_launch = 40\nend_launch = 42").unwrap();
+        assert!(brief.active_at(41) && !brief.active_at(42));
+        assert!(tenant("start_launch = 4\nend_launch = 4")
+            .unwrap()
+            .validate()
+            .is_err());
         assert_eq!(t.inflate(200), 300);
     }
 }
