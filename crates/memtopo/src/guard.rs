@@ -115,29 +115,19 @@ pub fn after(
 }
 
 /// Measures with the sentinels read before and after the run and after every benchmark
-/// (a disturbed benchmark runs again once), and every found size probed again; what
-/// stays disturbed goes into `record.disturbances`, what a repeat cleared into `cleared`.
+/// (a disturbed benchmark runs again once: `Measurements::disturbed`, marked by
+/// [`mark_benchmarks`]), and every found size probed again; what the run-wide checks
+/// find goes into `record.disturbances`.
 pub fn watched<B: Backend>(
     backend: &mut B,
     mut options: MeasureOptions,
     quiet: bool,
     record: &mut RunRecord,
-    cleared: &mut Vec<String>,
 ) -> Result<Measurements, CliError> {
     options.watch = true;
     let (stride, replicas) = (options.search_stride, options.replicas);
     let before = sentinel::read(backend);
     let measured = crate::run::measure(backend, options, quiet)?;
-    for d in &measured.disturbed {
-        let line = format!("{}: {}", d.benchmark, d.findings.join("; "));
-        if d.cleared_by_repeat {
-            cleared.push(line);
-        } else {
-            record
-                .disturbances
-                .push(format!("{line} (still after a repeat)"));
-        }
-    }
     record.disturbances.extend(sentinel::confirm_sizes(
         backend, &measured, stride, replicas,
     ));
@@ -184,5 +174,45 @@ pub fn profile_label(spec: &str, name: &str) -> String {
         format!("{name} ({spec})")
     } else {
         name.to_string()
+    }
+}
+
+/// Marks the benchmarks the sentinels found disturbed: one that stayed disturbed after its
+/// repeat is a disturbance of the run and a warning on its element (the benchmark's
+/// first word names it, e.g. `l1 size (…)`); one the repeat cleared is an info note.
+pub fn mark_benchmarks(measured: &Measurements, topo: &mut topology::Topology) {
+    let mut notes = Vec::new();
+    let mut lines = Vec::new();
+    for d in &measured.disturbed {
+        let line = format!("{}: {}", d.benchmark, d.findings.join("; "));
+        let element = d
+            .benchmark
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse::<pchase_runner::measure::Element>().ok())
+            .map(pchase_runner::measure::report::element_kind);
+        let (severity, message) = if d.cleared_by_repeat {
+            (
+                topology::NoteSeverity::Info,
+                format!("repeated after a disturbance, then clean: {line}"),
+            )
+        } else {
+            let line = format!("{line} (still after a repeat)");
+            lines.push(line.clone());
+            (
+                topology::NoteSeverity::Warning,
+                format!("disturbed: {line}"),
+            )
+        };
+        notes.push(topology::Note {
+            severity,
+            element,
+            quantity: None,
+            message,
+        });
+    }
+    topo.notes.extend(notes);
+    if let Some(record) = topo.run.as_mut() {
+        record.disturbances.extend(lines);
     }
 }

@@ -229,10 +229,9 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let outputs = preflight(cli)?;
     let mut record = conditions::base_record();
     let started = Instant::now();
-    let mut cleared = Vec::new();
     let (info, measured) = match &cli.simulate {
-        Some(spec) => simulated(cli, spec, options, &mut record, &mut cleared)?,
-        None => real_gpu(cli, options, &mut record, &mut cleared)?,
+        Some(spec) => simulated(cli, spec, options, &mut record)?,
+        None => real_gpu(cli, options, &mut record)?,
     };
     let total = started.elapsed();
     let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
@@ -242,20 +241,16 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
             format!("measured on a busy GPU (--allow-busy): {reason}"),
         );
     }
-    for line in &cleared {
-        topo.add_note(topology::Note {
-            severity: topology::NoteSeverity::Info,
-            element: None,
-            quantity: None,
-            message: format!("repeated after a disturbance, then clean: {line}"),
-        });
-    }
     for disturbance in &record.disturbances {
         topo.warn(None, format!("disturbed: {disturbance}"));
+    }
+    topo.run = Some(record);
+    guard::mark_benchmarks(&measured, &mut topo);
+    let disturbances = topo.run.as_ref().map_or(&[][..], |r| &r.disturbances[..]);
+    for disturbance in disturbances {
         log::error!("disturbed while measuring: {disturbance}");
     }
-    let disturbed = !record.disturbances.is_empty();
-    topo.run = Some(record);
+    let disturbed = !disturbances.is_empty();
     // Files first: a closed terminal or pipe must not lose them.
     let mut failed_outputs = write_files(cli, &outputs, &topo, &measured);
     let mut stdout = Stdout::default();
@@ -291,7 +286,6 @@ fn simulated(
     spec: &str,
     options: MeasureOptions,
     record: &mut RunRecord,
-    cleared: &mut Vec<String>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     let profile = load_profile(spec)?;
     record.simulated_profile = Some(guard::profile_label(spec, &profile.name));
@@ -300,7 +294,7 @@ fn simulated(
     let _lock = guard::lock_gpu(cli, record.gpu_uuid.clone().as_deref(), record)?;
     let before = guard::check_busy(cli, Some(&mut guard::SimState(&backend)), record)?;
     let info = backend.device().clone();
-    let measured = guard::watched(&mut backend, options, cli.quiet, record, cleared)?;
+    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
     log::info!("the simulated GPU ran {} launches", backend.launches());
     guard::after(
         Some(&mut guard::SimState(&backend)),
@@ -315,7 +309,6 @@ fn real_gpu(
     cli: &Cli,
     options: MeasureOptions,
     record: &mut RunRecord,
-    cleared: &mut Vec<String>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     let identity = pchase_runner::cuda::identify(cli.device)?;
     record.gpu_uuid = identity.uuid.clone();
@@ -339,7 +332,7 @@ fn real_gpu(
     let before = guard::check_busy(cli, source(&mut nvml), record)?;
     let mut backend = pchase_runner::cuda::CudaBackend::new(cli.device)?;
     let info = backend.device().clone();
-    let measured = guard::watched(&mut backend, options, cli.quiet, record, cleared)?;
+    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
     drop(backend);
     guard::after(source(&mut nvml), before.as_ref(), record);
     Ok((info, measured))
@@ -356,7 +349,6 @@ fn real_gpu(
     _cli: &Cli,
     _options: MeasureOptions,
     _record: &mut RunRecord,
-    _cleared: &mut Vec<String>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     Err(CliError::Runner(RunnerError::NoDriver(
         "memtopo was built without the `cuda` feature; use --simulate".into(),

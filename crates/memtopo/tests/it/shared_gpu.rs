@@ -271,3 +271,33 @@ fn a_clean_run_of_the_same_profile_is_not_disturbed() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_benchmark_disturbed_after_its_repeat_is_marked_on_its_element() {
+    let dir = scratch("element");
+    let start = clean_launches("shared", &dir) / 2;
+    let gpu = profile(
+        &dir,
+        "",
+        &format!("[co_tenant]\nvisible = false\nstart_launch = {start}\nlatency_factor = 1.5"),
+    );
+    let json = dir.join("t.json");
+    let out = run_only("shared", &gpu, &dir, &["-o", json.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("shared latency: disturbed"), "{err}");
+    let topo = Topology::load(&json).unwrap();
+    let note = topo
+        .notes
+        .iter()
+        .find(|n| n.element == Some(topology::ElementKind::SharedMemory))
+        .expect("a note on shared memory");
+    assert_eq!(note.severity, topology::NoteSeverity::Warning);
+    assert!(
+        note.message.starts_with("disturbed: shared latency: ")
+            && note.message.ends_with("(still after a repeat)"),
+        "{}",
+        note.message
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
