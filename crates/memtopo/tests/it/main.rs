@@ -1,3 +1,6 @@
 //! Integration tests of the `memtopo` binary: one binary, one module per topic.
 
 mod cli;
+mod driver_errors;
+mod outputs;
+mod shared_gpu;

@@ -120,8 +120,52 @@ pub const AD_FORMAT_UNSIGNED_INT32: c_int = 0x03;
 /// `CU_TRSF_READ_AS_INTEGER`: return the raw integer, not a normalised float.
 pub const TRSF_READ_AS_INTEGER: c_uint = 0x01;
 
+/// `CUcontext`.
+pub type ContextHandle = *mut c_void;
+/// `CUevent`.
+pub type EventHandle = *mut c_void;
+
+/// `CU_STREAM_NON_BLOCKING`.
+pub const STREAM_NON_BLOCKING: c_uint = 0x1;
+/// `CU_EVENT_DEFAULT`.
+pub const EVENT_DEFAULT: c_uint = 0x0;
+
+// Every call returns `CUresult` as a plain integer: a code this crate has never heard of
+// is a value like any other, not an invalid enum discriminant.
 #[link(name = "cuda")]
 extern "C" {
+    pub fn cuInit(flags: c_uint) -> CuResult;
+    pub fn cuDeviceGetCount(count: *mut c_int) -> CuResult;
+    pub fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CuResult;
+    pub fn cuDeviceGetName(name: *mut c_char, len: c_int, device: c_int) -> CuResult;
+    #[link_name = "cuDeviceTotalMem_v2"]
+    pub fn cuDeviceTotalMem(bytes: *mut usize, device: c_int) -> CuResult;
+    /// The MIG instance's UUID under MIG, else the GPU's (CUDA 11.4+, driver R470+).
+    pub fn cuDeviceGetUuid_v2(uuid: *mut [u8; 16], device: c_int) -> CuResult;
+    pub fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, device: c_int) -> CuResult;
+    #[link_name = "cuCtxCreate_v2"]
+    pub fn cuCtxCreate(context: *mut ContextHandle, flags: c_uint, device: c_int) -> CuResult;
+    #[link_name = "cuCtxDestroy_v2"]
+    pub fn cuCtxDestroy(context: ContextHandle) -> CuResult;
+    pub fn cuStreamCreate(stream: *mut StreamHandle, flags: c_uint) -> CuResult;
+    pub fn cuStreamSynchronize(stream: StreamHandle) -> CuResult;
+    #[link_name = "cuStreamDestroy_v2"]
+    pub fn cuStreamDestroy(stream: StreamHandle) -> CuResult;
+    pub fn cuEventCreate(event: *mut EventHandle, flags: c_uint) -> CuResult;
+    pub fn cuEventRecord(event: EventHandle, stream: StreamHandle) -> CuResult;
+    pub fn cuEventElapsedTime(ms: *mut f32, start: EventHandle, end: EventHandle) -> CuResult;
+    #[link_name = "cuEventDestroy_v2"]
+    pub fn cuEventDestroy(event: EventHandle) -> CuResult;
+    #[link_name = "cuMemAlloc_v2"]
+    pub fn cuMemAlloc(ptr: *mut DevicePtr, bytes: usize) -> CuResult;
+    #[link_name = "cuMemFree_v2"]
+    pub fn cuMemFree(ptr: DevicePtr) -> CuResult;
+    #[link_name = "cuMemsetD8_v2"]
+    pub fn cuMemsetD8(ptr: DevicePtr, value: u8, count: usize) -> CuResult;
+    #[link_name = "cuMemcpyHtoD_v2"]
+    pub fn cuMemcpyHtoD(dst: DevicePtr, src: *const c_void, bytes: usize) -> CuResult;
+    #[link_name = "cuMemcpyDtoH_v2"]
+    pub fn cuMemcpyDtoH(dst: *mut c_void, src: DevicePtr, bytes: usize) -> CuResult;
     pub fn cuGetErrorName(error: CuResult, name: *mut *const c_char) -> CuResult;
     pub fn cuGetErrorString(error: CuResult, text: *mut *const c_char) -> CuResult;
     pub fn cuDriverGetVersion(version: *mut c_int) -> CuResult;
@@ -173,7 +217,9 @@ extern "C" {
     pub fn cuTexObjectDestroy(texture: u64) -> CuResult;
 }
 
-/// The driver's name and description of an error code.
+/// The driver's name and description of an error code; for a code the driver does not
+/// describe (an older driver, or the link stand-in), the name from
+/// [`super::errors::name`], and for a code nobody here knows, its number with a hint.
 pub fn describe(code: CuResult) -> String {
     let mut name: *const c_char = std::ptr::null();
     let mut text: *const c_char = std::ptr::null();
@@ -186,9 +232,9 @@ pub fn describe(code: CuResult) -> String {
     };
     // SAFETY: the driver returns NUL-terminated static strings on success.
     let read = |p: *const c_char| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy();
-    match (name_ok, text_ok) {
-        (true, true) => format!("{} ({})", read(name), read(text)),
-        (true, false) => read(name).into_owned(),
-        _ => format!("CUDA error {code}"),
-    }
+    super::errors::message(
+        code,
+        name_ok.then(|| read(name).into_owned()),
+        text_ok.then(|| read(text).into_owned()),
+    )
 }

@@ -312,7 +312,10 @@ fn every_shared_memory_configuration_is_measured_once_with_its_l1() {
                 .shared_carveout_for(entry.carveout, u64::from(entry.reserved_shared_bytes))
                 .expect("setting fits");
             if let Some(config) = entry.config_bytes {
-                assert_eq!(shared, config, "{name}: the simulated driver took the forced one");
+                assert_eq!(
+                    shared, config,
+                    "{name}: the simulated driver took the forced one"
+                );
             }
             let truth = cache.effective_bytes_at(shared);
             match &entry.finding {
@@ -330,9 +333,13 @@ fn every_shared_memory_configuration_is_measured_once_with_its_l1() {
         topo.validate().expect("valid");
         let l1 = topo.element(topology::ElementKind::L1Data).expect("L1");
         assert!(l1.carveout_row(topology::CarveoutRole::LargestL1).is_some());
-        assert!(l1.carveout_row(topology::CarveoutRole::DriverDefault).is_some());
+        assert!(l1
+            .carveout_row(topology::CarveoutRole::DriverDefault)
+            .is_some());
         assert!(
-            topo.notes.iter().any(|n| n.message.contains("was in force as forced")),
+            topo.notes
+                .iter()
+                .any(|n| n.message.contains("was in force as forced")),
             "{name}: the step check passes"
         );
     }

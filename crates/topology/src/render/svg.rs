@@ -269,6 +269,14 @@ pub fn svg(topo: &Topology) -> String {
         escape(&subtitle)
     );
     let mut y = 76.0;
+    if let Some(banner) = super::busy_banner(topo) {
+        let _ = writeln!(
+            body,
+            r##"<text x="{MARGIN}" y="{y}" font-size="13" font-weight="bold" fill="#b91c1c">{}</text>"##,
+            escape(&banner)
+        );
+        y += 20.0;
+    }
 
     // The SM, drawn over two offset shadows that stand for the other SMs.
     let blocks = sm_blocks(topo);

@@ -189,7 +189,9 @@ pub(super) fn l2_line<B: Backend>(
     let mut best: Option<L2Line> = None;
     // One launch with `evicting` nodes in B: the runs of misses it shows, and its share of
     // misses.
-    let mut probe = |evicting: u32, best: &mut Option<L2Line>| -> Result<(usize, f64), RunnerError> {
+    let mut probe = |evicting: u32,
+                     best: &mut Option<L2Line>|
+     -> Result<(usize, f64), RunnerError> {
         let b = ChainSpec::new(
             u64::from(evicting) * u64::from(EVICTING_SPACING),
             EVICTING_SPACING,
@@ -272,7 +274,8 @@ pub(super) fn l2_line<B: Backend>(
             if best.as_ref().is_some_and(|b| b.runs >= 128) || high <= low + 1 {
                 break;
             }
-            let middle = ((f64::from(low) * f64::from(high)).sqrt() as u32).clamp(low + 1, high - 1);
+            let middle =
+                ((f64::from(low) * f64::from(high)).sqrt() as u32).clamp(low + 1, high - 1);
             let outcome = probe(middle, &mut best)?;
             if enough(outcome) && outcome.0 < 128 {
                 high = middle;
