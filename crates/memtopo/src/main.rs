@@ -59,6 +59,10 @@ pub struct Cli {
     /// a busy GPU.
     #[arg(long)]
     pub allow_busy: bool,
+    /// Exit 10 when the self-check finds a raw-curve feature no reported level explains
+    /// (or a carveout row off its configuration); without it such findings are warnings.
+    #[arg(long)]
+    pub strict: bool,
     /// Seconds to wait for another memtopo measuring the same GPU to finish.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub wait: f64,

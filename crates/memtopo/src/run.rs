@@ -268,10 +268,18 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
         .elements
         .iter()
         .any(|(_, r)| !r.failures.is_empty());
+    let unexplained = measured.self_check();
+    if cli.strict {
+        for finding in &unexplained {
+            eprintln!("memtopo: self-check: {finding}");
+        }
+    }
     Ok(if failed_outputs > 0 {
         ExitCode::from(6)
     } else if disturbed {
         ExitCode::from(9)
+    } else if cli.strict && !unexplained.is_empty() {
+        ExitCode::from(10)
     } else if failed {
         ExitCode::from(1)
     } else {

@@ -243,6 +243,39 @@ pub struct Disturbance {
 }
 
 impl Measurements {
+    /// What the tool's self-check found that no reported level or configuration explains:
+    /// L2 curve features the levels do not explain, and carveout rows whose L1 did not
+    /// shrink by the configurations' step. Empty when every feature is explained.
+    pub fn self_check(&self) -> Vec<String> {
+        let mut found: Vec<String> = self
+            .l2
+            .iter()
+            .flat_map(|l2| &l2.unexplained)
+            .map(|u| format!("L2: {}", u.reason))
+            .collect();
+        if let Some(l1) = self.element(Element::L1) {
+            let rows: Vec<(u64, u64)> = l1
+                .sizes
+                .iter()
+                .filter_map(|s| match (s.config_bytes, &s.finding) {
+                    (Some(c), SizeFinding::Exact { bytes, .. }) => Some((c, *bytes)),
+                    _ => None,
+                })
+                .collect();
+            found.extend(carveout::step_checks(&rows).iter().filter(|c| !c.agrees).map(
+                |c| {
+                    format!(
+                        "L1: from the {} to the {} KiB configuration the L1 shrank by {:.2} KiB",
+                        c.from_config / 1024,
+                        c.to_config / 1024,
+                        c.l1_shrank as f64 / 1024.0
+                    )
+                },
+            ));
+        }
+        found
+    }
+
     /// The result of `element`, if it was measured.
     pub fn element(&self, element: Element) -> Option<&ElementResult> {
         self.elements
