@@ -262,16 +262,19 @@ impl Measurements {
                     _ => None,
                 })
                 .collect();
-            found.extend(carveout::step_checks(&rows).iter().filter(|c| !c.agrees).map(
-                |c| {
-                    format!(
+            found.extend(
+                carveout::step_checks(&rows)
+                    .iter()
+                    .filter(|c| !c.agrees)
+                    .map(|c| {
+                        format!(
                         "L1: from the {} to the {} KiB configuration the L1 shrank by {:.2} KiB",
                         c.from_config / 1024,
                         c.to_config / 1024,
                         c.l1_shrank as f64 / 1024.0
                     )
-                },
-            ));
+                    }),
+            );
         }
         found
     }

@@ -8,8 +8,8 @@ use pchase_runner::{
         Element, MeasureOptions, Measurements, Session, SizeFinding,
     },
     sim::{Associativity, Replacement, SimBackend, SimProfile},
-    Backend, Carveout, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PartitionMapRequest,
-    PartitionMapRun, PinnedRequest, PinnedRun, RunnerError, TwoPhaseRequest,
+    Backend, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PartitionMapRequest, PartitionMapRun,
+    PinnedRequest, PinnedRun, RunnerError, TwoPhaseRequest,
 };
 
 fn measure(profile: &SimProfile) -> Measurements {
@@ -586,7 +586,10 @@ fn three_and_four_partitions_are_counted() {
         profile.l2.near_keeps_far_copies = copies;
         let l2 = measure_only(&profile, Element::L2).l2.expect("L2 measured");
         let map = l2.map.as_ref().expect("the partition map");
-        assert_eq!(map.count, partitions, "{partitions} partitions, copies {copies}");
+        assert_eq!(
+            map.count, partitions,
+            "{partitions} partitions, copies {copies}"
+        );
         assert_eq!(map.keeps_copies, Some(copies));
         // With copies the reference's partition is told apart; without, no SM's is.
         let told = map.partition_of_sm.iter().filter(|p| p.is_some()).count();

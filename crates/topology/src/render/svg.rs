@@ -441,7 +441,11 @@ pub fn svg(topo: &Topology) -> String {
             let px0 = MARGIN + 16.0;
             let pwidth = (inner_width - 32.0 - 12.0 * (drawn as f64 - 1.0)) / drawn as f64;
             let each = p.size_each.as_ref().map(Size::to_string);
-            let far_size = p.far_size.as_ref().map(Size::to_string).or_else(|| each.clone());
+            let far_size = p
+                .far_size
+                .as_ref()
+                .map(Size::to_string)
+                .or_else(|| each.clone());
             for i in 0..drawn {
                 let near = i == 0;
                 let px = px0 + i as f64 * (pwidth + 12.0);
@@ -484,7 +488,13 @@ pub fn svg(topo: &Topology) -> String {
                 }
             }
             if !p.sm_partition.is_empty() {
-                sm_map(&mut body, p, px0, y + 40.0 + part_height + 8.0, inner_width - 32.0);
+                sm_map(
+                    &mut body,
+                    p,
+                    px0,
+                    y + 40.0 + part_height + 8.0,
+                    inner_width - 32.0,
+                );
             }
             if let (Some(penalty), Some(ratio)) = (p.far_penalty(), p.far_ratio()) {
                 let _ = writeln!(

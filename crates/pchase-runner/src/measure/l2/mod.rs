@@ -4,7 +4,7 @@
 //!
 //! 1. **Partition map** ([`map`]): one launch; which SMs share a partition, whether a
 //!    partition keeps copies of far lines, and the far level by a method of its own.
-//! 2. **Fetch granularity** ([`probes::fetch_granularity`]).
+//! 2. **Fetch granularity** (`probes::fetch_granularity`).
 //! 3. **Sweep** ([`sweep`]): SM 0 alone, 32 warps, arrays from a thirty-second of the L2 to
 //!    2.5 times it; each size's mean and 512 loads timed one by one.
 //! 4. **Levels** ([`identify`]): the modes of every size grouped into levels and named by

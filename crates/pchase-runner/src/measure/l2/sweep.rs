@@ -57,7 +57,7 @@ pub fn sweep_sizes(l2: u64) -> Vec<u64> {
 
 /// One size on SM [`SWEEP_SM`]: one warm-up pass and one timed pass over the array, shared
 /// among the warps, then `samples` loads timed one by one. `None` when no launch of
-/// [`PINNED_TRIES`] reached the SM.
+/// `PINNED_TRIES` (4) reached the SM.
 pub fn measure_point<B: Backend>(
     backend: &mut B,
     bytes: u64,
