@@ -111,7 +111,7 @@ pub fn read_quick<B: Backend>(backend: &mut B) -> Reading {
     let keep = |what: &str, r: Result<f64, RunnerError>| {
         r.map_err(|e| log::warn!("sentinel {what}: {e}")).ok()
     };
-    let sm_clock_mhz = backend.measure_sm_clock_mhz();
+    let sm_clock_mhz = backend.quick_sm_clock_mhz();
     let sm_clock_mhz = keep("SM clock", sm_clock_mhz);
     let l1 = hit_latency(backend, LoadPath::GlobalCa, 4096, 64);
     let l1_hit_cycles = keep("L1 hit", l1);

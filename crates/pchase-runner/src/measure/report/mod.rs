@@ -266,6 +266,14 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
     if let Some(caches) = measured.l1_caches_global_loads {
         topo.element_mut(ElementKind::L1Data)
             .set_global_loads_cached(caches);
+        if !caches {
+            topo.add_note(Note {
+                severity: NoteSeverity::Info,
+                element: Some(ElementKind::L1Data),
+                quantity: None,
+                message: "the L1 does not cache global loads on this GPU (`ld.global.ca` loads take as long as L2 hits): it has no size on that path; texture and read-only loads are measured on their own".into(),
+            });
+        }
     }
     for (element, result) in &measured.elements {
         write_element(&mut topo, *element, result);
