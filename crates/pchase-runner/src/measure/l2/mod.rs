@@ -32,14 +32,15 @@ use super::{probe::SizeSamples, search::RawCurve};
 pub use identify::{Identified, L2Level, LevelKind, Unexplained};
 pub use map::PartitionMap;
 pub use probes::{L2Line, L2Sector};
-pub use sweep::{SweepPoint, SWEEP_SM};
+pub use sweep::{SweepPoint, SWEEP_SAMPLES, SWEEP_SM, SWEEP_WARPS};
 
 /// What the L2 benchmark found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct L2Findings {
     /// Every level of the L2 path SM 0 meets, fastest first.
     pub levels: Vec<L2Level>,
-    /// The near hits' latency (the L2 element's latency).
+    /// The near hits' latency with one warp alone at the smallest size (the L2 element's
+    /// latency); the near level's where that launch did not run.
     pub near: LatencySummary,
     /// The bytes of one SM's array that stay in its own partition, and whether measured
     /// (`true`: where near hits stopped in the sweep) or derived (`false`: the API's size).
@@ -132,7 +133,16 @@ pub fn measure_l2<B: Backend>(
     let near_level = identified
         .level(LevelKind::NearHit)
         .ok_or_else(|| RunnerError::WrongResult("the L2 sweep shows no near hits".into()))?;
-    let near = summary(&near_level.distribution)?;
+    // The element's latency: a near hit with one warp alone at the smallest size (the
+    // levels' distributions are taken with 32 warps of SM 0 at once, which queue).
+    let alone = sweep::measure_alone(backend, points[0].bytes, SWEEP_SAMPLES, overhead, gpu_time)?
+        .and_then(|p| {
+            super::levels::modes(&p.samples, identify::MIN_SHARE)
+                .into_iter()
+                .find(|m| !m.tail)
+                .map(|m| m.distribution)
+        });
+    let near = summary(alone.as_ref().unwrap_or(&near_level.distribution))?;
 
     // 5. Capacities. Near: the last size where near hits keep the share they have at the
     // smallest size (to 5 %, or to four binomial standard deviations of a share over the

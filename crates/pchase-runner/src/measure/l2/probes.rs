@@ -156,7 +156,7 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// and end (two evicted lines side by side make a run of twice the line, still aligned to
 /// it). A cyclic chase over an array that only partly fits is no substitute: on the H200
 /// it evicts whole 256-byte partition chunks at once, or misses everything
-/// (docs/results/h200.md).
+/// (docs/results/h200-sets-a-to-i.md).
 ///
 /// A load counts as a miss above `threshold` cycles. B starts with one node per 1024 lines
 /// of A (at least 8) and grows fourfold, up to one per line, until the re-timed pass shows

@@ -65,10 +65,36 @@ pub fn measure_point<B: Backend>(
     overhead: f64,
     gpu_time: &mut Duration,
 ) -> Result<Option<SweepPoint>, RunnerError> {
+    measure_point_with(backend, bytes, samples, SWEEP_WARPS, overhead, gpu_time)
+}
+
+/// [`measure_point`] with one warp alone: the loads' latencies without the other warps'
+/// traffic (the L2's unloaded hit latency at a size that fits).
+///
+/// # Errors
+/// A launch failure.
+pub fn measure_alone<B: Backend>(
+    backend: &mut B,
+    bytes: u64,
+    samples: u32,
+    overhead: f64,
+    gpu_time: &mut Duration,
+) -> Result<Option<SweepPoint>, RunnerError> {
+    measure_point_with(backend, bytes, samples, 1, overhead, gpu_time)
+}
+
+fn measure_point_with<B: Backend>(
+    backend: &mut B,
+    bytes: u64,
+    samples: u32,
+    max_warps: u32,
+    overhead: f64,
+    gpu_time: &mut Duration,
+) -> Result<Option<SweepPoint>, RunnerError> {
     let chain = ChainSpec::new(bytes, 128)?;
     // At least 64 timed loads per warp, so that the mean is not one clock overhead or one
     // stray slow load spread over a handful of loads.
-    let warps = SWEEP_WARPS
+    let warps = max_warps
         .min(u32::try_from(chain.nodes() / 64).unwrap_or(u32::MAX))
         .max(1);
     let per_warp = u32::try_from(chain.nodes() / u64::from(warps)).unwrap_or(u32::MAX);

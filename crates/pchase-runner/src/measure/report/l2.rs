@@ -2,8 +2,8 @@
 //! side checked against the L2's size.
 
 use topology::{
-    Bytes, Count, ElementKind, Latency, Note, NoteSeverity, Provenance, QuantityKind, Size,
-    Topology,
+    Bytes, Conditions, Count, ElementKind, Latency, Note, NoteSeverity, Provenance, QuantityKind,
+    Size, Topology,
 };
 
 use crate::measure::l2::{L2Findings, LevelKind};
@@ -143,11 +143,23 @@ pub(super) fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
     }
     let total = topo.device.l2_bytes.map(|b| b.0);
     let partitions = topo.element_mut(ElementKind::L2).partitions_mut();
-    partitions.near_latency = Some(Latency::measured(l2.near));
+    // The partitions' latencies are the levels', taken with 32 warps of SM 0 chasing.
+    let loaded = || Conditions {
+        remark: Some(format!(
+            "{} warps of SM {} chasing at once (the element's latency: one warp alone)",
+            crate::measure::l2::SWEEP_WARPS,
+            crate::measure::l2::SWEEP_SM
+        )),
+        ..Conditions::default()
+    };
+    partitions.near_latency = l2
+        .level(LevelKind::NearHit)
+        .and_then(|near| crate::measure::l2::summary(&near.distribution).ok())
+        .map(|s| Latency::measured(s).with_conditions(loaded()));
     partitions.far_latency = l2
         .level(LevelKind::FarHit)
         .and_then(|far| crate::measure::l2::summary(&far.distribution).ok())
-        .map(Latency::measured);
+        .map(|s| Latency::measured(s).with_conditions(loaded()));
     partitions.count = match &l2.map {
         Ok(map) => Some(Count::new(map.count, Provenance::Benchmark)),
         Err(_) => l2
