@@ -100,10 +100,21 @@ pub struct Identified {
 }
 
 impl Identified {
-    /// The first level of `kind`.
+    /// The level of `kind` with the largest share ([`main_level`]).
     pub fn level(&self, kind: LevelKind) -> Option<&L2Level> {
-        self.levels.iter().find(|l| l.kind == kind)
+        main_level(&self.levels, kind)
     }
+}
+
+/// The level of `kind` that takes the largest share of some size's loads: where a small
+/// cluster between two levels was named like a larger one (transitional loads at a
+/// capacity edge), the larger is the level; the smaller stays in the list, and the
+/// self-check reports it where it overlaps a neighbour.
+pub fn main_level(levels: &[L2Level], kind: LevelKind) -> Option<&L2Level> {
+    levels
+        .iter()
+        .filter(|l| l.kind == kind)
+        .max_by(|a, b| a.peak_share().total_cmp(&b.peak_share()))
 }
 
 /// A level being assembled: its samples, and per size its share.
@@ -323,4 +334,22 @@ mod tests {
         assert_eq!(found.unexplained.len(), 1);
         assert_eq!(found.unexplained[0].bytes, 8 << 20);
     }
+
+    #[test]
+    fn the_main_level_of_a_kind_is_the_one_with_the_largest_share() {
+        let level = |p50: f64, share: f64| L2Level {
+            kind: LevelKind::FarHit,
+            distribution: Distribution {
+                p50,
+                ..Distribution::default()
+            },
+            sub_levels: Vec::new(),
+            shares: vec![(1 << 20, share)],
+        };
+        let levels = [level(417.0, 0.08), level(455.0, 0.5)];
+        let main = main_level(&levels, LevelKind::FarHit).expect("a far level");
+        assert_eq!(main.distribution.p50, 455.0);
+        assert!(main_level(&levels, LevelKind::NearHit).is_none());
+    }
+
 }

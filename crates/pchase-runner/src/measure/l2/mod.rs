@@ -29,7 +29,7 @@ use topology::LatencySummary;
 use crate::{backend::Backend, error::RunnerError};
 
 use super::{probe::SizeSamples, search::RawCurve};
-pub use identify::{Identified, L2Level, LevelKind, Unexplained};
+pub use identify::{main_level, Identified, L2Level, LevelKind, Unexplained};
 pub use map::PartitionMap;
 pub use probes::{L2Line, L2Sector};
 pub use sweep::{SweepPoint, SWEEP_SAMPLES, SWEEP_SM, SWEEP_WARPS};
@@ -82,9 +82,9 @@ pub struct L2Findings {
 }
 
 impl L2Findings {
-    /// The first level of `kind`.
+    /// The level of `kind` with the largest share ([`main_level`]).
     pub fn level(&self, kind: LevelKind) -> Option<&L2Level> {
-        self.levels.iter().find(|l| l.kind == kind)
+        main_level(&self.levels, kind)
     }
 }
 
