@@ -351,5 +351,4 @@ mod tests {
         assert_eq!(main.distribution.p50, 455.0);
         assert!(main_level(&levels, LevelKind::NearHit).is_none());
     }
-
 }
