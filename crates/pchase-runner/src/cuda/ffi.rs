@@ -4,7 +4,9 @@
 //! bindings do not list (an attribute newer than CUDA 11, or an error such as
 //! `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` that cust maps to `UnknownError`) cannot be passed
 //! or received through such an enum soundly, so these declarations use `c_int`/`c_uint`.
-//! They bind the same symbols of `libcuda.so.1` that cust links.
+//! They bind the same symbols that cust's bindings call, which the `cuda-shim` crate defines
+//! and forwards to the driver it loads at run time; it passes a code the bindings' enum does
+//! not list on as `CUDA_ERROR_UNKNOWN` (999), logging the driver's number.
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
@@ -120,7 +122,7 @@ pub const AD_FORMAT_UNSIGNED_INT32: c_int = 0x03;
 /// `CU_TRSF_READ_AS_INTEGER`: return the raw integer, not a normalised float.
 pub const TRSF_READ_AS_INTEGER: c_uint = 0x01;
 
-#[link(name = "cuda")]
+// Defined by the cuda-shim crate, which forwards them to the driver loaded at run time.
 extern "C" {
     pub fn cuGetErrorName(error: CuResult, name: *mut *const c_char) -> CuResult;
     pub fn cuGetErrorString(error: CuResult, text: *mut *const c_char) -> CuResult;

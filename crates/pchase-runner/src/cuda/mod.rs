@@ -68,8 +68,10 @@ fn to_host<T: cust::memory::DeviceCopy + Default + Clone>(
     Ok(host)
 }
 
-/// Initialises the driver; distinguishes "no GPU" from other failures.
+/// Loads and initialises the driver; distinguishes "no driver" (the library cannot be
+/// loaded: `cuda-shim` says why) and "no GPU" from other failures.
 fn init_driver() -> Result<(), RunnerError> {
+    cuda_shim::load().map_err(|e| RunnerError::NoDriver(e.to_string()))?;
     match cust::init(CudaFlags::empty()) {
         Ok(()) => Ok(()),
         Err(CudaError::NoDevice) => Err(RunnerError::NoDevice),
