@@ -15,7 +15,7 @@ macro_rules! driver_api {
         own { $( fn $own:ident ( $( $own_arg:ident : $own_ty:ty ),* $(,)? ); )* }
     ) => {
         /// The driver's entry points; `None` where the loaded library lacks one.
-        #[allow(non_snake_case)]
+        #[allow(non_snake_case, clippy::type_complexity)]
         pub(crate) struct Entries {
             $( pub(crate) $name: Option<unsafe extern "C" fn($($ty),*) -> ::std::ffi::c_int>, )*
             $( pub(crate) $own: Option<unsafe extern "C" fn($($own_ty),*) -> ::std::ffi::c_int>, )*
