@@ -253,7 +253,7 @@ static PINNED_PARAMS: [Param; 14] = [
     param(
         "sample_steps",
         ParamType::U32,
-        "loads warp 0's first thread times one by one after every warp's timed pass",
+        "loads warp 0's first thread times one by one after every warp's timed pass, while the other warps go on chasing",
     ),
     param(
         "out_latency",
@@ -643,7 +643,7 @@ pub fn sm_clock() -> &'static Kernel {
 /// wanted SM, all starting together, each chased by the block's warps at once from
 /// evenly spaced nodes (the L2 size sweep: the hardware places ordinary blocks on SMs afresh
 /// at every launch, so a sweep could not otherwise keep to one SM); warp 0 can then time
-/// further loads one by one. Launch it with many more blocks than SMs, so that every wanted
+/// further loads one by one while the other warps go on chasing. Launch it with many more blocks than SMs, so that every wanted
 /// SM receives one; the dynamic shared memory is `PINNED_SHARED_HEADER` bytes plus 8 per
 /// sampled load.
 ///

@@ -216,8 +216,9 @@ pub struct PinnedRequest {
     /// Warps chasing each slot's chain at once: 1 to 32.
     pub warps: u32,
     /// After the timed pass of every warp, the first thread of warp 0 times this many
-    /// further loads of its chase one by one ([`PinnedSlot::samples`]); 0 for none. At most
-    /// [`PINNED_MAX_SAMPLES`].
+    /// further loads of its chase one by one ([`PinnedSlot::samples`]) while the other warps
+    /// go on chasing untimed as many loads (so that a sampled load meets what a timed one
+    /// met); 0 for none. At most [`PINNED_MAX_SAMPLES`].
     pub sample_steps: u32,
 }
 

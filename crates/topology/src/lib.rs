@@ -59,7 +59,7 @@ mod validate;
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
-    Bandwidths, CacheGeometry, CarveoutL1Size, ComputeCapability, DeviceInfo, Element, ElementKind,
+    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ComputeCapability, DeviceInfo, Element, ElementKind,
     Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, ReplacementPolicy,
     SchemaVersion, SharedPhysicalCache, TlbLevel, Topology,
 };

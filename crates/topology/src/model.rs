@@ -383,16 +383,49 @@ impl L2Partitions {
     }
 }
 
-/// The L1 size measured at one shared-memory carveout.
+/// The L1 size measured at one shared-memory configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CarveoutL1Size {
-    /// The carveout in percent of the maximum shared memory.
-    pub carveout_percent: u8,
-    /// The shared memory per SM at this carveout, bytes.
+    /// The carveout the kernel requested, percent of the maximum shared memory; absent
+    /// where it requested none (the driver's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carveout_percent: Option<u8>,
+    /// The shared memory per SM in force (the configuration), bytes; absent where the
+    /// run could not tell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_memory_bytes: Option<Bytes>,
-    /// The L1 size measured at this carveout.
+    /// The dynamic shared memory each block of the kernel asked for, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_shared_bytes: Option<Bytes>,
+    /// What this row is: the largest L1 a kernel can get, the driver's default, or one
+    /// more configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<CarveoutRole>,
+    /// The L1 size measured.
     pub l1_size: Size,
+}
+
+/// What a row of the L1's carveout table is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CarveoutRole {
+    /// The smallest shared-memory configuration a kernel can get: the largest L1.
+    LargestL1,
+    /// What the driver gives a kernel that uses no shared memory and requests no carveout.
+    DriverDefault,
+    /// One more configuration.
+    Configuration,
+}
+
+impl CarveoutRole {
+    /// How reports name the row.
+    pub fn label(self) -> &'static str {
+        match self {
+            CarveoutRole::LargestL1 => "largest L1",
+            CarveoutRole::DriverDefault => "driver default (no shared memory)",
+            CarveoutRole::Configuration => "configuration",
+        }
+    }
 }
 
 /// A cache replacement policy.
@@ -530,13 +563,22 @@ impl Element {
         self
     }
 
-    /// Records the L1 size at one carveout, replacing an earlier entry for it.
+    /// Records the L1 size at one configuration (carveout, shared memory in force, role),
+    /// replacing an earlier entry for the same; rows stay sorted by shared memory.
     pub fn set_size_at_carveout(&mut self, entry: CarveoutL1Size) -> &mut Self {
-        self.size_per_carveout
-            .retain(|e| e.carveout_percent != entry.carveout_percent);
+        let key = |e: &CarveoutL1Size| (e.carveout_percent, e.shared_memory_bytes, e.role);
+        self.size_per_carveout.retain(|e| key(e) != key(&entry));
         self.size_per_carveout.push(entry);
-        self.size_per_carveout.sort_by_key(|e| e.carveout_percent);
+        self.size_per_carveout
+            .sort_by_key(|e| (e.shared_memory_bytes, e.carveout_percent));
         self
+    }
+
+    /// The row of the carveout table with `role`.
+    pub fn carveout_row(&self, role: CarveoutRole) -> Option<&CarveoutL1Size> {
+        self.size_per_carveout
+            .iter()
+            .find(|e| e.role == Some(role))
     }
 
     /// The partitions, created empty if absent (L2 only).

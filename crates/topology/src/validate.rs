@@ -236,19 +236,20 @@ impl Checker {
         let mut seen = Vec::new();
         for (i, entry) in element.size_per_carveout.iter().enumerate() {
             let path = format!("{base}.size_per_carveout[{i}]");
-            if entry.carveout_percent > 100 {
+            if let Some(percent) = entry.carveout_percent.filter(|&p| p > 100) {
                 self.fail(
                     format!("{path}.carveout_percent"),
-                    format!("must be at most 100, found {}", entry.carveout_percent),
+                    format!("must be at most 100, found {percent}"),
                 );
             }
-            if seen.contains(&entry.carveout_percent) {
+            let key = (entry.carveout_percent, entry.shared_memory_bytes, entry.role);
+            if seen.contains(&key) {
                 self.fail(
-                    format!("{path}.carveout_percent"),
-                    format!("carveout {} % appears twice", entry.carveout_percent),
+                    format!("{path}.shared_memory_bytes"),
+                    "this configuration appears twice".to_string(),
                 );
             }
-            seen.push(entry.carveout_percent);
+            seen.push(key);
             self.size(&format!("{path}.l1_size"), &entry.l1_size);
         }
         if let Some(partitions) = &element.partitions {

@@ -216,6 +216,30 @@ fn timed_loop_labelled(
     w.label(&done);
 }
 
+/// The sampled loop's instruction sequence with both stores to the one shared word at
+/// `%r_sidx`: loads at the pace of [`timed_loop_labelled`], keeping nothing.
+fn paced_loop(w: &mut EntryWriter, label: &str, count: &str, address: &[String], load: &str) {
+    let done = format!("{label}_done");
+    w.ins("mov.u32 %r_k, 0");
+    w.ins(&format!("setp.eq.u32 %p_loop, {count}, 0"));
+    bra(w, "@%p_loop ", &done);
+    w.label(label);
+    w.pragma("nounroll");
+    for instruction in address {
+        w.ins(instruction);
+    }
+    w.ins("mov.u32 %r_t0, %clock");
+    w.ins(load);
+    w.ins("st.shared.u32 [%r_sidx], %r_j");
+    w.ins("mov.u32 %r_t1, %clock");
+    w.ins("sub.u32 %r_lat, %r_t1, %r_t0");
+    w.ins("st.shared.u32 [%r_sidx], %r_lat");
+    w.ins("add.u32 %r_k, %r_k, 1");
+    w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count}"));
+    bra(w, "@%p_loop ", label);
+    w.label(&done);
+}
+
 /// Sets `%r_slat` and `%r_sidx` to the latency and index arrays at the start of dynamic
 /// shared memory (`[latency; count][index; count]`, `count` in `%r_count_reg`).
 fn timing_cursors(w: &mut EntryWriter, count_reg: &str) {
@@ -527,7 +551,22 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.ins("atom.shared.add.u64 %rd_old_sum, [%r_dyn+8], %rd_cycles");
     w.label("passed");
     w.ins("bar.sync 0");
-    w.comment("Thread 0 alone from here: the samples, then the slot's record.");
+    w.comment("While warp 0 samples, the other warps go on chasing (untimed), so that every");
+    w.comment("sampled load finds its line last loaded one array of loads ago, as in the timed");
+    w.comment("pass, and under the same load; each stores its final index, which keeps it live.");
+    bra(&mut w, "@%p_lane ", "exit");
+    w.ins("setp.eq.u32 %p_warp0, %r_warp, 0");
+    bra(&mut w, "@%p_warp0 ", "sampling");
+    w.load_param("%r_keep", "sample_steps", ParamType::U32);
+    w.comment("Paced like warp 0's sampled loads (the same clock reads and shared stores, into");
+    w.comment("the warp's own header word), so that all warps keep one pace.");
+    w.ins("mov.u32 %r_sidx, %r_fin");
+    w.ins("add.u32 %r_sidx, %r_sidx, 16");
+    paced_loop(&mut w, "keep", "%r_keep", &access.address, &access.load);
+    w.ins("st.shared.u32 [%r_fin+16], %r_j");
+    bra(&mut w, "", "exit");
+    w.label("sampling");
+    w.comment("Thread 0 from here: the samples, then the slot's record.");
     bra(&mut w, "@%p_idle ", "exit");
     w.ins("ld.shared.u64 %rd_sum, [%r_dyn+8]");
     w.load_param("%r_samples", "sample_steps", ParamType::U32);

@@ -6,6 +6,7 @@
 //! measurement or the reason it is missing.
 
 pub mod analysis;
+pub mod carveout;
 pub mod hierarchy;
 pub mod l2;
 pub mod levels;
@@ -115,7 +116,8 @@ pub struct MeasureOptions {
     pub alpha: f64,
     /// Stride of the size searches, bytes (one node per sector).
     pub search_stride: u32,
-    /// Measure the L1 at every eighth of the shared memory a block may reserve.
+    /// Measure the L1 at the driver's default and at every shared-memory configuration
+    /// the architecture offers.
     pub carveout_table: bool,
 }
 
@@ -142,6 +144,12 @@ pub struct SizeAtCarveout {
     pub carveout: Carveout,
     /// Dynamic shared memory reserved per block, which the driver had to configure.
     pub reserved_shared_bytes: u32,
+    /// The shared-memory configuration (bytes per SM) the reservation forced, where it
+    /// forced one ([`carveout::settings`]).
+    pub config_bytes: Option<u64>,
+    /// Why this size was measured: the largest L1, the driver's default, or one more row
+    /// of the table.
+    pub role: carveout::Role,
     /// What the search found.
     pub finding: SizeFinding,
 }
@@ -509,26 +517,21 @@ impl<'b, B: Backend> Session<'b, B> {
                 }
             }
         }
-        // The unified L1 is measured where it has the most room (the smallest carveout),
-        // at the driver's default, and with shared memory reserved in eighths of what a
-        // block may have: the driver must then configure a carveout that holds the
-        // reservation, and the L1 shrinks by it (the size-per-carveout table).
-        let mut settings: Vec<(Carveout, u32)> = vec![(Carveout::Percent(0), 0)];
-        if element == Element::L1 {
-            settings.push((Carveout::DriverDefault, 0));
-            if self.options.carveout_table {
-                let optin = self.backend.device().shared_per_block_optin_bytes;
-                for k in 1..=8u64 {
-                    let reserve = (k * optin / 8) / 1024 * 1024;
-                    if let Ok(reserve) = u32::try_from(reserve) {
-                        if reserve > 0 && !settings.iter().any(|&(_, r)| r == reserve) {
-                            settings.push((Carveout::Percent(0), reserve));
-                        }
-                    }
-                }
-            }
-        }
-        for (carveout, reserve) in settings {
+        // Every SM cache is measured where the L1 has the most room: the smallest
+        // shared-memory configuration a kernel can get, forced by its shared bytes; the L1
+        // also at the driver's default for a kernel without shared memory and at every
+        // further configuration (the carveout table, `carveout::settings`).
+        let settings = if matches!(element, Element::ConstantL1 | Element::ConstantL15) {
+            // The constant caches are not in the L1/shared store: no configuration to force.
+            carveout::settings_without_shared()
+        } else {
+            carveout::settings(
+                self.backend.device(),
+                element == Element::L1 && self.options.carveout_table,
+            )
+        };
+        for setting in settings {
+            let (carveout, reserve) = (setting.carveout, setting.dynamic_shared_bytes);
             let probe = SizeProbe {
                 path,
                 stride: self.options.search_stride,
@@ -538,10 +541,10 @@ impl<'b, B: Backend> Session<'b, B> {
                 replicas: self.options.replicas,
                 reserve_shared_bytes: reserve,
             };
-            let label = if reserve > 0 {
-                format!("{} KiB shared reserved", reserve / 1024)
-            } else {
-                carveout_label(carveout)
+            let label = match (setting.role, setting.config_bytes) {
+                (carveout::Role::DriverDefault, _) => "driver default".to_string(),
+                (_, Some(config)) => format!("{} KiB shared config", config / 1024),
+                (_, None) => "no shared memory".to_string(),
             };
             let name = format!("{element} size ({label})");
             let alpha = self.options.alpha;
@@ -557,6 +560,8 @@ impl<'b, B: Backend> Session<'b, B> {
                         .push(SizeAtCarveout {
                             carveout,
                             reserved_shared_bytes: reserve,
+                            config_bytes: setting.config_bytes,
+                            role: setting.role,
                             finding,
                         });
                 }

@@ -1,14 +1,14 @@
 //! Turns [`Measurements`] into a [`topology::Topology`].
 
 use topology::{
-    Bytes, CarveoutL1Size, ChangePointEvidence, ComputeCapability, Conditions, Count,
+    Bytes, CarveoutL1Size, CarveoutRole, ChangePointEvidence, ComputeCapability, Conditions, Count,
     DeviceInfo as TopoDevice, ElementKind, Latency, Megahertz, Note, NoteSeverity, Provenance,
     QuantityKind, Size, Topology,
 };
 
 use super::{
     l2::{L2Findings, LevelKind},
-    Element, ElementResult, Measurements, SizeFinding,
+    Element, ElementResult, Measurements, SizeAtCarveout, SizeFinding,
 };
 use crate::{backend::Carveout, device::DeviceInfo};
 
@@ -62,11 +62,21 @@ fn carveout_percent(carveout: Carveout) -> Option<u8> {
     }
 }
 
-fn size_of(finding: &SizeFinding, carveout: Carveout) -> Size {
+fn size_of(finding: &SizeFinding, at: &SizeAtCarveout) -> Size {
+    let remark = match (at.role, at.config_bytes) {
+        (_, Some(config)) => format!(
+            "the {} KiB shared-memory configuration, forced by {} B of dynamic shared memory per block at carveout 0 %",
+            config / 1024,
+            at.reserved_shared_bytes
+        ),
+        (super::carveout::Role::DriverDefault, None) => {
+            "carveout left to the driver, no shared memory".to_string()
+        }
+        (_, None) => "carveout 0 %, no shared memory".to_string(),
+    };
     let conditions = Conditions {
-        shared_memory_carveout_percent: carveout_percent(carveout),
-        remark: matches!(carveout, Carveout::DriverDefault)
-            .then(|| "carveout left to the driver".to_string()),
+        shared_memory_carveout_percent: carveout_percent(at.carveout),
+        remark: Some(remark),
         ..Conditions::default()
     };
     match finding {
@@ -93,7 +103,7 @@ fn size_of(finding: &SizeFinding, carveout: Carveout) -> Size {
     }
 }
 
-fn write_element(topo: &mut Topology, info: &DeviceInfo, element: Element, result: &ElementResult) {
+fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) {
     let kind = element_kind(element);
     let note = |severity, quantity, message| Note {
         severity,
@@ -104,10 +114,11 @@ fn write_element(topo: &mut Topology, info: &DeviceInfo, element: Element, resul
     let mut notes: Vec<Note> = Vec::new();
     let entry = topo.element_mut(kind);
     if let Some(first) = result.sizes.first() {
-        entry.set_size(size_of(&first.finding, first.carveout));
+        entry.set_size(size_of(&first.finding, first));
     }
+    let mut configs = Vec::new();
     for s in &result.sizes {
-        let size = size_of(&s.finding, s.carveout);
+        let size = size_of(&s.finding, s);
         if let SizeFinding::AtLeast { reason, .. } = &s.finding {
             notes.push(note(
                 NoteSeverity::Warning,
@@ -115,33 +126,64 @@ fn write_element(topo: &mut Topology, info: &DeviceInfo, element: Element, resul
                 format!("only a lower bound: {reason}"),
             ));
         }
-        if element != Element::L1 {
+        if element != Element::L1 || result.sizes.len() < 2 {
             continue;
         }
-        match carveout_percent(s.carveout) {
-            Some(percent) => {
-                // With shared memory reserved, the carveout is at least the smallest
-                // percentage of the SM's shared memory that holds the reservation.
-                let reserved = u64::from(s.reserved_shared_bytes);
-                let percent = if reserved > 0 {
-                    let per_sm = info.shared_per_sm_bytes.max(1);
-                    u8::try_from((100 * reserved).div_ceil(per_sm).min(100)).unwrap_or(100)
-                } else {
-                    percent
-                };
-                entry.set_size_at_carveout(CarveoutL1Size {
-                    carveout_percent: percent,
-                    shared_memory_bytes: (reserved > 0).then_some(Bytes(reserved)),
-                    l1_size: size,
-                });
-            }
-            // The driver does not say which carveout it chose, so this size has no
-            // percentage to file under; it is kept as a note.
-            None => notes.push(note(
+        if let (Some(config), SizeFinding::Exact { bytes, .. }) = (s.config_bytes, &s.finding) {
+            configs.push((config, *bytes));
+        }
+        let role = match s.role {
+            super::carveout::Role::LargestL1 => CarveoutRole::LargestL1,
+            super::carveout::Role::DriverDefault => CarveoutRole::DriverDefault,
+            super::carveout::Role::Config => CarveoutRole::Configuration,
+        };
+        entry.set_size_at_carveout(CarveoutL1Size {
+            carveout_percent: carveout_percent(s.carveout),
+            shared_memory_bytes: s.config_bytes.map(Bytes),
+            kernel_shared_bytes: Some(Bytes(u64::from(s.reserved_shared_bytes))),
+            role: Some(role),
+            l1_size: size,
+        });
+    }
+    // The proof from above: between neighbouring configurations the L1 shrinks by their
+    // step, so each ran with the configuration its shared bytes forced.
+    let checks = super::carveout::step_checks(&configs);
+    if !checks.is_empty() {
+        let bad: Vec<String> = checks
+            .iter()
+            .filter(|c| !c.agrees)
+            .map(|c| {
+                format!(
+                    "{} → {} KiB: the L1 shrank by {:.2} KiB",
+                    c.from_config / 1024,
+                    c.to_config / 1024,
+                    c.l1_shrank as f64 / 1024.0
+                )
+            })
+            .collect();
+        let store: Vec<String> = configs
+            .iter()
+            .map(|(c, l1)| format!("{:.2}", (c + l1) as f64 / 1024.0))
+            .collect();
+        if bad.is_empty() {
+            notes.push(note(
                 NoteSeverity::Info,
                 Some(QuantityKind::Size),
-                format!("L1 size at the driver's default carveout: {size}"),
-            )),
+                format!(
+                    "every shared-memory configuration was in force as forced: between neighbours the L1 shrinks by their step; L1 + shared = {} KiB",
+                    store.join(", ")
+                ),
+            ));
+        } else {
+            notes.push(note(
+                NoteSeverity::Warning,
+                Some(QuantityKind::Size),
+                format!(
+                    "a configuration may not have been the one forced: {} (L1 + shared = {} KiB)",
+                    bad.join("; "),
+                    store.join(", ")
+                ),
+            ));
         }
     }
     if let Some(line) = &result.line {
@@ -199,7 +241,7 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
             .set_global_loads_cached(caches);
     }
     for (element, result) in &measured.elements {
-        write_element(&mut topo, info, *element, result);
+        write_element(&mut topo, *element, result);
     }
     for (a, b, test) in &measured.sharing {
         if test.evicted {
@@ -276,7 +318,7 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::{analysis::SweepDecision, ElementResult, SizeAtCarveout};
+    use crate::measure::{analysis::SweepDecision, carveout::Role, ElementResult, SizeAtCarveout};
 
     fn info() -> DeviceInfo {
         crate::sim::SimProfile::bundled("volta")
@@ -307,15 +349,36 @@ mod tests {
                         sizes: vec![
                             SizeAtCarveout {
                                 carveout: Carveout::Percent(0),
-                                reserved_shared_bytes: 0,
-                                finding: exact,
+                                reserved_shared_bytes: 7168,
+                                config_bytes: Some(8192),
+                                role: Role::LargestL1,
+                                finding: exact.clone(),
                             },
                             SizeAtCarveout {
                                 carveout: Carveout::DriverDefault,
                                 reserved_shared_bytes: 0,
+                                config_bytes: None,
+                                role: Role::DriverDefault,
                                 finding: SizeFinding::AtLeast {
                                     bytes: 24_576,
                                     reason: "test".into(),
+                                },
+                            },
+                            SizeAtCarveout {
+                                carveout: Carveout::Percent(0),
+                                reserved_shared_bytes: 15_360,
+                                config_bytes: Some(16_384),
+                                role: Role::Config,
+                                finding: SizeFinding::Exact {
+                                    bytes: 90_112,
+                                    resolution: 32,
+                                    decision: SweepDecision {
+                                        change_index: 5,
+                                        accepted: true,
+                                        statistic: 1.0,
+                                        p_value: 1e-6,
+                                        critical: 0.5,
+                                    },
                                 },
                             },
                         ],
@@ -339,8 +402,20 @@ mod tests {
             l1.size.as_ref().and_then(|s| s.bound.exact()),
             Some(Bytes(98_304))
         );
-        assert_eq!(l1.size_per_carveout.len(), 1);
-        assert_eq!(l1.size_per_carveout[0].carveout_percent, 0);
+        assert_eq!(l1.size_per_carveout.len(), 3);
+        let largest = l1.carveout_row(CarveoutRole::LargestL1).expect("largest");
+        assert_eq!(
+            (largest.carveout_percent, largest.shared_memory_bytes),
+            (Some(0), Some(Bytes(8192)))
+        );
+        let default = l1
+            .carveout_row(CarveoutRole::DriverDefault)
+            .expect("default");
+        assert_eq!(default.carveout_percent, None);
+        assert!(topo
+            .notes
+            .iter()
+            .any(|n| n.message.contains("was in force as forced")));
         assert_eq!(l1.global_loads_cached, Some(true));
         let notes: Vec<_> = topo.notes.iter().map(|n| (n.severity, n.element)).collect();
         assert!(notes.contains(&(NoteSeverity::Info, Some(ElementKind::L1Data))));
@@ -399,9 +474,25 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
     );
     match &l2.map {
         Ok(map) => {
-            let groups: Vec<String> = (0..map.count)
-                .map(|p| format!("partition {p}: SMs {:?}", map.sms_of(p)))
-                .collect();
+            let mut groups = vec![format!(
+                "the reference's partition: SMs {:?}",
+                map.sms_of(0)
+            )];
+            let other = map.sms_of(1);
+            if !other.is_empty() {
+                groups.push(format!("the other partition: SMs {other:?}"));
+            }
+            let unknown = map
+                .partition_of_sm
+                .iter()
+                .enumerate()
+                .filter(|(sm, p)| p.is_none() && map.far_share[*sm].is_some())
+                .count();
+            if unknown > 0 {
+                groups.push(format!(
+                    "{unknown} SM(s) on a partition this map does not tell apart"
+                ));
+            }
             note(
                 topo,
                 NoteSeverity::Info,
@@ -477,6 +568,13 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
         )
     };
     partitions.size_each = l2.near_capacity.map(size);
-    partitions.far_size = l2.far_capacity.map(size);
+    partitions.far_size = match (l2.far_capacity, l2.far_capacity_range) {
+        (Some((_, true)), Some((low, high))) => Some(Size::between(
+            Bytes(low),
+            Bytes(high),
+            Provenance::Benchmark,
+        )),
+        (far, _) => far.map(size),
+    };
     partitions.near_keeps_far_copies = l2.keeps_copies;
 }

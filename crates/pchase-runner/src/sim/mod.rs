@@ -12,7 +12,14 @@
 //!   one phase after the other, as its kernel does between its barriers;
 //! - all caches start empty; the SM-private caches a path goes through are looked up
 //!   nearest first, then the L2 (the SM's near partition or the line's far home
-//!   partition), then device memory; every level passed on the way is filled;
+//!   partition), then device memory; every level passed on the way is filled; a miss of a
+//!   line homed in a far partition costs the far partition's extra latency on top of
+//!   device memory's, as the request and the data cross to it and back;
+//! - a pinned chase ([`Backend::pinned_chase`]) runs one chase per warp of each slot, all
+//!   in lockstep, then samples warp 0's loads one by one while the other warps go on; the partition map
+//!   ([`Backend::partition_map`]) lets the reference SM load every SM's array, then every
+//!   SM reads its own array twice, one SM after the other; SM `s` of `n` uses partition
+//!   `s × partitions / n` as its near one;
 //! - a cache with `copies_per_sm = c` serves thread `t` through copy `(t / warp_size) % c`
 //!   ([`CacheSpec::copy_for_thread`]): a warp always uses one copy, and a thread never sees
 //!   another copy's contents;
@@ -55,7 +62,7 @@ pub use profile::{
 use crate::backend::{
     check_partition_map, check_pinned, check_two_phase, check_written, Backend, BlockSamples,
     Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath, PartitionMapRequest,
-    PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot, TwoPhaseRequest,
+    PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot, SmLineLatencies, TwoPhaseRequest,
 };
 use crate::device::DeviceInfo;
 use crate::error::RunnerError;
@@ -120,6 +127,19 @@ impl L2 {
         self.partitions[home]
             .access(addr, rng)
             .then_some(self.far_latency)
+    }
+
+    /// Extra cycles of a load that misses the L2 when the line's home partition is not the
+    /// SM's near one: the request crosses to the far partition and the data comes back the
+    /// same way, as for a far hit.
+    #[inline]
+    fn far_miss_extra(&self, near: usize, addr: u64) -> u32 {
+        let count = self.partitions.len();
+        if count == 1 || home_partition(addr >> self.line_shift, count) == near {
+            0
+        } else {
+            self.far_latency.saturating_sub(self.near_latency)
+        }
     }
 
     /// A store of `bytes` bytes from `addr` reaches the line's home partition.
@@ -337,8 +357,10 @@ fn serve(
             return level.latency;
         }
     }
-    l2.access(near_partition, addr, rng)
-        .map_or(route.memory_latency, |latency| latency + route.extra)
+    match l2.access(near_partition, addr, rng) {
+        Some(latency) => latency + route.extra,
+        None => route.memory_latency + l2.far_miss_extra(near_partition, addr),
+    }
 }
 
 /// Cursors at index 0 of every chain, laid out as the kernels see them: one after the
@@ -787,21 +809,29 @@ impl Backend for SimBackend {
 
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
         check_pinned(request, self.profile.device.sm_count)?;
-        if request.warps != 1 || request.sample_steps != 0 {
-            return Err(RunnerError::InvalidRequest(
-                "the simulator runs pinned chases with one warp and no samples only (for now)"
-                    .into(),
-            ));
-        }
         for chain in &request.chains {
             check_chain(chain)?;
         }
         let shared_bytes = self.profile.shared_carveout_for(Carveout::Percent(0), 0)?;
-        let mut cursors = chain_cursors(LoadPath::GlobalCg, &request.chains);
+        let slots = request.sms.len();
+        let warps = request.warps.max(1) as usize;
+        // One state per warp of every slot, warp-major: the first `slots` are the warps 0.
+        let bases = chain_cursors(LoadPath::GlobalCg, &request.chains);
+        let mut cursors = Vec::with_capacity(slots * warps);
+        let mut sms = Vec::with_capacity(slots * warps);
+        for warp in 0..warps {
+            for ((base, chain), &sm) in bases.iter().zip(&request.chains).zip(&request.sms) {
+                let mut cursor = *base;
+                cursor.index = request.start_node(chain, warp as u32) * cursor.stride_elements;
+                cursors.push(cursor);
+                sms.push(sm as usize);
+            }
+        }
         // Every slot is reached and starts with the others: the simulated SMs are all free.
-        let sms: Vec<usize> = request.sms.iter().map(|&sm| sm as usize).collect();
         let mut blocks = self.start_launch_on(&sms, shared_bytes);
         let route = self.route(LoadPath::GlobalCg, 0);
+        // The kernel's barriers: every warp warms up, then every warp runs its timed pass,
+        // then the first thread of warp 0 samples loads one by one.
         self.launch().warm_then_time(
             &mut blocks,
             &mut cursors,
@@ -809,32 +839,98 @@ impl Backend for SimBackend {
             [request.warmup_steps, request.steps],
             Timing::Coarse,
         )?;
+        // The samples are not part of the timed passes.
+        let timed: Vec<u64> = blocks.iter().map(|b| b.timed_cycles).collect();
+        // Warp 0 samples while the other warps go on chasing, one load each in turn.
+        let (first, rest) = blocks.split_at_mut(slots);
+        let (first_cursors, rest_cursors) = cursors.split_at_mut(slots);
+        let mut launch = self.launch();
+        for _ in 0..request.sample_steps {
+            launch.run_phase(first, first_cursors, &route, 1, Timing::Fine)?;
+            launch.run_phase(rest, rest_cursors, &route, 1, Timing::Untimed)?;
+        }
         let gpu_time = self.gpu_time(&blocks);
         let overhead = u64::from(self.profile.clock.overhead_cycles);
-        let slots = blocks
-            .iter()
-            .zip(&cursors)
-            .map(|(block, cursor)| {
+        let mut out: Vec<Option<PinnedSlot>> = (0..slots)
+            .map(|i| {
                 Some(PinnedSlot {
-                    sm: block.samples.smid,
-                    total_cycles: block.timed_cycles + overhead,
-                    final_index: cursor.index_u32(),
+                    sm: blocks[i].samples.smid,
+                    total_cycles: 0,
+                    final_index: cursors[i].index_u32(),
                     together: true,
-                    samples: Vec::new(),
+                    samples: std::mem::take(&mut blocks[i].samples.latencies),
                 })
             })
             .collect();
-        Ok(PinnedRun { slots, gpu_time })
+        for (i, cycles) in timed.iter().enumerate() {
+            if let Some(slot) = out[i % slots].as_mut() {
+                // Each warp's timed pass is bracketed by its own pair of clock reads.
+                slot.total_cycles += cycles + overhead;
+            }
+        }
+        Ok(PinnedRun {
+            slots: out,
+            gpu_time,
+        })
     }
 
     fn partition_map(
         &mut self,
         request: &PartitionMapRequest,
     ) -> Result<PartitionMapRun, RunnerError> {
-        check_partition_map(request, self.profile.device.sm_count)?;
-        Err(RunnerError::InvalidRequest(
-            "the simulator does not run the partition map yet".into(),
-        ))
+        let sm_count = self.profile.device.sm_count;
+        check_partition_map(request, sm_count)?;
+        let shared_bytes = self.profile.shared_carveout_for(Carveout::Percent(0), 0)?;
+        let lines = request.lines_per_sm;
+        let chain = ChainSpec::new(
+            u64::from(lines) * u64::from(request.line_bytes),
+            request.line_bytes,
+        )?;
+        // One buffer: SM `s`'s array is the `s`-th run of `lines` lines.
+        let cursors: Vec<ChainCursor> = (0..u64::from(sm_count))
+            .map(|s| ChainCursor::new(GLOBAL_BASE + s * chain.bytes, &chain))
+            .collect();
+        let sms: Vec<usize> = (0..sm_count as usize).collect();
+        let mut blocks = self.start_launch_on(&sms, shared_bytes);
+        let route = self.route(LoadPath::GlobalCg, 0);
+        let reference = request.reference_sm as usize;
+        let mut launch = self.launch();
+        // The reference loads every array once, then the SMs take turns: each reads its own
+        // array twice, every load timed.
+        for cursor in &cursors {
+            let mut warming = *cursor;
+            launch.run_phase(
+                std::slice::from_mut(&mut blocks[reference]),
+                std::slice::from_mut(&mut warming),
+                &route,
+                lines,
+                Timing::Untimed,
+            )?;
+        }
+        let mut seen = Vec::with_capacity(sms.len());
+        for sm in 0..sms.len() {
+            let mut cursor = cursors[sm];
+            let block = &mut blocks[sm];
+            let before = block.samples.latencies.len();
+            launch.run_phase(
+                std::slice::from_mut(block),
+                std::slice::from_mut(&mut cursor),
+                &route,
+                2 * lines,
+                Timing::Fine,
+            )?;
+            let mut cold = block.samples.latencies.split_off(before);
+            let warm = cold.split_off(lines as usize);
+            seen.push(Some(SmLineLatencies { cold, warm }));
+        }
+        // The SMs take turns: the launch lasts as long as all their loads together.
+        let cycles: u64 = blocks.iter().map(|b| b.cycles).sum();
+        let gpu_time =
+            LAUNCH_OVERHEAD + Duration::from_secs_f64(cycles as f64 / (self.profile.clock.sm_mhz * 1e6));
+        Ok(PartitionMapRun {
+            sms: seen,
+            gpu_time,
+        })
     }
 
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {

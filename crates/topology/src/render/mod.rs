@@ -9,7 +9,7 @@ mod svg;
 
 use std::fmt::Write as _;
 
-use crate::model::{ElementKind, NoteSeverity, QuantityKind, Topology};
+use crate::model::{CarveoutRole, ElementKind, NoteSeverity, QuantityKind, Topology};
 use crate::quantity::{Latency, Size};
 
 pub use svg::svg;
@@ -138,6 +138,24 @@ fn rows(topo: &Topology, notes: &mut Footnotes) -> Vec<Row> {
                 .and_then(|e| e.count_per_sm)
                 .map_or_else(|| "-".to_owned(), |c| c.value.to_string()),
         });
+        // The L1's two headline sizes, each named: the largest any kernel gets, and what
+        // a kernel without shared memory gets from the driver.
+        for role in [CarveoutRole::LargestL1, CarveoutRole::DriverDefault] {
+            if let Some(row) = element.and_then(|e| e.carveout_row(role)) {
+                let shared = row
+                    .shared_memory_bytes
+                    .map_or_else(String::new, |b| format!(", {b} shared"));
+                rows.push(Row {
+                    element: format!("  {}{shared}", role.label()),
+                    size: row.l1_size.to_string(),
+                    line: "-".to_owned(),
+                    latency_cycles: "-".to_owned(),
+                    latency_ns: "-".to_owned(),
+                    shared_with: "-".to_owned(),
+                    per_sm: "-".to_owned(),
+                });
+            }
+        }
         if let Some(partitions) = element.and_then(|e| e.partitions.as_ref()) {
             let count = partitions.count.map(|c| c.value);
             let each = partitions
@@ -542,9 +560,9 @@ pub fn markdown(topo: &Topology) -> String {
         for entry in &element.size_per_carveout {
             let _ = writeln!(
                 out,
-                "| {} | size at carveout {} % | {} | {} | - | - | - | - |",
+                "| {} | size at {} | {} | {} | - | - | - | - |",
                 kind.display_name(),
-                entry.carveout_percent,
+                carveout_row_label(entry),
                 entry.l1_size,
                 entry.l1_size.provenance
             );
@@ -581,4 +599,27 @@ pub fn markdown(topo: &Topology) -> String {
         }
     }
     out
+}
+
+/// How a row of the L1's carveout table is named: the shared memory in force, the carveout
+/// and shared bytes the kernel asked for, and what the row is.
+pub fn carveout_row_label(entry: &crate::model::CarveoutL1Size) -> String {
+    let mut parts = Vec::new();
+    if let Some(shared) = entry.shared_memory_bytes {
+        parts.push(format!("{} shared", shared));
+    }
+    match entry.carveout_percent {
+        Some(p) => parts.push(format!("carveout {p} % requested")),
+        None => parts.push("no carveout requested".to_string()),
+    }
+    if let Some(kernel) = entry.kernel_shared_bytes {
+        parts.push(format!("{kernel} per block"));
+    }
+    let what = parts.join(", ");
+    match entry.role {
+        Some(role) if role != CarveoutRole::Configuration => {
+            format!("{} ({what})", role.label())
+        }
+        _ => what,
+    }
 }

@@ -128,13 +128,17 @@ pub fn h200_illustrative() -> Topology {
         .set_backed_by(ElementKind::L2)
         .set_global_loads_cached(true)
         .set_size_at_carveout(CarveoutL1Size {
-            carveout_percent: 0,
-            shared_memory_bytes: Some(Bytes(0)),
+            carveout_percent: Some(0),
+            shared_memory_bytes: Some(Bytes(8192)),
+            kernel_shared_bytes: Some(Bytes(7168)),
+            role: Some(CarveoutRole::LargestL1),
             l1_size: change_point(238_848, 0.97, 1e-6, 0.81),
         })
         .set_size_at_carveout(CarveoutL1Size {
-            carveout_percent: 100,
+            carveout_percent: Some(100),
             shared_memory_bytes: Some(Bytes(233_472)),
+            kernel_shared_bytes: None,
+            role: Some(CarveoutRole::Configuration),
             l1_size: change_point(22_784, 0.95, 1e-5, 0.77).with_conditions(Conditions {
                 shared_memory_carveout_percent: Some(100),
                 ..Default::default()

@@ -3,12 +3,15 @@
 //!
 //! One launch ([`Backend::partition_map`]): SM 0 loads one small array per SM, then each SM
 //! reads its own array cold, then again. A line is *near* for an SM when its cold load is
-//! at the fastest level of all SMs' cold loads, *far* when slower. SMs whose sets of near
-//! lines agree (to 5 % of the lines) share a partition: with copies, the reference's own
-//! partition finds every line near and every other partition its own homed share; without
-//! copies, every partition finds its own homed share. So the number of groups is the number
-//! of partitions, whatever the geometry. An SM of another group that finds every line near
-//! on its second pass got copies of the far lines into its own partition.
+//! at the fastest level of all SMs' cold loads, *far* when slower. With copies, the
+//! reference's partition holds every line, so the SMs that use it find (almost) none far;
+//! every other SM finds far the lines homed outside its partition, 1 − 1/P of them with P
+//! partitions, which gives P. With two partitions that splits the SMs; with more, the map
+//! tells the reference's partition from the others only; without copies every SM finds
+//! 1 − 1/P far and the map gives P but no grouping. The near/far *pattern* of lines cannot
+//! group SMs: each SM reads its own array, and the partition hash of one array's lines is
+//! not in general another's (an address hash of high bits can flip it). An SM off the reference's
+//! partition that finds every line near on its second pass got copies of the far lines.
 
 use std::time::Duration;
 
@@ -21,18 +24,19 @@ use crate::{
 /// Lines of each SM's array (32 KiB at 128 B: 132 arrays fit any near partition).
 pub const MAP_LINES: u32 = 256;
 
-/// SMs whose near lines differ in at most this share of lines are one group.
-const SAME_PATTERN: f64 = 0.05;
+/// Far shares below this are none: the map saw one partition.
+const NO_FAR: f64 = 0.05;
 
 /// Which SM uses which partition, and what the map showed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionMap {
     /// The SM that loaded every array first.
     pub reference_sm: u32,
-    /// Per SM (`%smid`): its group (0 = the reference's partition), `None` where the SM
-    /// took no part.
+    /// Per SM (`%smid`): 0 for the reference's partition, 1 for the other one where there
+    /// are two; `None` where the SM took no part or the map cannot tell its partition.
     pub partition_of_sm: Vec<Option<u32>>,
-    /// How many groups (partitions) were found.
+    /// How many partitions an SM's loads meet, from the far share of the SMs off the
+    /// reference's partition (1 − 1/P).
     pub count: u32,
     /// Per SM: the share of its lines that came back far on the cold pass.
     pub far_share: Vec<Option<f64>>,
@@ -121,50 +125,63 @@ pub fn read_map(
         .skip(1)
         .find(|m| m.distribution.p50 >= MIN_RATIO * near_mode.distribution.p50);
     let threshold = far_mode.map(|_| near_mode.upper);
-    let near_set = |lines: &[f64]| -> Vec<bool> {
-        lines
-            .iter()
-            .map(|&v| threshold.is_none_or(|t| v < t))
-            .collect()
-    };
-    let patterns: Vec<Option<Vec<bool>>> =
-        cold.iter().map(|c| c.as_deref().map(near_set)).collect();
-    // Group SMs by their near lines, the reference (SM 0) first.
-    let mut groups: Vec<Vec<bool>> = Vec::new();
-    let mut partition_of_sm = vec![None; cold.len()];
-    for (sm, pattern) in patterns.iter().enumerate() {
-        let Some(pattern) = pattern else { continue };
-        let differs = |g: &Vec<bool>| {
-            g.iter().zip(pattern).filter(|(a, b)| a != b).count() as f64
-                > SAME_PATTERN * pattern.len() as f64
-        };
-        let group = match groups.iter().position(|g| !differs(g)) {
-            Some(g) => g,
-            None => {
-                groups.push(pattern.clone());
-                groups.len() - 1
-            }
-        };
-        partition_of_sm[sm] = Some(group as u32);
-    }
-    let far_share: Vec<Option<f64>> = patterns
+    let far_share: Vec<Option<f64>> = cold
         .iter()
-        .map(|p| {
-            p.as_ref()
-                .map(|p| p.iter().filter(|&&near| !near).count() as f64 / p.len().max(1) as f64)
+        .map(|c| {
+            c.as_ref().map(|lines| {
+                let far = lines
+                    .iter()
+                    .filter(|&&v| threshold.is_some_and(|t| v >= t))
+                    .count();
+                far as f64 / lines.len().max(1) as f64
+            })
         })
         .collect();
-    // Copies: SMs outside the reference's group that saw far lines cold find them near on
+    let highest = far_share.iter().flatten().copied().fold(0.0, f64::max);
+    // SMs that find (almost) no line far share the reference's partition, which holds
+    // copies of every line; the others see the lines homed outside their own partition
+    // far: 1 − 1/P of them.
+    let other_side = |share: f64| highest >= NO_FAR && share >= highest / 2.0;
+    let others: Vec<f64> = far_share
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|&s| other_side(s))
+        .collect();
+    let count = if others.is_empty() {
+        1
+    } else {
+        let typical = super::super::stats::median(&others);
+        (1.0 / (1.0 - typical).max(1e-3)).round().max(2.0) as u32
+    };
+    let reference_side = far_share
+        .iter()
+        .flatten()
+        .any(|&s| highest >= NO_FAR && !other_side(s));
+    let partition_of_sm: Vec<Option<u32>> = far_share
+        .iter()
+        .map(|share| {
+            share.and_then(|s| match (count, other_side(s)) {
+                (1, _) => Some(0),
+                (_, false) => Some(0),
+                // With two partitions, every SM off the reference's is on the other one;
+                // with more, which one is not told by this map.
+                (2, true) if reference_side => Some(1),
+                _ => None,
+            })
+        })
+        .collect();
+    // Copies: SMs off the reference's partition that saw far lines cold find them near on
     // their second pass.
-    let keeps_copies = (groups.len() > 1).then(|| {
+    let keeps_copies = (count > 1).then(|| {
         let mut seen_far = 0usize;
         let mut near_again = 0usize;
-        for (sm, group) in partition_of_sm.iter().enumerate() {
-            let (Some(group), Some(Some(c)), Some(Some(w))) = (group, cold.get(sm), warm.get(sm))
+        for (sm, share) in far_share.iter().enumerate() {
+            let (Some(share), Some(Some(c)), Some(Some(w))) = (share, cold.get(sm), warm.get(sm))
             else {
                 continue;
             };
-            if *group == 0 {
+            if !other_side(*share) {
                 continue;
             }
             for (cold_load, warm_load) in c.iter().zip(w) {
@@ -190,7 +207,7 @@ pub fn read_map(
     let near = Distribution::of(&split(false)).ok_or("no near loads in the partition map")?;
     Ok(PartitionMap {
         reference_sm: 0,
-        count: groups.len() as u32,
+        count,
         partition_of_sm,
         far_share,
         keeps_copies,
@@ -239,7 +256,7 @@ mod tests {
     }
 
     #[test]
-    fn three_partitions_without_copies_are_three_groups_by_which_lines_are_near() {
+    fn without_copies_the_map_counts_partitions_but_cannot_group() {
         // Every SM finds a third of the lines near: the third homed in its own partition.
         let cold: Vec<Option<Vec<f64>>> = (0..9)
             .map(|sm| Some(lines(move |l| l % 3 == sm % 3)))
@@ -247,8 +264,21 @@ mod tests {
         let warm = cold.clone();
         let map = read_map(&cold, &warm, Duration::ZERO).unwrap();
         assert_eq!(map.count, 3);
-        assert_eq!(map.sms_of(0), vec![0, 3, 6]);
+        assert!(map.partition_of_sm.iter().all(Option::is_none));
         assert_eq!(map.keeps_copies, Some(false));
+    }
+
+    #[test]
+    fn four_partitions_with_copies_tell_the_reference_side_only() {
+        let cold: Vec<Option<Vec<f64>>> = (0..8)
+            .map(|sm| Some(if sm < 2 { lines(|_| true) } else { lines(|l| l % 4 == 0) }))
+            .collect();
+        let warm: Vec<Option<Vec<f64>>> = (0..8).map(|_| Some(lines(|_| true))).collect();
+        let map = read_map(&cold, &warm, Duration::ZERO).unwrap();
+        assert_eq!(map.count, 4);
+        assert_eq!(map.sms_of(0), vec![0, 1]);
+        assert!(map.partition_of_sm[2..].iter().all(Option::is_none));
+        assert_eq!(map.keeps_copies, Some(true));
     }
 
     #[test]

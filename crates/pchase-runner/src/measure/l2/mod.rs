@@ -49,6 +49,9 @@ pub struct L2Findings {
     /// The bytes of far-homed lines the far partition(s) held at the far edge (the edge
     /// times the far level's share), and whether measured.
     pub far_capacity: Option<(u64, bool)>,
+    /// The far capacity's range: the far edge times the far share ± two binomial standard
+    /// errors of a share over the sampled loads, bytes.
+    pub far_capacity_range: Option<(u64, u64)>,
     /// Where the sweep's last rise is (the L2 as one SM sees it), bytes.
     pub total_seen: Option<u64>,
     /// Whether a partition keeps copies of lines homed in another: by the map's second pass
@@ -104,7 +107,7 @@ pub fn measure_l2<B: Backend>(
     samples: u32,
     gpu_time: &mut Duration,
 ) -> Result<L2Findings, RunnerError> {
-    let l2 = backend.device().l2_bytes.max(1 << 20);
+    let l2 = backend.device().l2_bytes.max(64 << 10);
 
     // 1. The partition map (where the device can run it).
     let map = match map::partition_map(backend, overhead, gpu_time) {
@@ -127,9 +130,13 @@ pub fn measure_l2<B: Backend>(
         .ok_or_else(|| RunnerError::WrongResult("the L2 sweep shows no near hits".into()))?;
     let near = summary(&near_level.distribution)?;
 
-    // 5. Capacities. Near: the last size where near hits are (almost) all loads, refined
-    // between it and the next by the curve's mean.
-    let near_share_full = 0.95 * near_level.share_at(0);
+    // 5. Capacities. Near: the last size where near hits keep the share they have at the
+    // smallest size (to 5 %, or to four binomial standard deviations of a share over the
+    // sampled loads where that is wider: without copies the share is about 1/partitions
+    // and wobbles from size to size), refined between it and the next by the curve's mean.
+    let first_share = near_level.share_at(0);
+    let wobble = 4.0 * (first_share * (1.0 - first_share) / f64::from(sweep::SWEEP_SAMPLES)).sqrt();
+    let near_share_full = first_share - (0.05 * first_share).max(wobble);
     let near_last = (0..points.len())
         .take_while(|&i| near_level.share_at(i) >= near_share_full)
         .last();
@@ -160,6 +167,15 @@ pub fn measure_l2<B: Backend>(
     }
     let far_capacity = match (far_edge, far_level) {
         (Some(edge), Some(far)) => Some(((edge as f64 * far.peak_share()) as u64, true)),
+        _ => None,
+    };
+    let far_capacity_range = match (far_edge, far_level) {
+        (Some(edge), Some(far)) => {
+            let share = far.peak_share();
+            let error = 2.0 * (share * (1.0 - share) / f64::from(sweep::SWEEP_SAMPLES)).sqrt();
+            let bytes = |s: f64| (edge as f64 * s.clamp(0.0, 1.0)) as u64;
+            Some((bytes(share - error), bytes(share + error)))
+        }
         _ => None,
     };
     let total_seen = identified
@@ -231,6 +247,7 @@ pub fn measure_l2<B: Backend>(
         near_capacity,
         far_edge,
         far_capacity,
+        far_capacity_range,
         total_seen,
         keeps_copies,
         map,

@@ -161,7 +161,10 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// A load counts as a miss above `threshold` cycles. B starts with one node per 1024 lines
 /// of A (at least 8) and grows fourfold, up to one per line, until the re-timed pass shows
 /// at least 128 runs (so that a few stray slow loads cannot outvote them) or more than half
-/// of A missed; the launch with the most runs (at least 16) decides.
+/// of A missed; where one fourfold step went from too few runs to more than half missed (a
+/// cache whose sets fill evenly overflows in all of them at once), up to six bisections of
+/// B's node count search between the two. The launch with the most runs (at least 16)
+/// decides.
 pub(super) fn l2_line<B: Backend>(
     backend: &mut B,
     capacity: u64,
@@ -184,8 +187,9 @@ pub(super) fn l2_line<B: Backend>(
     let lines = (bytes / 128).max(1);
     let mut seen = Vec::new();
     let mut best: Option<L2Line> = None;
-    for share in [1024u64, 256, 64, 16, 4, 1] {
-        let evicting = u32::try_from((lines / share).max(8)).unwrap_or(u32::MAX);
+    // One launch with `evicting` nodes in B: the runs of misses it shows, and its share of
+    // misses.
+    let mut probe = |evicting: u32, best: &mut Option<L2Line>| -> Result<(usize, f64), RunnerError> {
         let b = ChainSpec::new(
             u64::from(evicting) * u64::from(EVICTING_SPACING),
             EVICTING_SPACING,
@@ -227,12 +231,13 @@ pub(super) fn l2_line<B: Backend>(
             runs.len(),
             100.0 * miss_share
         ));
-        if runs.len() >= 16 && best.as_ref().is_none_or(|b| runs.len() > b.runs) {
+        let count = runs.len();
+        if count >= 16 && best.as_ref().is_none_or(|b| count > b.runs) {
             let (units, agreement) = aligned_unit(&runs);
-            best = Some(L2Line {
+            *best = Some(L2Line {
                 bytes: units as u64 * granularity,
                 agreement,
-                runs: runs.len(),
+                runs: count,
                 miss_share,
                 array_bytes: bytes,
                 evicting_nodes: evicting,
@@ -241,10 +246,39 @@ pub(super) fn l2_line<B: Backend>(
                 latencies,
             });
         }
-        // Enough runs to outvote stray slow loads, or so many misses that more eviction
-        // would only merge runs.
-        if runs.len() >= 128 || miss_share > 0.5 {
+        Ok((count, miss_share))
+    };
+    // Enough runs to outvote stray slow loads, or so many misses that more eviction would
+    // only merge runs.
+    let enough = |(runs, miss_share): (usize, f64)| runs >= 128 || miss_share > 0.5;
+    let mut fewer: Option<u32> = None;
+    let mut too_many: Option<u32> = None;
+    for share in [1024u64, 256, 64, 16, 4, 1] {
+        let evicting = u32::try_from((lines / share).max(8)).unwrap_or(u32::MAX);
+        let outcome = probe(evicting, &mut best)?;
+        if outcome.0 >= 128 {
             break;
+        }
+        if enough(outcome) {
+            too_many = Some(evicting);
+            break;
+        }
+        fewer = Some(evicting);
+    }
+    // Where B went from too few evictions to misses everywhere in one fourfold step (sets
+    // filled evenly overflow all at once), bisect the node count between the two.
+    if let (Some(mut low), Some(mut high)) = (fewer, too_many) {
+        for _ in 0..6 {
+            if best.as_ref().is_some_and(|b| b.runs >= 128) || high <= low + 1 {
+                break;
+            }
+            let middle = ((f64::from(low) * f64::from(high)).sqrt() as u32).clamp(low + 1, high - 1);
+            let outcome = probe(middle, &mut best)?;
+            if enough(outcome) && outcome.0 < 128 {
+                high = middle;
+            } else if outcome.0 < 128 {
+                low = middle;
+            }
         }
     }
     if let Some(line) = best {

@@ -35,11 +35,12 @@ pub struct SweepPoint {
     pub samples: Vec<f64>,
 }
 
-/// The sweep's sizes: from `l2 / 32` (at least 256 KiB) to `2.5 × l2`, 2^(1/4) apart,
-/// multiples of 128 B with at least one node per warp.
+/// The sweep's sizes: from `l2 / 32` to `2.5 × l2`, 2^(1/4) apart, multiples of 128 B with
+/// at least one node per warp (the `.cg` chase bypasses the L1, so small sizes are L2 hits
+/// too).
 pub fn sweep_sizes(l2: u64) -> Vec<u64> {
     let mut sizes = Vec::new();
-    let mut size = (l2 / 32).max(256 << 10) as f64;
+    let mut size = (l2 / 32) as f64;
     let last = 2.5 * l2 as f64;
     while size <= last * 1.0001 {
         let bytes = (size as u64 / 128 * 128).max(128 * u64::from(SWEEP_WARPS));
@@ -62,7 +63,11 @@ pub fn measure_point<B: Backend>(
     gpu_time: &mut Duration,
 ) -> Result<Option<SweepPoint>, RunnerError> {
     let chain = ChainSpec::new(bytes, 128)?;
-    let warps = SWEEP_WARPS.min(u32::try_from(chain.nodes()).unwrap_or(u32::MAX));
+    // At least 64 timed loads per warp, so that the mean is not one clock overhead or one
+    // stray slow load spread over a handful of loads.
+    let warps = SWEEP_WARPS
+        .min(u32::try_from(chain.nodes() / 64).unwrap_or(u32::MAX))
+        .max(1);
     let per_warp = u32::try_from(chain.nodes() / u64::from(warps)).unwrap_or(u32::MAX);
     let request = PinnedRequest {
         sms: vec![SWEEP_SM],
