@@ -139,8 +139,10 @@ pub fn parse_bindings(text: &str) -> Result<Bindings, String> {
                 return Err(format!("{name} is variadic"));
             }
             let returns_result = match &f.sig.output {
-                ReturnType::Type(_, ty) => enum_repr(ty).is_some()
-                    && path_ident(ty).is_some_and(|n| n == "CUresult" || n == "cudaError_enum"),
+                ReturnType::Type(_, ty) => {
+                    enum_repr(ty).is_some()
+                        && path_ident(ty).is_some_and(|n| n == "CUresult" || n == "cudaError_enum")
+                }
                 ReturnType::Default => false,
             };
             if !returns_result {
@@ -198,7 +200,10 @@ pub fn cust_known_codes(error_rs: &str) -> Result<Vec<String>, String> {
         })
         .collect();
     if known.len() < 20 {
-        return Err(format!("found only {} codes in cust's ToResult", known.len()));
+        return Err(format!(
+            "found only {} codes in cust's ToResult",
+            known.len()
+        ));
     }
     Ok(known)
 }
@@ -290,7 +295,9 @@ pub fn generate(workspace: &Path) -> Result<String, String> {
     let read = |path: PathBuf| {
         fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
-    let bindings = parse_bindings(&read(package_dir(workspace, "cust_raw")?.join("src/cuda.rs"))?)?;
+    let bindings = parse_bindings(&read(
+        package_dir(workspace, "cust_raw")?.join("src/cuda.rs"),
+    )?)?;
     let known = cust_known_codes(&read(package_dir(workspace, "cust")?.join("src/error.rs"))?)?;
     render(&bindings, &known)
 }
@@ -345,13 +352,18 @@ mod tests {
                 "extern \"C\" {{ pub fn cuPad{i}(e: CUresult) -> CUresult; }}\n"
             ));
         }
-        let variants: String = (2..40).map(|i| format!("#[repr(i32)] pub enum E{i} {{ X = 0 }}\n")).collect();
+        let variants: String = (2..40)
+            .map(|i| format!("#[repr(i32)] pub enum E{i} {{ X = 0 }}\n"))
+            .collect();
         text.push_str(&variants);
         let text = text.replace(
             "CUDA_ERROR_INVALID_VALUE = 1 }",
             &format!(
                 "CUDA_ERROR_INVALID_VALUE = 1, {} }}",
-                (2..30).map(|i| format!("C{i} = {i}")).collect::<Vec<_>>().join(", ")
+                (2..30)
+                    .map(|i| format!("C{i} = {i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         );
         let text = format!(
@@ -360,12 +372,21 @@ mod tests {
         );
         let b = parse_bindings(&text).unwrap();
         assert_eq!(b.entry_points[0].name, "cuInit");
-        assert_eq!(b.entry_points[0].args, vec![("Flags".to_string(), "c_uint".to_string())]);
+        assert_eq!(
+            b.entry_points[0].args,
+            vec![("Flags".to_string(), "c_uint".to_string())]
+        );
         let attr = &b.entry_points[1];
         assert_eq!(attr.name, "cuDeviceGetAttribute");
         assert_eq!(attr.args[0].1, "*mut c_int");
-        assert_eq!(attr.args[1].1, "u32", "enum arguments become their representation");
-        assert_eq!(b.entry_points[2].args[0].1, "i32", "CUresult is an i32 enum");
+        assert_eq!(
+            attr.args[1].1, "u32",
+            "enum arguments become their representation"
+        );
+        assert_eq!(
+            b.entry_points[2].args[0].1, "i32",
+            "CUresult is an i32 enum"
+        );
         assert_eq!(
             b.entry_points.iter().filter(|e| e.name == "cuInit").count(),
             1,

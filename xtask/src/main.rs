@@ -42,11 +42,7 @@ fn cargo(args: &[&str], extra: &[String]) -> Result<(), String> {
 }
 
 /// [`cargo`] with extra environment variables for this one call.
-fn cargo_with_env(
-    args: &[&str],
-    extra: &[String],
-    vars: &[(&str, &str)],
-) -> Result<(), String> {
+fn cargo_with_env(args: &[&str], extra: &[String], vars: &[(&str, &str)]) -> Result<(), String> {
     let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args(args).args(extra).current_dir(workspace_root());
     cmd.envs(vars.iter().copied());

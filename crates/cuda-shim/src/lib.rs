@@ -64,7 +64,9 @@ pub const DEFAULT_LIBRARY: &str = "nvcuda.dll";
 
 /// Why the driver library could not be loaded.
 #[derive(Debug, Clone, Error)]
-#[error("cannot load `{path}` (the NVIDIA driver's library; {LIBRARY_ENV} names another): {reason}")]
+#[error(
+    "cannot load `{path}` (the NVIDIA driver's library; {LIBRARY_ENV} names another): {reason}"
+)]
 pub struct LoadError {
     /// The library asked for.
     pub path: String,
@@ -135,9 +137,7 @@ pub fn missing_entry_points() -> Vec<&'static str> {
 unsafe fn symbol<T: Copy>(library: &Library, name: &[u8]) -> Option<T> {
     // SAFETY: the caller guarantees the type; the library outlives the copied pointer
     // because it is kept in a static for the rest of the process.
-    unsafe { library.get::<T>(name) }
-        .ok()
-        .map(|s| *s)
+    unsafe { library.get::<T>(name) }.ok().map(|s| *s)
 }
 
 /// Calls the driver's function through `call`, which returns `None` when the driver lacks
@@ -148,7 +148,9 @@ fn forward(name: &'static str, call: impl FnOnce(&Entries) -> Option<c_int>) -> 
         Ok(d) => match call(&d.entries) {
             Some(raw) => sanitize(name, raw, &d.entries),
             None => {
-                log::warn!("the loaded CUDA driver has no `{name}`: returning CUDA_ERROR_NOT_FOUND");
+                log::warn!(
+                    "the loaded CUDA driver has no `{name}`: returning CUDA_ERROR_NOT_FOUND"
+                );
                 CUresult::CUDA_ERROR_NOT_FOUND
             }
         },
@@ -164,7 +166,9 @@ fn driver_name(raw: c_int, entries: &Entries) -> String {
     });
     if ok && !name.is_null() {
         // SAFETY: on success the driver returns a NUL-terminated static string.
-        unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned()
     } else {
         "a code this driver does not name".to_string()
     }
@@ -217,7 +221,9 @@ pub unsafe extern "C" fn cuGetErrorString(error: c_int, pStr: *mut *const c_char
     match driver() {
         Ok(d) => forward("cuGetErrorString", |_| {
             // SAFETY: the caller's contract is the driver's.
-            d.entries.cuGetErrorString.map(|f| unsafe { f(error, pStr) })
+            d.entries
+                .cuGetErrorString
+                .map(|f| unsafe { f(error, pStr) })
         }),
         Err(_) if pStr.is_null() => CUresult::CUDA_ERROR_INVALID_VALUE,
         Err(load) => {

@@ -24,7 +24,10 @@ fn load_names_the_library_and_the_variable() {
     let err = cuda_shim::load().unwrap_err();
     assert_eq!(err.path, MISSING);
     let text = err.to_string();
-    assert!(text.contains(MISSING) && text.contains(cuda_shim::LIBRARY_ENV), "{text}");
+    assert!(
+        text.contains(MISSING) && text.contains(cuda_shim::LIBRARY_ENV),
+        "{text}"
+    );
     assert!(cuda_shim::missing_entry_points().is_empty());
 }
 
@@ -34,7 +37,10 @@ fn cust_init_fails_with_a_readable_no_driver_error() {
     let err = cust::init(cust::CudaFlags::empty()).unwrap_err();
     assert_eq!(err, cust::error::CudaError::NotInitialized);
     let text = err.to_string();
-    assert!(text.contains("no CUDA driver") && text.contains(MISSING), "{text}");
+    assert!(
+        text.contains("no CUDA driver") && text.contains(MISSING),
+        "{text}"
+    );
 }
 
 #[test]
@@ -62,6 +68,7 @@ fn error_names_come_from_the_bindings_without_a_driver() {
     assert_eq!(unsafe { CStr::from_ptr(name) }, c"CUDA_ERROR_NO_DEVICE");
     // A null out-parameter is refused, not written.
     // SAFETY: null is allowed and checked.
-    let refused = unsafe { cust_raw::cuGetErrorString(CUresult::CUDA_ERROR_NO_DEVICE, std::ptr::null_mut()) };
+    let refused =
+        unsafe { cust_raw::cuGetErrorString(CUresult::CUDA_ERROR_NO_DEVICE, std::ptr::null_mut()) };
     assert_eq!(refused, CUresult::CUDA_ERROR_INVALID_VALUE);
 }

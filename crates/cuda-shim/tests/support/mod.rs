@@ -60,7 +60,14 @@ pub fn build_fake_driver(dir: &Path) -> PathBuf {
     let lib = dir.join("libcuda-fake.so");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fake_driver.rs");
     let status = Command::new(rustc())
-        .args(["--crate-type", "cdylib", "--edition", "2021", "--crate-name", "cuda_fake"])
+        .args([
+            "--crate-type",
+            "cdylib",
+            "--edition",
+            "2021",
+            "--crate-name",
+            "cuda_fake",
+        ])
         .arg("-o")
         .arg(&lib)
         .arg(&source)

@@ -36,7 +36,10 @@ fn the_binary_does_not_link_libcuda() {
         .filter(|d| d.tag(endian) == elf::DT_NEEDED)
         .map(|d| String::from_utf8_lossy(d.string(endian, strings).unwrap()).into_owned())
         .collect();
-    assert!(needed.iter().any(|n| n.starts_with("libc.so")), "{needed:?}");
+    assert!(
+        needed.iter().any(|n| n.starts_with("libc.so")),
+        "{needed:?}"
+    );
     assert!(!needed.iter().any(|n| n.contains("libcuda")), "{needed:?}");
 }
 
