@@ -267,7 +267,7 @@ pub fn render(bindings: &Bindings, cust_known: &[String]) -> Result<String, Stri
 }
 
 /// The source directories of the named packages, through `cargo metadata`.
-fn package_dir(workspace: &Path, package: &str) -> Result<PathBuf, String> {
+pub fn package_dir(workspace: &Path, package: &str) -> Result<PathBuf, String> {
     let out = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["metadata", "--format-version", "1", "--locked"])
         .current_dir(workspace)

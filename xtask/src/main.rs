@@ -2,7 +2,7 @@
 //! toolchain (and Python 3 for the ptxas wheel) can run all of it.
 //!
 //! ```text
-//! cargo xtask test [ARGS]      all tests of the workspace
+//! cargo xtask test [ARGS]      all tests (no driver here: against a scriptable stand-in)
 //! cargo xtask run [ARGS]       memtopo on GPU 0 (release build), ARGS passed on
 //! cargo xtask lint             rustfmt --check, clippy -D warnings, rustdoc -D warnings
 //! cargo xtask ptx [--check]    regenerate ptx/ (or check it is up to date)
@@ -13,6 +13,7 @@
 //! ```
 
 mod cuda_shim;
+mod cuda_stub;
 mod ptx;
 mod ptxas;
 
@@ -62,7 +63,20 @@ fn cargo_with_env(args: &[&str], extra: &[String], vars: &[(&str, &str)]) -> Res
 }
 
 fn test(extra: &[String]) -> Result<(), String> {
-    cargo(&["test", "--workspace", "--locked"], extra)
+    let stand_in = cuda_stub::StandIn::prepare(&workspace_root())?;
+    eprintln!("xtask: {}", stand_in.describe());
+    let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["test", "--workspace", "--locked"])
+        .args(extra)
+        .current_dir(workspace_root());
+    stand_in.apply(&mut cmd);
+    eprintln!("xtask: cargo test --workspace --locked {}", extra.join(" "));
+    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo test --workspace --locked` failed ({status})"))
+    }
 }
 
 fn lint() -> Result<(), String> {

@@ -15,6 +15,8 @@
 //!   before they call anything.
 //! * **A driver without the symbol** (older than the bindings): that entry point returns
 //!   `CUDA_ERROR_NOT_FOUND` and logs a warning.
+//! * **Raw codes.** [`raw`] has every entry point again, returning the driver's code as a
+//!   plain integer, exported as `cuda_shim_raw_<name>` ([`RAW_PREFIX`]).
 //! * **Codes the bindings do not list.** `CUresult` is a Rust enum in `cust_raw`, so a code
 //!   it has no variant for (a newer driver's, such as 46, `CUDA_ERROR_DEVICE_UNAVAILABLE`)
 //!   would be undefined behaviour the moment it is returned. The forwarders receive the
@@ -50,6 +52,8 @@ mod macros;
 mod entry_points;
 
 use entry_points::{error_name, from_raw, known_to_cust, Entries};
+
+pub use entry_points::raw;
 
 /// The environment variable that names the driver library to load instead of the default
 /// (`libcuda.so.1`, found by the dynamic loader's usual search).
@@ -154,6 +158,24 @@ fn forward(name: &'static str, call: impl FnOnce(&Entries) -> Option<c_int>) -> 
                 CUresult::CUDA_ERROR_NOT_FOUND
             }
         },
+    }
+}
+
+/// The prefix of the symbols that return the driver's code untouched: `cuda_shim_raw_cuInit`
+/// and so on. Code that declares driver functions with integer results (so that it can
+/// tell apart codes newer than the bindings) links to these with `#[link_name]`; without a
+/// driver they return `CUDA_ERROR_NOT_INITIALIZED` (3), for a symbol the driver lacks
+/// `CUDA_ERROR_NOT_FOUND` (500).
+pub const RAW_PREFIX: &str = "cuda_shim_raw_";
+
+/// [`forward`] without the translation of the result.
+fn forward_raw(name: &'static str, call: impl FnOnce(&Entries) -> Option<c_int>) -> c_int {
+    match driver() {
+        Err(_) => CUresult::CUDA_ERROR_NOT_INITIALIZED as c_int,
+        Ok(d) => call(&d.entries).unwrap_or_else(|| {
+            log::warn!("the loaded CUDA driver has no `{name}`: returning CUDA_ERROR_NOT_FOUND");
+            CUresult::CUDA_ERROR_NOT_FOUND as c_int
+        }),
     }
 }
 

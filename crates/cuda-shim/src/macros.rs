@@ -47,6 +47,42 @@ macro_rules! driver_api {
         /// Every entry point's name.
         pub(crate) const NAMES: &[&str] = &[ $( stringify!($name), )* $( stringify!($own), )* ];
 
+        /// The same entry points returning the driver's code untouched, as a plain integer,
+        /// under the symbol `cuda_shim_raw_<name>`: for callers that declare the driver's
+        /// functions with integer results themselves (see [`crate::RAW_PREFIX`]).
+        pub mod raw {
+            #[allow(unused_imports, clippy::wildcard_imports)]
+            use super::*;
+            $(
+                #[doc = concat!("`", stringify!($name), "` with the driver's code untouched.")]
+                ///
+                /// # Safety
+                /// The driver's contract for this function.
+                #[export_name = concat!("cuda_shim_raw_", stringify!($name))]
+                #[allow(non_snake_case, clippy::too_many_arguments)]
+                pub unsafe extern "C" fn $name($($arg: $ty),*) -> ::std::ffi::c_int {
+                    $crate::forward_raw(stringify!($name), |entries| {
+                        // SAFETY: the caller's contract is the driver's; the arguments pass unchanged.
+                        entries.$name.map(|f| unsafe { f($($arg),*) })
+                    })
+                }
+            )*
+            $(
+                #[doc = concat!("`", stringify!($own), "` with the driver's code untouched.")]
+                ///
+                /// # Safety
+                /// The driver's contract for this function.
+                #[export_name = concat!("cuda_shim_raw_", stringify!($own))]
+                #[allow(non_snake_case)]
+                pub unsafe extern "C" fn $own($($own_arg: $own_ty),*) -> ::std::ffi::c_int {
+                    $crate::forward_raw(stringify!($own), |entries| {
+                        // SAFETY: the caller's contract is the driver's; the arguments pass unchanged.
+                        entries.$own.map(|f| unsafe { f($($own_arg),*) })
+                    })
+                }
+            )*
+        }
+
         $(
             #[doc = concat!("Forwards `", stringify!($name), "` to the loaded driver (see the crate's documentation).")]
             ///

@@ -4,8 +4,16 @@
 //! Exit codes (also in `docs/cli.md`):
 //! 0 success; 1 a benchmark failed (the rest is still written); 2 bad command line;
 //! 3 no CUDA driver or no GPU; 4 bad device index; 5 bad simulation profile;
-//! 6 an output file could not be written; 7 a kernel failed to load or run.
+//! 6 an output file could not be written; 7 a kernel failed to load or run;
+//! 8 the GPU is busy (other processes, another memtopo, or an exclusive GPU held by
+//! another process); 9 measured, but disturbed while measuring (values marked).
 
+mod conditions;
+mod guard;
+mod lock;
+#[cfg(feature = "cuda")]
+mod nvml;
+mod output;
 mod raw;
 mod run;
 
@@ -47,6 +55,17 @@ pub struct Cli {
     /// Only errors; no table, no progress bars.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Measure even when other processes use the GPU; the result is marked as taken on
+    /// a busy GPU.
+    #[arg(long)]
+    pub allow_busy: bool,
+    /// Exit 10 when the self-check finds a raw-curve feature no reported level explains
+    /// (or a carveout row off its configuration); without it such findings are warnings.
+    #[arg(long)]
+    pub strict: bool,
+    /// Seconds to wait for another memtopo measuring the same GPU to finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub wait: f64,
 }
 
 fn main() -> ExitCode {

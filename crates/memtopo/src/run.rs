@@ -1,6 +1,12 @@
 //! One run of memtopo: pick the backend, measure, print and write the results.
 
-use std::{collections::BTreeSet, path::Path, process::ExitCode, time::Instant};
+use std::{
+    collections::BTreeSet,
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Instant,
+};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pchase_runner::{
@@ -9,9 +15,13 @@ use pchase_runner::{
     Backend, RunnerError,
 };
 use thiserror::Error;
-use topology::Topology;
+use topology::{RunRecord, Topology};
 
-use crate::{raw, Cli};
+use crate::{
+    conditions, guard,
+    output::{self, Format, Refusal, Stdout},
+    raw, Cli,
+};
 
 /// Why a run stopped, each with its exit code.
 #[derive(Debug, Error)]
@@ -22,6 +32,9 @@ pub enum CliError {
     /// Anything the runner reports.
     #[error("{0}")]
     Runner(#[from] RunnerError),
+    /// Another process uses the GPU, or another memtopo holds its lock.
+    #[error("the GPU is busy: {0}")]
+    Busy(String),
     /// An output could not be written.
     #[error("cannot write {path}: {reason}")]
     Output {
@@ -39,6 +52,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Runner(RunnerError::NoDriver(_) | RunnerError::NoDevice) => 3,
             CliError::Runner(RunnerError::BadDeviceIndex { .. }) => 4,
+            CliError::Runner(RunnerError::DeviceBusy(_)) | CliError::Busy(_) => 8,
             CliError::Runner(RunnerError::Profile(_)) => 5,
             CliError::Output { .. } => 6,
             CliError::Runner(_) => 7,
@@ -77,7 +91,7 @@ fn load_profile(spec: &str) -> Result<SimProfile, CliError> {
 }
 
 /// Runs the session on `backend` with a progress bar.
-fn measure<B: Backend>(
+pub(crate) fn measure<B: Backend>(
     backend: &mut B,
     options: MeasureOptions,
     quiet: bool,
@@ -101,38 +115,27 @@ fn measure<B: Backend>(
     Ok(result?)
 }
 
-fn write_output(topo: &Topology, path: &Path) -> Result<(), CliError> {
-    let name = path.to_string_lossy().to_string();
-    let fail = |reason: String| CliError::Output {
-        path: name.clone(),
-        reason,
-    };
-    let text = if name.ends_with(".mt4g.json") {
-        topology::mt4g::export_string(topo)
-    } else {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => topo.to_json_string().map_err(|e| fail(e.to_string()))?,
-            Some("toml") => topo.to_toml_string().map_err(|e| fail(e.to_string()))?,
-            Some("md") => topology::render::markdown(topo),
-            Some("svg") => topology::render::svg(topo),
-            _ => {
-                return Err(CliError::Usage(format!(
-                    "{name}: unknown output format; use .json, .toml, .md, .svg or .mt4g.json"
-                )))
-            }
-        }
-    };
-    std::fs::write(path, text).map_err(|e| fail(e.to_string()))
+/// The text of `topo` in `format`.
+fn render(topo: &Topology, format: Format) -> Result<String, String> {
+    Ok(match format {
+        Format::Mt4g => topology::mt4g::export_string(topo),
+        Format::Json => topo.to_json_string().map_err(|e| e.to_string())?,
+        Format::Toml => topo.to_toml_string().map_err(|e| e.to_string())?,
+        Format::Markdown => topology::render::markdown(topo),
+        Format::Svg => topology::render::svg(topo),
+    })
 }
 
-fn print_timings(measured: &Measurements, total: std::time::Duration) {
-    println!();
-    println!(
+fn timings_text(measured: &Measurements, total: std::time::Duration) -> String {
+    let mut out = String::from("\n");
+    let _ = writeln!(
+        out,
         "{:<36} {:>10} {:>10} {:>12}",
         "benchmark", "wall ms", "GPU ms", "analysis ms"
     );
     for t in &measured.timings {
-        println!(
+        let _ = writeln!(
+            out,
             "{:<36} {:>10.1} {:>10.1} {:>12.2}",
             t.benchmark,
             t.wall.as_secs_f64() * 1e3,
@@ -142,98 +145,218 @@ fn print_timings(measured: &Measurements, total: std::time::Duration) {
     }
     let gpu: std::time::Duration = measured.timings.iter().map(|t| t.gpu).sum();
     let analysis: std::time::Duration = measured.timings.iter().map(|t| t.analysis).sum();
-    println!(
+    let _ = writeln!(
+        out,
         "{:<36} {:>10.1} {:>10.1} {:>12.2}",
         "total (including context creation)",
         total.as_secs_f64() * 1e3,
         gpu.as_secs_f64() * 1e3,
         analysis.as_secs_f64() * 1e3
     );
-    println!(
+    let _ = writeln!(
+        out,
         "change-point analysis: {:.2} % of the wall time",
         100.0 * analysis.as_secs_f64() / total.as_secs_f64().max(f64::MIN_POSITIVE)
     );
+    out
+}
+
+/// Checks every output before any GPU work: formats, directories, permissions.
+fn preflight(cli: &Cli) -> Result<Vec<(PathBuf, Format)>, CliError> {
+    let refused = |refusal: Refusal| match refusal {
+        Refusal::UnknownFormat(message) => CliError::Usage(message),
+        Refusal::Unwritable { path, reason } => CliError::Output { path, reason },
+    };
+    let outputs = cli
+        .output
+        .iter()
+        .map(|path| Ok((path.clone(), output::check_output(path).map_err(refused)?)))
+        .collect::<Result<Vec<_>, CliError>>()?;
+    if let Some(dir) = &cli.keep_raw {
+        output::check_raw_dir(dir).map_err(refused)?;
+    }
+    Ok(outputs)
+}
+
+/// Writes every file; a failure is reported and the others are still written. Returns
+/// how many failed.
+fn write_files(
+    cli: &Cli,
+    outputs: &[(PathBuf, Format)],
+    topo: &Topology,
+    measured: &Measurements,
+) -> usize {
+    let mut failed = 0;
+    let mut report = |path: &Path, reason: String| {
+        eprintln!("memtopo: error: cannot write {}: {reason}", path.display());
+        failed += 1;
+    };
+    for (path, format) in outputs {
+        match render(topo, *format)
+            .and_then(|text| output::write_file(path, text.as_bytes()).map_err(|e| e.to_string()))
+        {
+            Ok(()) => log::info!("wrote {}", path.display()),
+            Err(reason) => report(path, reason),
+        }
+    }
+    if let Some(dir) = &cli.keep_raw {
+        if let Err(reason) = raw::write_curves(dir, &measured.curves) {
+            report(dir, reason);
+        }
+        if let Some(Ok(line)) = measured.l2.as_ref().map(|l2| &l2.line) {
+            if let Err(reason) = raw::write_l2_line(dir, line) {
+                report(dir, reason);
+            }
+        }
+        if let Some(l2) = measured.l2.as_ref() {
+            if let Err(reason) = raw::write_l2_samples(dir, l2) {
+                report(dir, reason);
+            }
+        }
+    }
+    failed
 }
 
 /// Runs memtopo as `cli` asks.
 pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let options = options(cli)?;
-    for path in &cli.output {
-        // Refuse unknown formats before spending minutes measuring.
-        let name = path.to_string_lossy();
-        let known = name.ends_with(".mt4g.json")
-            || matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("json" | "toml" | "md" | "svg")
-            );
-        if !known {
-            return Err(CliError::Usage(format!(
-                "{name}: unknown output format; use .json, .toml, .md, .svg or .mt4g.json"
-            )));
-        }
+    if !(cli.wait.is_finite() && cli.wait >= 0.0) {
+        return Err(CliError::Usage(format!(
+            "--wait {} is not a number of seconds",
+            cli.wait
+        )));
     }
+    let outputs = preflight(cli)?;
+    let mut record = conditions::base_record();
     let started = Instant::now();
     let (info, measured) = match &cli.simulate {
-        Some(spec) => {
-            let mut backend = SimBackend::new(load_profile(spec)?)?;
-            let info = backend.device().clone();
-            (info, measure(&mut backend, options, cli.quiet)?)
-        }
-        None => real_gpu(cli, options)?,
+        Some(spec) => simulated(cli, spec, options, &mut record)?,
+        None => real_gpu(cli, options, &mut record)?,
     };
     let total = started.elapsed();
-    let topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
+    let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
+    for reason in &record.busy_reasons {
+        topo.warn(
+            None,
+            format!("measured on a busy GPU (--allow-busy): {reason}"),
+        );
+    }
+    for disturbance in &record.disturbances {
+        topo.warn(None, format!("disturbed: {disturbance}"));
+    }
+    topo.run = Some(record);
+    guard::mark_benchmarks(&measured, &mut topo);
+    let disturbances = topo.run.as_ref().map_or(&[][..], |r| &r.disturbances[..]);
+    for disturbance in disturbances {
+        log::error!("disturbed while measuring: {disturbance}");
+    }
+    let disturbed = !disturbances.is_empty();
+    // Files first: a closed terminal or pipe must not lose them.
+    let mut failed_outputs = write_files(cli, &outputs, &topo, &measured);
+    let mut stdout = Stdout::default();
     if !cli.quiet {
-        print!("{}", topology::render::table(&topo));
+        stdout.print(&topology::render::table(&topo));
     }
     if cli.timings {
-        print_timings(&measured, total);
+        stdout.print(&timings_text(&measured, total));
     }
-    for path in &cli.output {
-        write_output(&topo, path)?;
-        log::info!("wrote {}", path.display());
-    }
-    if let Some(dir) = &cli.keep_raw {
-        raw::write_curves(dir, &measured.curves).map_err(|e| CliError::Output {
-            path: dir.display().to_string(),
-            reason: e,
-        })?;
-        let output = |e: String| CliError::Output {
-            path: dir.display().to_string(),
-            reason: e,
-        };
-        if let Some(Ok(line)) = measured.l2.as_ref().map(|l2| &l2.line) {
-            raw::write_l2_line(dir, line).map_err(output)?;
-        }
-        if let Some(l2) = measured.l2.as_ref() {
-            raw::write_l2_samples(dir, l2).map_err(output)?;
-        }
+    if let Some(e) = stdout.error() {
+        eprintln!("memtopo: error: cannot write the table to standard output: {e}");
+        failed_outputs += 1;
     }
     let failed = measured
         .elements
         .iter()
         .any(|(_, r)| !r.failures.is_empty());
-    Ok(if failed {
+    let unexplained = measured.self_check();
+    if cli.strict {
+        for finding in &unexplained {
+            eprintln!("memtopo: self-check: {finding}");
+        }
+    }
+    Ok(if failed_outputs > 0 {
+        ExitCode::from(6)
+    } else if disturbed {
+        ExitCode::from(9)
+    } else if cli.strict && !unexplained.is_empty() {
+        ExitCode::from(10)
+    } else if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
 }
 
+/// The simulated GPU: the profile's UUID (if any) is locked, its co-tenant checked as a
+/// real GPU's processes are.
+fn simulated(
+    cli: &Cli,
+    spec: &str,
+    options: MeasureOptions,
+    record: &mut RunRecord,
+) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
+    let profile = load_profile(spec)?;
+    record.simulated_profile = Some(guard::profile_label(spec, &profile.name));
+    record.gpu_uuid = profile.uuid.clone();
+    let mut backend = SimBackend::new(profile)?;
+    let _lock = guard::lock_gpu(cli, record.gpu_uuid.clone().as_deref(), record)?;
+    let before = guard::check_busy(cli, Some(&mut guard::SimState(&backend)), record)?;
+    let info = backend.device().clone();
+    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
+    log::info!("the simulated GPU ran {} launches", backend.launches());
+    guard::after(
+        Some(&mut guard::SimState(&backend)),
+        before.as_ref(),
+        record,
+    );
+    Ok((info, measured))
+}
+
 #[cfg(feature = "cuda")]
 fn real_gpu(
     cli: &Cli,
     options: MeasureOptions,
+    record: &mut RunRecord,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
+    let identity = pchase_runner::cuda::identify(cli.device)?;
+    record.gpu_uuid = identity.uuid.clone();
+    record.pci_bus_id = identity.pci_bus_id.clone();
+    record.cuda_driver_version = identity.cuda_driver_version;
+    let key = identity.uuid.as_deref().or(identity.pci_bus_id.as_deref());
+    let _lock = guard::lock_gpu(cli, key, record)?;
+    let mut nvml = match crate::nvml::Nvml::open(
+        identity.uuid.as_deref(),
+        identity.pci_bus_id.as_deref(),
+    ) {
+        Ok(nvml) => Some(nvml),
+        Err(reason) => {
+            log::warn!(
+                "NVML unavailable ({reason}): other processes on the GPU and its clocks are not checked"
+            );
+            record.state_unavailable = Some(format!("NVML unavailable: {reason}"));
+            None
+        }
+    };
+    let before = guard::check_busy(cli, source(&mut nvml), record)?;
     let mut backend = pchase_runner::cuda::CudaBackend::new(cli.device)?;
     let info = backend.device().clone();
-    Ok((info, measure(&mut backend, options, cli.quiet)?))
+    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
+    drop(backend);
+    guard::after(source(&mut nvml), before.as_ref(), record);
+    Ok((info, measured))
+}
+
+/// NVML as a state source, if it loaded.
+#[cfg(feature = "cuda")]
+fn source(nvml: &mut Option<crate::nvml::Nvml>) -> Option<&mut dyn conditions::StateSource> {
+    nvml.as_mut().map(|n| n as &mut dyn conditions::StateSource)
 }
 
 #[cfg(not(feature = "cuda"))]
 fn real_gpu(
     _cli: &Cli,
     _options: MeasureOptions,
+    _record: &mut RunRecord,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     Err(CliError::Runner(RunnerError::NoDriver(
         "memtopo was built without the `cuda` feature; use --simulate".into(),

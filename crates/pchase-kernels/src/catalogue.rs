@@ -269,7 +269,7 @@ static PINNED_PARAMS: [Param; 14] = [
 
 /// Bytes of the pinned chase's shared bookkeeping before its sample timings: the claimed
 /// row (u32, then 4 unused), the warps' summed cycles (u64), one final index per warp
-/// (u32[32]).
+/// (`u32[32]`).
 pub const PINNED_SHARED_HEADER: u32 = 144;
 
 /// Bytes of the partition map's shared scratch before its timings (the dependent store of

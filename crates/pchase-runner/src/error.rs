@@ -12,6 +12,10 @@ pub enum RunnerError {
     /// The driver works but reports no GPU.
     #[error("no CUDA-capable GPU found")]
     NoDevice,
+    /// The device is taken: an exclusive-process GPU that another process holds
+    /// (`CUDA_ERROR_DEVICE_UNAVAILABLE`), or another memtopo measures it.
+    #[error("the GPU is busy: {0}")]
+    DeviceBusy(String),
     /// The device index is out of range.
     #[error("device {index} does not exist: this machine has {count} CUDA device(s)")]
     BadDeviceIndex {

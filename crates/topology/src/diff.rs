@@ -76,6 +76,10 @@ impl fmt::Display for Change {
 pub struct TopologyDiff {
     /// The changes beyond the uncertainty, in document order.
     pub changes: Vec<Change>,
+    /// The run conditions that differ (`run.*`: GPU, driver, clocks, temperature,
+    /// neighbours, host, version…). They explain changes but are not changes of the
+    /// topology, so [`TopologyDiff::is_empty`] does not look at them.
+    pub conditions: Vec<Change>,
     /// How many quantities differed but within their uncertainty.
     pub within_uncertainty: usize,
 }
@@ -94,6 +98,12 @@ impl fmt::Display for TopologyDiff {
         }
         for change in &self.changes {
             writeln!(f, "{change}")?;
+        }
+        if !self.conditions.is_empty() {
+            writeln!(f, "conditions that differ:")?;
+            for change in &self.conditions {
+                writeln!(f, "  {change}")?;
+            }
         }
         if self.within_uncertainty > 0 {
             writeln!(
@@ -342,5 +352,34 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
         };
         d.change("shared_physical_caches".into(), show(ga), show(gb));
     }
+    d.result.conditions = condition_changes(before, after);
     d.result
+}
+
+/// The run conditions that differ, field by field (`-` where one side lacks it).
+fn condition_changes(before: &Topology, after: &Topology) -> Vec<Change> {
+    let fields = |t: &Topology| t.run.as_ref().map(|r| r.fields()).unwrap_or_default();
+    let (fa, fb) = (fields(before), fields(after));
+    let mut names: Vec<&String> = fa.iter().chain(fb.iter()).map(|(k, _)| k).collect();
+    names.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    names
+        .into_iter()
+        .filter(|name| seen.insert((*name).clone()))
+        .filter_map(|name| {
+            let value = |f: &[(String, String)]| {
+                f.iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| "-".to_owned())
+            };
+            let (a, b) = (value(&fa), value(&fb));
+            (a != b).then(|| Change {
+                path: format!("run.{name}"),
+                before: a,
+                after: b,
+            })
+        })
+        .collect()
 }

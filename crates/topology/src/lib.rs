@@ -53,18 +53,20 @@ mod model;
 pub mod mt4g;
 mod quantity;
 pub mod render;
+mod run;
 mod units;
 mod validate;
 
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
-    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ComputeCapability, DeviceInfo, Element, ElementKind,
-    Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, ReplacementPolicy,
-    SchemaVersion, SharedPhysicalCache, TlbLevel, Topology,
+    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ComputeCapability, DeviceInfo,
+    Element, ElementKind, Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
+    ReplacementPolicy, SchemaVersion, SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantity::{
     Bandwidth, ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,
     SizeBound,
 };
+pub use run::{GpuProcess, GpuState, RunRecord};
 pub use units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};

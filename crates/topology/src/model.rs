@@ -23,7 +23,7 @@ pub struct SchemaVersion {
 
 impl SchemaVersion {
     /// The version this crate writes.
-    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 2 };
+    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 3 };
 }
 
 impl fmt::Display for SchemaVersion {
@@ -368,6 +368,14 @@ pub struct L2Partitions {
     /// SM's data takes room on both sides (schema 1.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub near_keeps_far_copies: Option<bool>,
+    /// Per SM (`%smid` 0, 1, …): 0 for the partition of the map's reference SM, 1 for the
+    /// other one where there are two; `null` where the SM took no part or the map cannot
+    /// tell. Empty without a partition map.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sm_partition: Vec<Option<u32>>,
+    /// The SM whose partition is 0 in `sm_partition`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map_reference_sm: Option<u32>,
 }
 
 impl L2Partitions {
@@ -576,9 +584,7 @@ impl Element {
 
     /// The row of the carveout table with `role`.
     pub fn carveout_row(&self, role: CarveoutRole) -> Option<&CarveoutL1Size> {
-        self.size_per_carveout
-            .iter()
-            .find(|e| e.role == Some(role))
+        self.size_per_carveout.iter().find(|e| e.role == Some(role))
     }
 
     /// The partitions, created empty if absent (L2 only).
@@ -780,6 +786,10 @@ pub struct Topology {
     /// Notes and warnings, including why a value was not measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
+    /// The run: GPU identity, driver, GPU state before and after, other processes,
+    /// date, host, tool version and command line (schema 1.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<crate::run::RunRecord>,
 }
 
 impl Topology {
@@ -793,6 +803,7 @@ impl Topology {
             shared_physical_caches: Vec::new(),
             tlb: Vec::new(),
             notes: Vec::new(),
+            run: None,
         }
     }
 

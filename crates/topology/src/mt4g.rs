@@ -345,6 +345,32 @@ pub fn export(topo: &Topology) -> Value {
         topo.conditions.date.clone().map(Into::into),
     );
 
+    // MT4G has no place for run conditions or warnings; a reader that knows the key
+    // finds them, one that does not ignores it.
+    if let Some(run) = &topo.run {
+        let mut memtopo = Map::new();
+        memtopo.insert("busy".into(), run.busy.into());
+        if let Some(banner) = crate::render::busy_banner(topo) {
+            memtopo.insert("warning".into(), banner.into());
+        }
+        insert_some(
+            &mut memtopo,
+            "gpuUuid",
+            run.gpu_uuid.clone().map(Into::into),
+        );
+        insert_some(
+            &mut memtopo,
+            "pciBusId",
+            run.pci_bus_id.clone().map(Into::into),
+        );
+        insert_some(&mut memtopo, "host", run.host.clone().map(Into::into));
+        insert_some(
+            &mut memtopo,
+            "dateUtc",
+            run.date_utc.clone().map(Into::into),
+        );
+        meta.insert("memtopoRun".into(), memtopo.into());
+    }
     json!({
         "compute": compute,
         "general": general,

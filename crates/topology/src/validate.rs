@@ -242,7 +242,11 @@ impl Checker {
                     format!("must be at most 100, found {percent}"),
                 );
             }
-            let key = (entry.carveout_percent, entry.shared_memory_bytes, entry.role);
+            let key = (
+                entry.carveout_percent,
+                entry.shared_memory_bytes,
+                entry.role,
+            );
             if seen.contains(&key) {
                 self.fail(
                     format!("{path}.shared_memory_bytes"),
@@ -257,6 +261,18 @@ impl Checker {
                 self.fail(field("partitions"), "only the L2 cache has partitions");
             }
             let path = field("partitions");
+            let count = partitions.count.map_or(u32::MAX, |c| c.value);
+            if let Some((sm, p)) = partitions
+                .sm_partition
+                .iter()
+                .enumerate()
+                .find_map(|(sm, p)| p.filter(|&p| p >= count).map(|p| (sm, p)))
+            {
+                self.fail(
+                    format!("{path}.sm_partition[{sm}]"),
+                    format!("partition {p} of {count}"),
+                );
+            }
             if partitions.count.is_some_and(|c| c.value == 0) {
                 self.fail(format!("{path}.count"), "must be at least 1");
             }
@@ -421,6 +437,30 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
     for (i, note) in topology.notes.iter().enumerate() {
         if note.message.trim().is_empty() {
             check.fail(format!("notes[{i}].message"), "must not be empty");
+        }
+    }
+    if let Some(run) = &topology.run {
+        if run.date_utc.as_deref().is_some_and(|d| !looks_like_date(d)) {
+            check.fail("run.date_utc", "must start with a date, YYYY-MM-DD");
+        }
+        if run.busy && run.busy_reasons.is_empty() {
+            check.fail("run.busy_reasons", "a busy run says why it was busy");
+        }
+        for (side, state) in [("before", &run.before), ("after", &run.after)] {
+            let Some(state) = state else { continue };
+            for (name, value) in [
+                ("power_w", state.power_w),
+                ("power_limit_w", state.power_limit_w),
+            ] {
+                if let Some(value) = value {
+                    if !value.is_finite() || value < 0.0 {
+                        check.fail(
+                            format!("run.{side}.{name}"),
+                            "must be a finite, non-negative number",
+                        );
+                    }
+                }
+            }
         }
     }
     check.violations

@@ -187,6 +187,27 @@ fn timed_loop_labelled(
     load: Option<&str>,
     stored: &str,
 ) {
+    timed_loop_into(w, label, count, address, load, stored, Stores::Arrays);
+}
+
+/// Where a timed loop's two stores go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stores {
+    /// The loaded index to `[%r_sidx]`, the latency to `[%r_slat]`, both advancing.
+    Arrays,
+    /// Both to the one word at `[%r_sidx]`: the loads at the sampled pace, keeping nothing.
+    OneWord,
+}
+
+fn timed_loop_into(
+    w: &mut EntryWriter,
+    label: &str,
+    count: &str,
+    address: &[String],
+    load: Option<&str>,
+    stored: &str,
+    stores: Stores,
+) {
     let done = format!("{label}_done");
     w.ins("mov.u32 %r_k, 0");
     w.ins(&format!("setp.eq.u32 %p_loop, {count}, 0"));
@@ -207,33 +228,13 @@ fn timed_loop_labelled(
     w.ins("mov.u32 %r_t1, %clock");
     // %clock is 32 bits; the unsigned difference is right across one wrap-around.
     w.ins("sub.u32 %r_lat, %r_t1, %r_t0");
-    w.ins("st.shared.u32 [%r_slat], %r_lat");
-    w.ins("add.u32 %r_sidx, %r_sidx, 4");
-    w.ins("add.u32 %r_slat, %r_slat, 4");
-    w.ins("add.u32 %r_k, %r_k, 1");
-    w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count}"));
-    bra(w, "@%p_loop ", label);
-    w.label(&done);
-}
-
-/// The sampled loop's instruction sequence with both stores to the one shared word at
-/// `%r_sidx`: loads at the pace of [`timed_loop_labelled`], keeping nothing.
-fn paced_loop(w: &mut EntryWriter, label: &str, count: &str, address: &[String], load: &str) {
-    let done = format!("{label}_done");
-    w.ins("mov.u32 %r_k, 0");
-    w.ins(&format!("setp.eq.u32 %p_loop, {count}, 0"));
-    bra(w, "@%p_loop ", &done);
-    w.label(label);
-    w.pragma("nounroll");
-    for instruction in address {
-        w.ins(instruction);
+    if stores == Stores::Arrays {
+        w.ins("st.shared.u32 [%r_slat], %r_lat");
+        w.ins("add.u32 %r_sidx, %r_sidx, 4");
+        w.ins("add.u32 %r_slat, %r_slat, 4");
+    } else {
+        w.ins("st.shared.u32 [%r_sidx], %r_lat");
     }
-    w.ins("mov.u32 %r_t0, %clock");
-    w.ins(load);
-    w.ins("st.shared.u32 [%r_sidx], %r_j");
-    w.ins("mov.u32 %r_t1, %clock");
-    w.ins("sub.u32 %r_lat, %r_t1, %r_t0");
-    w.ins("st.shared.u32 [%r_sidx], %r_lat");
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count}"));
     bra(w, "@%p_loop ", label);
@@ -562,7 +563,15 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.comment("the warp's own header word), so that all warps keep one pace.");
     w.ins("mov.u32 %r_sidx, %r_fin");
     w.ins("add.u32 %r_sidx, %r_sidx, 16");
-    paced_loop(&mut w, "keep", "%r_keep", &access.address, &access.load);
+    timed_loop_into(
+        &mut w,
+        "keep",
+        "%r_keep",
+        &access.address,
+        Some(&access.load),
+        "%r_j",
+        Stores::OneWord,
+    );
     w.ins("st.shared.u32 [%r_fin+16], %r_j");
     bra(&mut w, "", "exit");
     w.label("sampling");

@@ -1,4 +1,7 @@
 //! Integration tests of the `memtopo` binary: one binary, one module per topic.
 
 mod cli;
+mod driver_errors;
 mod no_driver;
+mod outputs;
+mod shared_gpu;

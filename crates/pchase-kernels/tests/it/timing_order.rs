@@ -493,7 +493,11 @@ fn the_pinned_chase_claims_its_sm_before_it_chases() {
         .filter(|(_, i)| i.opcode == "ld.global.cg.u32")
         .map(|(k, _)| k)
         .collect();
-    assert_eq!(loads.len(), 3, "warm-up, timed pass, samples");
+    assert_eq!(
+        loads.len(),
+        4,
+        "warm-up, timed pass, the other warps' paced loads, samples"
+    );
     let clock64: Vec<usize> = body
         .iter()
         .enumerate()
@@ -506,8 +510,11 @@ fn the_pinned_chase_claims_its_sm_before_it_chases() {
         "the timed pass between two %clock64 reads: {clock64:?} {loads:?}"
     );
     assert!(
-        barriers[1] < loads[1] && loads[1] < barriers[2] && barriers[2] < loads[2],
-        "warm-up, barrier, timed pass, barrier, samples"
+        barriers[1] < loads[1]
+            && loads[1] < barriers[2]
+            && barriers[2] < loads[2]
+            && loads[2] < loads[3],
+        "warm-up, barrier, timed pass, barrier, the other warps' loads and the samples"
     );
     let clock32: Vec<usize> = body
         .iter()
@@ -515,8 +522,14 @@ fn the_pinned_chase_claims_its_sm_before_it_chases() {
         .filter(|(_, i)| i.is_clock32_read())
         .map(|(k, _)| k)
         .collect();
+    // The other warps' loads are paced exactly like the samples: each between two %clock
+    // reads.
     assert!(
-        clock32.len() == 2 && clock32[0] < loads[2] && loads[2] < clock32[1],
-        "each sampled load between two %clock reads: {clock32:?}"
+        clock32.len() == 4
+            && clock32[0] < loads[2]
+            && loads[2] < clock32[1]
+            && clock32[2] < loads[3]
+            && loads[3] < clock32[3],
+        "each paced and each sampled load between two %clock reads: {clock32:?}"
     );
 }

@@ -1,20 +1,14 @@
 //! The CUDA backend: a context on one GPU, the embedded PTX modules, and the launches of
-//! the catalogue's kernels. Every `cust` call of the crate is in this module.
+//! the catalogue's kernels. Every driver call of the crate is in this module, through
+//! integer-typed declarations (`ffi`), never through cust's enum-typed `CUresult`.
 
 mod driver;
+mod errors;
 mod ffi;
+mod handles;
 
 use std::{os::raw::c_int, time::Duration};
 
-use cust::{
-    context::Context,
-    device::Device,
-    error::CudaError,
-    event::{Event, EventFlags},
-    memory::{CopyDestination, DeviceBuffer},
-    stream::{Stream, StreamFlags},
-    CudaFlags,
-};
 use pchase_kernels::{catalogue, ChainArgument, Granularity, Kernel};
 
 use crate::{
@@ -28,6 +22,9 @@ use crate::{
     error::RunnerError,
 };
 use driver::{Arg, LaunchShape, LinearTexture, LoadedFunction, LoadedModule};
+use handles::{Context, DeviceBuffer, Event, Stream};
+
+pub use errors::{known_codes as known_error_codes, name as error_name};
 
 /// Chains of different blocks start this many elements apart at least (128 KiB), so that
 /// no two blocks share a cache line or a DRAM page's neighbourhood by accident.
@@ -50,33 +47,58 @@ const CARVEOUT_DEFAULT: i32 = -1;
 /// Shared memory a block gets without opting in.
 const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
 
-fn cuda_error(call: &'static str) -> impl Fn(CudaError) -> RunnerError {
-    move |e| RunnerError::Cuda {
-        call,
-        message: e.to_string(),
-    }
-}
-
 /// Copies a device buffer to a new host vector.
-fn to_host<T: cust::memory::DeviceCopy + Default + Clone>(
-    buffer: &DeviceBuffer<T>,
-) -> Result<Vec<T>, RunnerError> {
-    let mut host = vec![T::default(); buffer.len()];
-    buffer
-        .copy_to(&mut host[..])
-        .map_err(cuda_error("cuMemcpyDtoH"))?;
-    Ok(host)
+fn to_host<T: handles::DeviceWord>(buffer: &DeviceBuffer<T>) -> Result<Vec<T>, RunnerError> {
+    buffer.to_host()
 }
 
-/// Loads and initialises the driver; distinguishes "no driver" (the library cannot be
-/// loaded: `cuda-shim` says why) and "no GPU" from other failures.
-fn init_driver() -> Result<(), RunnerError> {
-    cuda_shim::load().map_err(|e| RunnerError::NoDriver(e.to_string()))?;
-    match cust::init(CudaFlags::empty()) {
-        Ok(()) => Ok(()),
-        Err(CudaError::NoDevice) => Err(RunnerError::NoDevice),
-        Err(e) => Err(RunnerError::NoDriver(e.to_string())),
+/// Who a CUDA device is, read without creating a context (so before any other memtopo
+/// or a busy-GPU check could be disturbed by this one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceIdentity {
+    /// The ordinal asked for.
+    pub ordinal: u32,
+    /// The device's name.
+    pub name: String,
+    /// The UUID's 16 bytes as `GPU-…` (NVML's spelling), if the driver reports it.
+    pub uuid: Option<String>,
+    /// The PCI bus id, `0000:65:00.0`, if the driver reports it.
+    pub pci_bus_id: Option<String>,
+    /// The driver's CUDA version, e.g. 12080.
+    pub cuda_driver_version: Option<u32>,
+}
+
+/// Finds device `ordinal` and reads its identity; creates no context.
+///
+/// # Errors
+/// No driver, no device, or a bad index.
+pub fn identify(ordinal: u32) -> Result<DeviceIdentity, RunnerError> {
+    let count = CudaBackend::device_count()?;
+    if ordinal >= count {
+        return Err(RunnerError::BadDeviceIndex {
+            index: ordinal,
+            count,
+        });
     }
+    let device = handles::device(ordinal)?;
+    Ok(DeviceIdentity {
+        ordinal,
+        name: handles::device_name(device)?,
+        uuid: handles::device_uuid(device)
+            .map(|b| handles::format_uuid("GPU", &b))
+            .map_err(|e| log::warn!("no GPU UUID: {e}"))
+            .ok(),
+        pci_bus_id: handles::device_pci_bus_id(device)
+            .map_err(|e| log::warn!("no PCI bus id: {e}"))
+            .ok(),
+        cuda_driver_version: driver::driver_version().ok(),
+    })
+}
+
+/// The message of a raw `CUresult`, by name, for any code (also ones newer than this
+/// crate): what every driver error of this backend is reported with.
+pub fn describe_result(code: u32) -> String {
+    ffi::describe(code)
 }
 
 /// A GPU driven through CUDA.
@@ -99,8 +121,8 @@ impl CudaBackend {
     /// # Errors
     /// [`RunnerError::NoDriver`] or [`RunnerError::NoDevice`].
     pub fn device_count() -> Result<u32, RunnerError> {
-        init_driver()?;
-        let count = Device::num_devices().map_err(cuda_error("cuDeviceGetCount"))?;
+        handles::init()?;
+        let count = handles::device_count()?;
         if count == 0 {
             return Err(RunnerError::NoDevice);
         }
@@ -121,11 +143,10 @@ impl CudaBackend {
                 count,
             });
         }
-        let device = Device::get_device(ordinal).map_err(cuda_error("cuDeviceGet"))?;
-        let context = Context::new(device).map_err(cuda_error("cuCtxCreate"))?;
+        let device = handles::device(ordinal)?;
+        let context = Context::new(device)?;
         let info = query_device(ordinal, device)?;
-        let stream =
-            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(cuda_error("cuStreamCreate"))?;
+        let stream = Stream::new()?;
         let cc = pchase_kernels::ComputeCapability::from(info.compute_capability);
         let mut modules = Vec::new();
         for module in catalogue::modules() {
@@ -198,14 +219,13 @@ impl CudaBackend {
             // Free the old buffer first so the peak is one buffer, not two.
             self.chain_buffer = None;
             // SAFETY: the buffer is written by init_chain before any kernel reads it.
-            let buffer = unsafe { DeviceBuffer::<u32>::uninitialized(needed) }
-                .map_err(cuda_error("cuMemAlloc"))?;
+            let buffer = DeviceBuffer::<u32>::uninitialized(needed)?;
             self.chain_buffer = Some(buffer);
         }
         Ok(self
             .chain_buffer
             .as_ref()
-            .map(|b| b.as_device_ptr().as_raw())
+            .map(DeviceBuffer::device_ptr)
             .expect("allocated above"))
     }
 
@@ -216,19 +236,14 @@ impl CudaBackend {
         shape: LaunchShape,
         args: &[(&str, Arg)],
     ) -> Result<Duration, RunnerError> {
-        let start = Event::new(EventFlags::DEFAULT).map_err(cuda_error("cuEventCreate"))?;
-        let stop = Event::new(EventFlags::DEFAULT).map_err(cuda_error("cuEventCreate"))?;
-        start
-            .record(&self.stream)
-            .map_err(cuda_error("cuEventRecord"))?;
-        function.launch(self.stream.as_inner().cast(), shape, args)?;
-        stop.record(&self.stream)
-            .map_err(cuda_error("cuEventRecord"))?;
+        let start = Event::new()?;
+        let stop = Event::new()?;
+        start.record(&self.stream)?;
+        function.launch(self.stream.handle(), shape, args)?;
+        stop.record(&self.stream)?;
         self.stream
-            .synchronize()
-            .map_err(cuda_error("cuStreamSynchronize (kernel execution)"))?;
-        stop.elapsed(&start)
-            .map_err(cuda_error("cuEventElapsedTime"))
+            .synchronize("cuStreamSynchronize (kernel execution)")?;
+        stop.elapsed_since(&start)
     }
 
     /// Sets the dynamic shared-memory limit and the carveout of a function.
@@ -276,14 +291,13 @@ impl CudaBackend {
         {
             self.flush_buffer = None;
             // SAFETY: only written (by init_chain), never read.
-            let buffer = unsafe { DeviceBuffer::<u32>::uninitialized(elements as usize) }
-                .map_err(cuda_error("cuMemAlloc"))?;
+            let buffer = DeviceBuffer::<u32>::uninitialized(elements as usize)?;
             self.flush_buffer = Some(buffer);
         }
         let ptr = self
             .flush_buffer
             .as_ref()
-            .map(|b| b.as_device_ptr().as_raw())
+            .map(DeviceBuffer::device_ptr)
             .expect("allocated above");
         let line_elems = 32u32;
         let nodes = u32::try_from(elements / u64::from(line_elems))
@@ -310,7 +324,7 @@ impl CudaBackend {
         stride_elems: u32,
         node_words: u32,
     ) -> Result<(), RunnerError> {
-        let counts = DeviceBuffer::from_slice(nodes).map_err(cuda_error("cuMemcpyHtoD"))?;
+        let counts = DeviceBuffer::from_slice(nodes)?;
         let init = self.function(catalogue::init_chain())?;
         let max_nodes = nodes.iter().copied().max().unwrap_or(1);
         let (blocks_x, threads) = if self.single_thread_fill {
@@ -328,7 +342,7 @@ impl CudaBackend {
             &[
                 ("chain", Arg::U64(chain)),
                 ("block_stride", Arg::U64(block_stride)),
-                ("nodes", Arg::U64(counts.as_device_ptr().as_raw())),
+                ("nodes", Arg::U64(counts.device_ptr())),
                 ("stride", Arg::U32(stride_elems)),
                 ("node_words", Arg::U32(node_words)),
             ],
@@ -528,15 +542,14 @@ impl Backend for CudaBackend {
         self.configure_shared(&function, dynamic, request.carveout)?;
 
         let per_block = blocks * steps as usize;
-        let out_block =
-            DeviceBuffer::<u32>::zeroed(2 * blocks).map_err(cuda_error("cuMemAlloc"))?;
+        let out_block = DeviceBuffer::<u32>::zeroed(2 * blocks)?;
         let mut args = vec![
             ("chain", Arg::U64(chain_arg)),
             ("block_stride", Arg::U64(plan.block_stride)),
             ("shared_nodes_elems", Arg::U32(plan.shared_elems)),
             ("warmup_steps", Arg::U32(request.warmup_steps)),
             ("steps", Arg::U32(steps)),
-            ("out_block", Arg::U64(out_block.as_device_ptr().as_raw())),
+            ("out_block", Arg::U64(out_block.device_ptr())),
         ];
         let shape = LaunchShape {
             grid: (blocks as u32, 1),
@@ -546,12 +559,10 @@ impl Backend for CudaBackend {
         let mut results: Vec<BlockSamples> = vec![BlockSamples::default(); blocks];
         let gpu_time = match request.mode {
             ChaseMode::Fine => {
-                let latency =
-                    DeviceBuffer::<u32>::zeroed(per_block).map_err(cuda_error("cuMemAlloc"))?;
-                let index =
-                    DeviceBuffer::<u32>::zeroed(per_block).map_err(cuda_error("cuMemAlloc"))?;
-                args.push(("out_latency", Arg::U64(latency.as_device_ptr().as_raw())));
-                args.push(("out_index", Arg::U64(index.as_device_ptr().as_raw())));
+                let latency = DeviceBuffer::<u32>::zeroed(per_block)?;
+                let index = DeviceBuffer::<u32>::zeroed(per_block)?;
+                args.push(("out_latency", Arg::U64(latency.device_ptr())));
+                args.push(("out_index", Arg::U64(index.device_ptr())));
                 let time = self.timed_launch(&function, shape, &args)?;
                 let host_latency = to_host(&latency)?;
                 let host_index = to_host(&index)?;
@@ -563,9 +574,8 @@ impl Backend for CudaBackend {
                 time
             }
             ChaseMode::Coarse => {
-                let cycles =
-                    DeviceBuffer::<u64>::zeroed(blocks).map_err(cuda_error("cuMemAlloc"))?;
-                args.push(("out_cycles", Arg::U64(cycles.as_device_ptr().as_raw())));
+                let cycles = DeviceBuffer::<u64>::zeroed(blocks)?;
+                args.push(("out_cycles", Arg::U64(cycles.device_ptr())));
                 let time = self.timed_launch(&function, shape, &args)?;
                 let host_cycles = to_host(&cycles)?;
                 for (result, c) in results.iter_mut().zip(host_cycles) {
@@ -682,10 +692,9 @@ impl Backend for CudaBackend {
             .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
         self.configure_shared(&function, dynamic, request.carveout)?;
         let per_block = blocks * steps as usize;
-        let latency = DeviceBuffer::<u32>::zeroed(per_block).map_err(cuda_error("cuMemAlloc"))?;
-        let index = DeviceBuffer::<u32>::zeroed(per_block).map_err(cuda_error("cuMemAlloc"))?;
-        let out_block =
-            DeviceBuffer::<u32>::zeroed(2 * blocks).map_err(cuda_error("cuMemAlloc"))?;
+        let latency = DeviceBuffer::<u32>::zeroed(per_block)?;
+        let index = DeviceBuffer::<u32>::zeroed(per_block)?;
+        let out_block = DeviceBuffer::<u32>::zeroed(2 * blocks)?;
         let gpu_time = self.timed_launch(
             &function,
             LaunchShape {
@@ -703,9 +712,9 @@ impl Backend for CudaBackend {
                 ("warmup_a", Arg::U32(fill.steps)),
                 ("warmup_b", Arg::U32(evict.steps)),
                 ("steps", Arg::U32(steps)),
-                ("out_latency", Arg::U64(latency.as_device_ptr().as_raw())),
-                ("out_index", Arg::U64(index.as_device_ptr().as_raw())),
-                ("out_block", Arg::U64(out_block.as_device_ptr().as_raw())),
+                ("out_latency", Arg::U64(latency.device_ptr())),
+                ("out_index", Arg::U64(index.device_ptr())),
+                ("out_block", Arg::U64(out_block.device_ptr())),
             ],
         )?;
         drop(textures);
@@ -769,14 +778,12 @@ impl Backend for CudaBackend {
         self.configure_shared(&function, dynamic, Carveout::Percent(0))?;
         let slots = request.sms.len();
         let samples = request.sample_steps as usize;
-        let sms = DeviceBuffer::from_slice(&request.sms).map_err(cuda_error("cuMemcpyHtoD"))?;
-        let claims = DeviceBuffer::<u32>::zeroed(slots + 1).map_err(cuda_error("cuMemAlloc"))?;
-        let cycles = DeviceBuffer::<u64>::zeroed(slots).map_err(cuda_error("cuMemAlloc"))?;
-        let out_slot = DeviceBuffer::<u32>::zeroed(4 * slots).map_err(cuda_error("cuMemAlloc"))?;
-        let latency = DeviceBuffer::<u32>::zeroed((slots * samples).max(1))
-            .map_err(cuda_error("cuMemAlloc"))?;
-        let index = DeviceBuffer::<u32>::zeroed((slots * samples).max(1))
-            .map_err(cuda_error("cuMemAlloc"))?;
+        let sms = DeviceBuffer::from_slice(&request.sms)?;
+        let claims = DeviceBuffer::<u32>::zeroed(slots + 1)?;
+        let cycles = DeviceBuffer::<u64>::zeroed(slots)?;
+        let out_slot = DeviceBuffer::<u32>::zeroed(4 * slots)?;
+        let latency = DeviceBuffer::<u32>::zeroed((slots * samples).max(1))?;
+        let index = DeviceBuffer::<u32>::zeroed((slots * samples).max(1))?;
         // Every slot's chain has the same length where there are several warps
         // (`check_pinned`), so one offset serves all.
         let first = request.chains[0];
@@ -794,18 +801,18 @@ impl Backend for CudaBackend {
             &[
                 ("chain", Arg::U64(chain)),
                 ("block_stride", Arg::U64(plan.block_stride)),
-                ("sms", Arg::U64(sms.as_device_ptr().as_raw())),
+                ("sms", Arg::U64(sms.device_ptr())),
                 ("slots", Arg::U32(slots as u32)),
-                ("claims", Arg::U64(claims.as_device_ptr().as_raw())),
+                ("claims", Arg::U64(claims.device_ptr())),
                 ("wait_cycles", Arg::U64(PINNED_WAIT_CYCLES)),
                 ("warmup_steps", Arg::U32(request.warmup_steps)),
                 ("steps", Arg::U32(request.steps)),
-                ("out_cycles", Arg::U64(cycles.as_device_ptr().as_raw())),
-                ("out_slot", Arg::U64(out_slot.as_device_ptr().as_raw())),
+                ("out_cycles", Arg::U64(cycles.device_ptr())),
+                ("out_slot", Arg::U64(out_slot.device_ptr())),
                 ("warp_offset_elems", Arg::U64(warp_offset)),
                 ("sample_steps", Arg::U32(request.sample_steps)),
-                ("out_latency", Arg::U64(latency.as_device_ptr().as_raw())),
-                ("out_index", Arg::U64(index.as_device_ptr().as_raw())),
+                ("out_latency", Arg::U64(latency.device_ptr())),
+                ("out_index", Arg::U64(index.device_ptr())),
             ],
         )?;
         let host_cycles = to_host(&cycles)?;
@@ -895,13 +902,10 @@ impl Backend for CudaBackend {
             .dynamic_shared_bytes(2 * lines, 0)
             .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
         self.configure_shared(&function, dynamic, Carveout::Percent(0))?;
-        let claims =
-            DeviceBuffer::<u32>::zeroed(sm_count as usize + 4).map_err(cuda_error("cuMemAlloc"))?;
+        let claims = DeviceBuffer::<u32>::zeroed(sm_count as usize + 4)?;
         let per_sm = 2 * lines as usize;
-        let latency = DeviceBuffer::<u32>::zeroed(sm_count as usize * per_sm)
-            .map_err(cuda_error("cuMemAlloc"))?;
-        let status =
-            DeviceBuffer::<u32>::zeroed(sm_count as usize).map_err(cuda_error("cuMemAlloc"))?;
+        let latency = DeviceBuffer::<u32>::zeroed(sm_count as usize * per_sm)?;
+        let status = DeviceBuffer::<u32>::zeroed(sm_count as usize)?;
         let shape = LaunchShape {
             grid: (PINNED_BLOCKS_PER_SM * sm_count.max(1), 1),
             threads: 32,
@@ -916,10 +920,10 @@ impl Backend for CudaBackend {
                 ("lines", Arg::U32(lines)),
                 ("sm_count", Arg::U32(sm_count)),
                 ("reference", Arg::U32(request.reference_sm)),
-                ("claims", Arg::U64(claims.as_device_ptr().as_raw())),
+                ("claims", Arg::U64(claims.device_ptr())),
                 ("wait_ns", Arg::U64(MAP_WAIT_NS)),
-                ("out_latency", Arg::U64(latency.as_device_ptr().as_raw())),
-                ("out_status", Arg::U64(status.as_device_ptr().as_raw())),
+                ("out_latency", Arg::U64(latency.device_ptr())),
+                ("out_status", Arg::U64(status.device_ptr())),
             ],
         )?;
         let host_latency = to_host(&latency)?;
@@ -956,8 +960,7 @@ impl Backend for CudaBackend {
             .dynamic_shared_bytes(samples, 0)
             .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
         self.configure_shared(&function, dynamic, Carveout::DriverDefault)?;
-        let out =
-            DeviceBuffer::<u32>::zeroed(samples as usize).map_err(cuda_error("cuMemAlloc"))?;
+        let out = DeviceBuffer::<u32>::zeroed(samples as usize)?;
         self.timed_launch(
             &function,
             LaunchShape {
@@ -967,7 +970,7 @@ impl Backend for CudaBackend {
             },
             &[
                 ("samples", Arg::U32(samples)),
-                ("out", Arg::U64(out.as_device_ptr().as_raw())),
+                ("out", Arg::U64(out.device_ptr())),
             ],
         )?;
         let mut host = to_host(&out)?;
@@ -976,10 +979,21 @@ impl Backend for CudaBackend {
     }
 
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
-        let function = self.function(catalogue::sm_clock())?;
-        let out = DeviceBuffer::<u64>::zeroed(4).map_err(cuda_error("cuMemAlloc"))?;
         // About 20 ms at 1–2 GHz: long against %globaltimer's microsecond resolution.
-        let spin: u64 = 30_000_000;
+        self.sm_clock_over(30_000_000)
+    }
+
+    fn quick_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
+        // About 1 ms: 0.1 % against the microsecond resolution, enough to see a drop of 3 %.
+        self.sm_clock_over(2_000_000)
+    }
+}
+
+impl CudaBackend {
+    /// The SM clock from one block spinning `spin` cycles, against `%globaltimer`.
+    fn sm_clock_over(&mut self, spin: u64) -> Result<f64, RunnerError> {
+        let function = self.function(catalogue::sm_clock())?;
+        let out = DeviceBuffer::<u64>::zeroed(4)?;
         self.timed_launch(
             &function,
             LaunchShape {
@@ -989,7 +1003,7 @@ impl Backend for CudaBackend {
             },
             &[
                 ("spin_cycles", Arg::U64(spin)),
-                ("out", Arg::U64(out.as_device_ptr().as_raw())),
+                ("out", Arg::U64(out.device_ptr())),
             ],
         )?;
         let host = to_host(&out)?;
@@ -1006,13 +1020,12 @@ impl Backend for CudaBackend {
 }
 
 /// Reads the device's facts through the driver API.
-fn query_device(ordinal: u32, device: Device) -> Result<DeviceInfo, RunnerError> {
-    let raw = device.as_raw();
-    let attr = |a: c_int| driver::device_attribute(raw, a);
+fn query_device(ordinal: u32, device: c_int) -> Result<DeviceInfo, RunnerError> {
+    let attr = |a: c_int| driver::device_attribute(device, a);
     let opt = |a: c_int| attr(a).ok().and_then(|v| u32::try_from(v).ok());
     let bytes = |a: c_int| attr(a).map(|v| v.max(0) as u64);
     Ok(DeviceInfo {
-        name: device.name().map_err(cuda_error("cuDeviceGetName"))?,
+        name: handles::device_name(device)?,
         ordinal,
         compute_capability: ComputeCapability {
             major: attr(ffi::attr::COMPUTE_CAPABILITY_MAJOR)? as u32,
@@ -1022,9 +1035,7 @@ fn query_device(ordinal: u32, device: Device) -> Result<DeviceInfo, RunnerError>
         sm_clock_khz: opt(ffi::attr::CLOCK_RATE),
         memory_clock_khz: opt(ffi::attr::MEMORY_CLOCK_RATE),
         memory_bus_width_bits: opt(ffi::attr::GLOBAL_MEMORY_BUS_WIDTH),
-        total_memory_bytes: device
-            .total_memory()
-            .map_err(cuda_error("cuDeviceTotalMem"))? as u64,
+        total_memory_bytes: handles::device_total_memory(device)?,
         l2_bytes: bytes(ffi::attr::L2_CACHE_SIZE)?,
         persisting_l2_max_bytes: opt(ffi::attr::MAX_PERSISTING_L2_CACHE_SIZE).map(u64::from),
         shared_per_sm_bytes: bytes(ffi::attr::MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,

@@ -147,7 +147,9 @@ mod tests {
 
     #[test]
     fn hopper_gets_every_reachable_configuration_once_largest_l1_first() {
-        let mut device = crate::sim::SimProfile::bundled("h200").expect("bundled").device;
+        let mut device = crate::sim::SimProfile::bundled("h200")
+            .expect("bundled")
+            .device;
         device.compute_capability = ComputeCapability { major: 9, minor: 0 };
         device.reserved_shared_per_block_bytes = Some(1024);
         device.shared_per_block_optin_bytes = 227 * 1024;
@@ -155,16 +157,25 @@ mod tests {
         assert_eq!(s[0].role, Role::LargestL1);
         assert_eq!(s[0].dynamic_shared_bytes, 7 * 1024);
         assert_eq!(s[1].role, Role::DriverDefault);
-        let configs: Vec<u64> = s.iter().filter_map(|s| s.config_bytes).map(|b| b / 1024).collect();
+        let configs: Vec<u64> = s
+            .iter()
+            .filter_map(|s| s.config_bytes)
+            .map(|b| b / 1024)
+            .collect();
         assert_eq!(configs, vec![8, 16, 32, 64, 100, 132, 164, 196, 228]);
-        assert!(s.iter().all(|s| block_need(&device, s.dynamic_shared_bytes)
-            == s.config_bytes.unwrap_or(1024)));
+        assert!(
+            s.iter()
+                .all(|s| block_need(&device, s.dynamic_shared_bytes)
+                    == s.config_bytes.unwrap_or(1024))
+        );
         assert_eq!(settings(&device, false).len(), 1);
     }
 
     #[test]
     fn older_and_unknown_architectures_search_once() {
-        let mut device = crate::sim::SimProfile::bundled("h200").expect("bundled").device;
+        let mut device = crate::sim::SimProfile::bundled("h200")
+            .expect("bundled")
+            .device;
         device.compute_capability = ComputeCapability { major: 5, minor: 2 };
         let s = settings(&device, true);
         assert_eq!(s.len(), 1);
@@ -174,7 +185,12 @@ mod tests {
     #[test]
     fn steps_agree_when_the_l1_shrinks_by_the_configuration_step() {
         let kib = |k: u64| k * 1024;
-        let rows = [(kib(8), kib(241)), (kib(16), kib(233)), (kib(32), kib(217)), (kib(64), kib(200))];
+        let rows = [
+            (kib(8), kib(241)),
+            (kib(16), kib(233)),
+            (kib(32), kib(217)),
+            (kib(64), kib(200)),
+        ];
         let checks = step_checks(&rows);
         assert_eq!(checks.len(), 3);
         assert!(checks[0].agrees && checks[1].agrees);

@@ -23,6 +23,8 @@ pub(crate) struct Geometry {
     pub ways: u64,
     /// Replacement policy.
     pub replacement: Replacement,
+    /// Ways of every set that other work keeps occupied (a co-tenant), unusable here.
+    pub stolen_ways: u64,
 }
 
 impl Geometry {
@@ -44,7 +46,22 @@ impl Geometry {
             sector,
             ways,
             replacement,
+            stolen_ways: 0,
         }
+    }
+
+    /// This geometry with `bytes` of it occupied by other work: that many bytes' worth of
+    /// ways in every set (rounded up), leaving at least one way.
+    pub fn stealing(mut self, bytes: u64) -> Geometry {
+        let sets = (self.size / u64::from(self.line) / self.ways.max(1)).max(1);
+        let per_way = sets * u64::from(self.line);
+        let ways = bytes.div_ceil(per_way);
+        let usable = match self.replacement {
+            Replacement::EarlyMiss { reserved_ways } => self.ways - u64::from(reserved_ways),
+            Replacement::Lru | Replacement::Random => self.ways,
+        };
+        self.stolen_ways = ways.min(usable.saturating_sub(1));
+        self
     }
 }
 
@@ -83,7 +100,7 @@ impl Cache {
             Replacement::EarlyMiss { reserved_ways } => geometry.ways - u64::from(reserved_ways),
             Replacement::Lru | Replacement::Random => geometry.ways,
         };
-        let usable_ways = usize::try_from(usable_ways).unwrap_or(usize::MAX);
+        let usable_ways = usize::try_from(usable_ways - geometry.stolen_ways).unwrap_or(usize::MAX);
         let set_count = usize::try_from(sets).unwrap_or(usize::MAX);
         Cache {
             geometry,
@@ -220,6 +237,34 @@ mod tests {
 
     fn rng() -> Xoshiro256PlusPlus {
         Xoshiro256PlusPlus::seed_from_u64(1)
+    }
+
+    /// Whether a cyclic chase over `bytes` (one load per line) hits everywhere on the
+    /// second pass.
+    fn holds(cache: &mut Cache, bytes: u64) -> bool {
+        let mut r = rng();
+        cache.reset();
+        for addr in (0..bytes).step_by(128) {
+            cache.access(addr, &mut r);
+        }
+        (0..bytes)
+            .step_by(128)
+            .all(|addr| cache.access(addr, &mut r))
+    }
+
+    #[test]
+    fn a_co_tenant_steals_whole_ways_and_leaves_one() {
+        let g = Geometry::new(8192, 128, 128, Associativity::Ways(4), Replacement::Lru);
+        assert!(holds(&mut Cache::new(g), 8192));
+        // 4 KiB of 8 KiB: two of four ways.
+        let mut half = Cache::new(g.stealing(4096));
+        assert!(holds(&mut half, 4096) && !holds(&mut half, 4096 + 128 * 16));
+        // Rounded up to a whole way, and never all of them.
+        assert_eq!(g.stealing(1).stolen_ways, 1);
+        assert_eq!(g.stealing(1 << 30).stolen_ways, 3);
+        let full = Geometry::new(4096, 128, 128, Associativity::Full, Replacement::Lru);
+        assert_eq!(full.stealing(1024).stolen_ways, 8);
+        assert!(holds(&mut Cache::new(full.stealing(1024)), 3072));
     }
 
     #[test]

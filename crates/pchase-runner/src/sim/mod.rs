@@ -47,6 +47,7 @@
 
 mod cache;
 mod profile;
+mod tenant;
 
 use std::time::Duration;
 
@@ -58,6 +59,7 @@ pub use profile::{
     Associativity, CacheSpec, ClockSpec, L2Spec, MemorySpec, NoiseSpec, Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES,
 };
+pub use tenant::{CoTenant, SimObservation};
 
 use crate::backend::{
     check_partition_map, check_pinned, check_two_phase, check_written, Backend, BlockSamples,
@@ -403,6 +405,10 @@ pub struct SimBackend {
     sms: Vec<Option<SmCaches>>,
     l2: L2,
     last_shared_bytes: Option<u64>,
+    /// Launches so far (kernels and clock measurements), for the co-tenant's arrival.
+    launches: u64,
+    /// Whether the L2 was rebuilt for the co-tenant.
+    tenant_in_l2: bool,
 }
 
 impl SimBackend {
@@ -444,8 +450,64 @@ impl SimBackend {
             sms: vec![None; sm_count],
             l2,
             last_shared_bytes: None,
+            launches: 0,
+            tenant_in_l2: false,
             profile,
         })
+    }
+
+    /// The co-tenant, if the profile has one and it runs now.
+    fn tenant(&self) -> Option<&CoTenant> {
+        self.profile
+            .co_tenant
+            .as_ref()
+            .filter(|t| t.active_at(self.launches.saturating_sub(1)))
+    }
+
+    /// Counts a launch; when the co-tenant arrives its share of the L2 becomes unusable
+    /// and the L2 slower, when it leaves the L2 is whole again (and cold).
+    fn count_launch(&mut self) {
+        self.launches += 1;
+        let tenant = self.tenant().cloned();
+        if tenant.is_some() == self.tenant_in_l2 {
+            return;
+        }
+        let l2spec = &self.profile.l2;
+        let stolen = tenant.as_ref().map_or(0, |t| t.l2_stolen_bytes);
+        let geometry = Geometry::new(
+            l2spec.partition_bytes(),
+            l2spec.line_bytes,
+            l2spec.sector(),
+            l2spec.associativity,
+            l2spec.replacement,
+        )
+        .stealing(stolen / u64::from(l2spec.partitions.max(1)));
+        self.l2.partitions = (0..l2spec.partitions)
+            .map(|_| Cache::new(geometry))
+            .collect();
+        let inflate = |latency: u32| tenant.as_ref().map_or(latency, |t| t.inflate(latency));
+        self.l2.near_latency = inflate(l2spec.near_latency);
+        self.l2.far_latency = inflate(l2spec.far());
+        self.tenant_in_l2 = tenant.is_some();
+    }
+
+    /// Launches so far: every kernel, clock measurement and overhead calibration.
+    pub fn launches(&self) -> u64 {
+        self.launches
+    }
+
+    /// The GPU as NVML would report it now: the SM clock, the utilisation, and the
+    /// processes it lists (the co-tenant, while it runs and is visible).
+    pub fn observe(&self) -> SimObservation {
+        let tenant = self.tenant();
+        SimObservation {
+            sm_clock_mhz: self.profile.clock.sm_mhz * tenant.map_or(1.0, |t| t.sm_clock_factor),
+            utilization_percent: tenant.map_or(0, |t| t.utilization_percent),
+            processes: tenant
+                .filter(|t| t.visible)
+                .map(|t| vec![(t.pid, t.name.clone())])
+                .unwrap_or_default(),
+        }
     }
 
     /// The profile this GPU simulates.
@@ -481,6 +543,7 @@ impl SimBackend {
     /// Builds (or rebuilds, when the carveout changed a unified cache's size) and empties
     /// every copy of the caches of `sm`.
     fn prepare_sm(&mut self, sm: usize, shared_bytes: u64) {
+        let stolen = self.tenant().map_or(0, |t| t.l1_stolen_bytes);
         let wanted: Vec<(Geometry, usize)> = self
             .profile
             .caches
@@ -492,7 +555,8 @@ impl SimBackend {
                     c.sector(),
                     c.associativity,
                     c.replacement,
-                );
+                )
+                .stealing(stolen);
                 (geometry, c.copies_per_sm as usize)
             })
             .collect();
@@ -543,7 +607,9 @@ impl SimBackend {
                 })
                 .collect(),
             extra,
-            memory_latency: self.profile.memory.latency + extra,
+            memory_latency: self.tenant().map_or(self.profile.memory.latency, |t| {
+                t.inflate(self.profile.memory.latency)
+            }) + extra,
             shared_latency: (path == LoadPath::Shared)
                 .then_some(self.profile.shared_memory.latency + extra),
         }
@@ -560,6 +626,7 @@ impl SimBackend {
     /// Places block `b` on SM `sms[b]` (each below the SM count) and empties every cache
     /// the launch can reach: the caches of those SMs, and the L2.
     fn start_launch_on(&mut self, sms: &[usize], shared_bytes: u64) -> Vec<BlockState> {
+        self.count_launch();
         self.last_shared_bytes = Some(shared_bytes);
         let sm_count = self.sms.len();
         let partitions = self.l2.partitions.len();
@@ -925,8 +992,8 @@ impl Backend for SimBackend {
         }
         // The SMs take turns: the launch lasts as long as all their loads together.
         let cycles: u64 = blocks.iter().map(|b| b.cycles).sum();
-        let gpu_time =
-            LAUNCH_OVERHEAD + Duration::from_secs_f64(cycles as f64 / (self.profile.clock.sm_mhz * 1e6));
+        let gpu_time = LAUNCH_OVERHEAD
+            + Duration::from_secs_f64(cycles as f64 / (self.profile.clock.sm_mhz * 1e6));
         Ok(PartitionMapRun {
             sms: seen,
             gpu_time,
@@ -939,6 +1006,7 @@ impl Backend for SimBackend {
                 "clock overhead needs at least one sample".into(),
             ));
         }
+        self.count_launch();
         let overhead = i64::from(self.profile.clock.overhead_cycles);
         let jitter = self.jitter;
         let noise = self.profile.noise;
@@ -960,7 +1028,8 @@ impl Backend for SimBackend {
     }
 
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
-        let mhz = self.profile.clock.sm_mhz;
+        self.count_launch();
+        let mhz = self.observe().sm_clock_mhz;
         let normal = Normal::new(mhz, mhz * CLOCK_MEASUREMENT_STDEV)
             .map_err(|e| RunnerError::Profile(format!("clock.sm_mhz: {e}")))?;
         Ok(normal.sample(&mut self.rng))

@@ -82,6 +82,13 @@ pub struct SimProfile {
     pub l2: L2Spec,
     /// Device memory.
     pub memory: MemorySpec,
+    /// The simulated GPU's UUID: a profile that names one is locked like a real GPU
+    /// (one memtopo at a time); bundled profiles have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// Other work sharing the GPU (`docs/simulator.md`, "Co-tenants").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub co_tenant: Option<super::CoTenant>,
 }
 
 /// The SM clock and the cost of reading it.
@@ -478,6 +485,9 @@ impl SimProfile {
         if self.name.trim().is_empty() {
             return err("name: must not be empty".into());
         }
+        if let Some(tenant) = &self.co_tenant {
+            tenant.validate()?;
+        }
         let d = &self.device;
         if d.sm_count == 0 {
             return err("device.sm_count: must be at least 1".into());
@@ -793,6 +803,8 @@ impl SimProfile {
             memory: MemorySpec {
                 latency: memory_latency,
             },
+            uuid: None,
+            co_tenant: None,
         }
     }
 }

@@ -3,7 +3,11 @@
 
 #![cfg(feature = "cuda")]
 
-use std::io::Write;
+use std::{
+    io::Write,
+    ops::{Deref, DerefMut},
+    sync::{Mutex, MutexGuard, PoisonError},
+};
 
 use pchase_runner::{
     cuda::CudaBackend, Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath,
@@ -14,14 +18,43 @@ use pchase_runner::{
 ///
 /// The message goes straight to the process's stderr, past libtest's output capture, so
 /// that a run without a GPU shows that these tests skipped.
-fn gpu_or_skip(test: &str) -> Option<CudaBackend> {
+///
+/// The GPU tests take turns (a process-wide lock held as long as the backend lives): run
+/// at once, one test's kernels time-slice with another's, and the partition map or a
+/// pinned chase that needs every SM, or a clean timing, sees the other test's work (on
+/// the H100: a pinned chase at 2700 cycles per L2 hit, the map missing SM 0).
+fn gpu_or_skip(test: &str) -> Option<Gpu> {
+    static TURN: Mutex<()> = Mutex::new(());
+    let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
     match CudaBackend::new(0) {
-        Ok(backend) => Some(backend),
+        Ok(backend) => Some(Gpu {
+            backend,
+            _turn: turn,
+        }),
         Err(e @ (RunnerError::NoDevice | RunnerError::NoDriver(_))) => {
             let _ = writeln!(std::io::stderr(), "SKIPPED {test}: no GPU ({e})");
             None
         }
         Err(e) => panic!("{test}: the GPU is there but the backend failed: {e}"),
+    }
+}
+
+/// A CUDA backend that holds the GPU tests' turn.
+struct Gpu {
+    backend: CudaBackend,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl Deref for Gpu {
+    type Target = CudaBackend;
+    fn deref(&self) -> &CudaBackend {
+        &self.backend
+    }
+}
+
+impl DerefMut for Gpu {
+    fn deref_mut(&mut self) -> &mut CudaBackend {
+        &mut self.backend
     }
 }
 

@@ -4,3 +4,4 @@ mod gpu;
 mod levels;
 mod pipeline;
 mod sim;
+mod watch;

@@ -8,8 +8,8 @@ use pchase_runner::{
         Element, MeasureOptions, Measurements, Session, SizeFinding,
     },
     sim::{Associativity, Replacement, SimBackend, SimProfile},
-    Backend, Carveout, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PartitionMapRequest,
-    PartitionMapRun, PinnedRequest, PinnedRun, RunnerError, TwoPhaseRequest,
+    Backend, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PartitionMapRequest, PartitionMapRun,
+    PinnedRequest, PinnedRun, RunnerError, TwoPhaseRequest,
 };
 
 fn measure(profile: &SimProfile) -> Measurements {
@@ -312,7 +312,10 @@ fn every_shared_memory_configuration_is_measured_once_with_its_l1() {
                 .shared_carveout_for(entry.carveout, u64::from(entry.reserved_shared_bytes))
                 .expect("setting fits");
             if let Some(config) = entry.config_bytes {
-                assert_eq!(shared, config, "{name}: the simulated driver took the forced one");
+                assert_eq!(
+                    shared, config,
+                    "{name}: the simulated driver took the forced one"
+                );
             }
             let truth = cache.effective_bytes_at(shared);
             match &entry.finding {
@@ -330,9 +333,13 @@ fn every_shared_memory_configuration_is_measured_once_with_its_l1() {
         topo.validate().expect("valid");
         let l1 = topo.element(topology::ElementKind::L1Data).expect("L1");
         assert!(l1.carveout_row(topology::CarveoutRole::LargestL1).is_some());
-        assert!(l1.carveout_row(topology::CarveoutRole::DriverDefault).is_some());
+        assert!(l1
+            .carveout_row(topology::CarveoutRole::DriverDefault)
+            .is_some());
         assert!(
-            topo.notes.iter().any(|n| n.message.contains("was in force as forced")),
+            topo.notes
+                .iter()
+                .any(|n| n.message.contains("was in force as forced")),
             "{name}: the step check passes"
         );
     }
@@ -441,9 +448,10 @@ fn the_l2_line_is_read_from_runs_of_misses() {
 
 /// A backend whose pinned launches miss a slot whenever `lose` says so (as a GPU that never
 /// puts a block on a wanted SM): the sweep repeats such launches and, where SM 0 is never
-/// reached, the L2 benchmark fails with a reason.
-/// Decides, from the launch's number (from 1) and request, whether it loses a slot.
-type Lose = Box<dyn FnMut(usize, &PinnedRequest) -> bool>;
+/// reached, the L2 benchmark fails with a reason. `lose` may also alter what a launch
+/// reports.
+/// Decides, from the launch's number (from 1), request and run, whether it loses a slot.
+type Lose = Box<dyn FnMut(usize, &PinnedRequest, &mut PinnedRun) -> bool>;
 
 struct Unplaced {
     sim: SimBackend,
@@ -467,7 +475,7 @@ impl Backend for Unplaced {
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
         let mut run = self.sim.pinned_chase(request)?;
         self.pinned += 1;
-        if (self.lose)(self.pinned, request) {
+        if (self.lose)(self.pinned, request, &mut run) {
             run.slots[request.sms.len() - 1] = None;
         }
         Ok(run)
@@ -483,7 +491,9 @@ impl Backend for Unplaced {
     }
 }
 
-fn l2_with(lose: impl FnMut(usize, &PinnedRequest) -> bool + 'static) -> (L2Findings, usize) {
+fn l2_with(
+    lose: impl FnMut(usize, &PinnedRequest, &mut PinnedRun) -> bool + 'static,
+) -> (L2Findings, usize) {
     let profile = SimProfile::bundled("h200").expect("bundled");
     let mut backend = Unplaced {
         sim: SimBackend::new(profile).expect("valid profile"),
@@ -503,8 +513,8 @@ fn l2_with(lose: impl FnMut(usize, &PinnedRequest) -> bool + 'static) -> (L2Find
 #[test]
 fn pinned_launches_that_miss_sm_0_are_repeated_or_fail_the_l2_alone() {
     // Every other launch misses SM 0: each size takes two launches, with the same answers.
-    let (clean, clean_launches) = l2_with(|_, _| false);
-    let (l2, launches) = l2_with(|k, _| k % 2 == 1);
+    let (clean, clean_launches) = l2_with(|_, _, _| false);
+    let (l2, launches) = l2_with(|k, _, _| k % 2 == 1);
     assert_eq!(launches, 2 * clean_launches);
     assert_eq!(
         (l2.near_capacity, l2.far_capacity, l2.keeps_copies),
@@ -515,7 +525,7 @@ fn pinned_launches_that_miss_sm_0_are_repeated_or_fail_the_l2_alone() {
     let mut backend = Unplaced {
         sim: SimBackend::new(SimProfile::bundled("h200").expect("bundled")).expect("valid"),
         pinned: 0,
-        lose: Box::new(|_, _| true),
+        lose: Box::new(|_, _, _| true),
     };
     let options = MeasureOptions {
         only: [Element::L2, Element::DeviceMemory].into_iter().collect(),
@@ -533,4 +543,63 @@ fn pinned_launches_that_miss_sm_0_are_repeated_or_fail_the_l2_alone() {
     assert!(m
         .element(Element::DeviceMemory)
         .is_some_and(|r| r.latency.is_some()));
+}
+
+/// The self-check fires where a sweep size's 32-warp mean is not what its sampled loads
+/// give, away from the capacity edges: the timed pass of the 4 MiB array (well inside the
+/// near partition) reports half again its cycles.
+#[test]
+fn a_curve_feature_no_level_explains_fails_the_self_check() {
+    let (clean, _) = l2_with(|_, _, _| false);
+    assert!(clean.unexplained.is_empty(), "{:?}", clean.unexplained);
+    let (l2, _) = l2_with(|_, request, run| {
+        let bytes = request.chains[0].bytes;
+        if request.sample_steps > 0 && (3 << 20..5 << 20).contains(&bytes) {
+            for slot in run.slots.iter_mut().flatten() {
+                slot.total_cycles += slot.total_cycles / 2;
+            }
+        }
+        false
+    });
+    assert!(
+        l2.unexplained
+            .iter()
+            .any(|u| (3 << 20..5 << 20).contains(&u.bytes)),
+        "{:?}",
+        l2.unexplained
+    );
+    let m = Measurements {
+        l2: Some(l2),
+        ..Measurements::default()
+    };
+    assert!(m.self_check().iter().any(|f| f.starts_with("L2:")));
+}
+
+/// Geometry Hopper does not have: three partitions with copies and four without. The map
+/// counts them from the far share of the SMs off the reference's partition (1 − 1/P), not
+/// from the number of latency levels (which is two either way).
+#[test]
+fn three_and_four_partitions_are_counted() {
+    for (partitions, copies) in [(3u32, true), (4, false)] {
+        let mut profile = SimProfile::bundled("h200").expect("bundled");
+        profile.l2.partitions = partitions;
+        profile.l2.near_keeps_far_copies = copies;
+        let l2 = measure_only(&profile, Element::L2).l2.expect("L2 measured");
+        let map = l2.map.as_ref().expect("the partition map");
+        assert_eq!(
+            map.count, partitions,
+            "{partitions} partitions, copies {copies}"
+        );
+        assert_eq!(map.keeps_copies, Some(copies));
+        // With copies the reference's partition is told apart; without, no SM's is.
+        let told = map.partition_of_sm.iter().filter(|p| p.is_some()).count();
+        if copies {
+            let own = (0..profile.device.sm_count)
+                .filter(|&sm| sm * partitions / profile.device.sm_count == 0)
+                .count();
+            assert_eq!(told, own, "the reference's partition's SMs");
+        } else {
+            assert_eq!(told, 0);
+        }
+    }
 }

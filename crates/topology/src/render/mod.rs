@@ -276,6 +276,9 @@ pub fn table(topo: &Topology) -> String {
     }
     let mut out = headline(topo);
     out.push('\n');
+    if let Some(banner) = busy_banner(topo) {
+        let _ = writeln!(out, "{banner}");
+    }
     let line = |cells: [&str; 7], out: &mut String| {
         let mut text = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
@@ -301,7 +304,31 @@ pub fn table(topo: &Topology) -> String {
     for note in general_notes(topo) {
         let _ = writeln!(out, "{note}");
     }
+    if let Some(run) = &topo.run {
+        for line in run.summary() {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     out
+}
+
+/// The warning every output shows first when the result was taken beside other work.
+pub(crate) fn busy_banner(topo: &Topology) -> Option<String> {
+    let run = topo.run.as_ref()?;
+    let mut reasons = run.busy_reasons.clone();
+    reasons.extend(run.disturbances.iter().cloned());
+    if !run.busy && run.disturbances.is_empty() {
+        return None;
+    }
+    let what = if run.busy {
+        "TAKEN ON A BUSY GPU"
+    } else {
+        "DISTURBED WHILE MEASURING"
+    };
+    Some(format!(
+        "WARNING: {what}: values may be disturbed ({})",
+        reasons.join("; ")
+    ))
 }
 
 /// Adds the not-measured notes that no table cell referenced (quantities
@@ -339,6 +366,9 @@ pub fn markdown(topo: &Topology) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Memory topology of {}\n", md_escape(&d.name));
     let _ = writeln!(out, "{}\n", md_escape(&headline(topo)));
+    if let Some(banner) = busy_banner(topo) {
+        let _ = writeln!(out, "> **{}**\n", md_escape(&banner));
+    }
 
     let _ = writeln!(out, "## Device\n\n| property | value |\n| --- | --- |");
     let mut property = |name: &str, value: Option<String>| {
@@ -432,6 +462,14 @@ pub fn markdown(topo: &Topology) -> String {
     condition("tool", c.tool.clone());
     condition("tool version", c.tool_version.clone());
     condition("remark", c.remark.clone());
+    if let Some(run) = &topo.run {
+        let _ = writeln!(out, "\n## Run\n\n| condition | value |\n| --- | --- |");
+        for (name, value) in run.fields() {
+            if !value.is_empty() && value != "-" {
+                let _ = writeln!(out, "| {name} | {} |", md_escape(&value));
+            }
+        }
+    }
 
     let mut notes = Footnotes {
         entries: Vec::new(),

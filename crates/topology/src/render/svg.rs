@@ -269,6 +269,14 @@ pub fn svg(topo: &Topology) -> String {
         escape(&subtitle)
     );
     let mut y = 76.0;
+    if let Some(banner) = super::busy_banner(topo) {
+        let _ = writeln!(
+            body,
+            r##"<text x="{MARGIN}" y="{y}" font-size="13" font-weight="bold" fill="#b91c1c">{}</text>"##,
+            escape(&banner)
+        );
+        y += 20.0;
+    }
 
     // The SM, drawn over two offset shadows that stand for the other SMs.
     let blocks = sm_blocks(topo);
@@ -411,7 +419,13 @@ pub fn svg(topo: &Topology) -> String {
             .map_or(1, |c| c.value.max(1)) as usize;
         let drawn = count.min(8);
         let part_height = if partitions.is_some() { 80.0 } else { 0.0 };
-        let l2_height = 44.0 + part_height + if partitions.is_some() { 14.0 } else { 0.0 };
+        let map_height = if partitions.is_some_and(|p| !p.sm_partition.is_empty()) {
+            46.0
+        } else {
+            0.0
+        };
+        let l2_height =
+            44.0 + part_height + map_height + if partitions.is_some() { 14.0 } else { 0.0 };
         let _ = writeln!(
             body,
             r##"<rect x="{MARGIN}" y="{y:.1}" width="{inner_width:.1}" height="{l2_height:.1}" rx="10" fill="#fff7ed" stroke="#ea580c" stroke-width="2"/>"##
@@ -427,6 +441,11 @@ pub fn svg(topo: &Topology) -> String {
             let px0 = MARGIN + 16.0;
             let pwidth = (inner_width - 32.0 - 12.0 * (drawn as f64 - 1.0)) / drawn as f64;
             let each = p.size_each.as_ref().map(Size::to_string);
+            let far_size = p
+                .far_size
+                .as_ref()
+                .map(Size::to_string)
+                .or_else(|| each.clone());
             for i in 0..drawn {
                 let near = i == 0;
                 let px = px0 + i as f64 * (pwidth + 12.0);
@@ -454,7 +473,7 @@ pub fn svg(topo: &Topology) -> String {
                 };
                 let lines = [
                     Some(name),
-                    each.clone(),
+                    if near { each.clone() } else { far_size.clone() },
                     latency.map(|l| latency_text(topo, l)),
                 ];
                 for (j, line) in lines.iter().flatten().enumerate() {
@@ -467,6 +486,15 @@ pub fn svg(topo: &Topology) -> String {
                         escape(line)
                     );
                 }
+            }
+            if !p.sm_partition.is_empty() {
+                sm_map(
+                    &mut body,
+                    p,
+                    px0,
+                    y + 40.0 + part_height + 8.0,
+                    inner_width - 32.0,
+                );
             }
             if let (Some(penalty), Some(ratio)) = (p.far_penalty(), p.far_ratio()) {
                 let _ = writeln!(
@@ -566,4 +594,33 @@ pub fn svg(topo: &Topology) -> String {
     out.push_str(&body);
     out.push_str("</svg>\n");
     out
+}
+
+/// The SMs as a strip of squares coloured by their L2 partition (the map's reference SM's
+/// partition green, the other orange, unknown grey), with a caption.
+fn sm_map(out: &mut String, p: &crate::model::L2Partitions, x: f64, y: f64, width: f64) {
+    let count = p.sm_partition.len().max(1);
+    let cell = (width / count as f64).min(12.0);
+    let reference = p
+        .map_reference_sm
+        .map_or_else(String::new, |sm| format!(", SM {sm}'s partition green"));
+    let _ = writeln!(
+        out,
+        r##"<text x="{x:.1}" y="{:.1}" font-size="12" fill="#374151">SMs by L2 partition (partition map{reference}; grey: not told)</text>"##,
+        y + 10.0
+    );
+    for (sm, partition) in p.sm_partition.iter().enumerate() {
+        let fill = match partition {
+            Some(0) => "#16a34a",
+            Some(_) => "#ea580c",
+            None => "#9ca3af",
+        };
+        let _ = writeln!(
+            out,
+            r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="14" fill="{fill}"><title>SM {sm}</title></rect>"#,
+            x + sm as f64 * cell,
+            y + 16.0,
+            (cell - 1.0).max(0.5)
+        );
+    }
 }

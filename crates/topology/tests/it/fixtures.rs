@@ -198,6 +198,8 @@ pub fn h200_illustrative() -> Topology {
         far_latency: Some(latency(392.5, 394.0, 410.0, 14.2, 256)),
         far_size: Some(Size::exact(Bytes(24_117_248), Provenance::Benchmark)),
         near_keeps_far_copies: Some(true),
+        sm_partition: (0..8).map(|sm| Some(u32::from(sm % 4 >= 2))).collect(),
+        map_reference_sm: Some(0),
     };
     let dram = topo.element_mut(ElementKind::DeviceMemory);
     dram.set_size(Size::api(Bytes(150_754_820_096)))

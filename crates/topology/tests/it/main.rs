@@ -6,5 +6,6 @@ mod formats;
 mod golden;
 mod mt4g;
 mod proptests;
+mod run_record;
 mod schema;
 mod validation;

@@ -7,7 +7,9 @@
 //! - The levels of the largest size (2.5 × the L2) are memory: one level is memory; several
 //!   are memory through the near partition (the fastest) and through farther ones.
 //! - A level seen only between them is a far hit: lines homed in another partition that
-//!   are no longer in the SM's own but still in their home.
+//!   are no longer in the SM's own but still in their home; unless it is no faster than
+//!   the fastest memory level: then it, like a third level of the largest size, is
+//!   memory's slow tail (a few percent of the loads: DRAM row or page misses).
 //!
 //! A level's distribution pools every sample of every size that fell into it. A size is
 //! explained when each of its modes is one of the levels and its mean (the 32-warp pass)
@@ -34,6 +36,9 @@ pub enum LevelKind {
     MemoryViaNear,
     /// Device memory through another partition.
     MemoryViaFar,
+    /// Device memory slower than through any partition: a few percent of the loads of
+    /// large arrays (DRAM row or page misses), reported but not a level of the L2 path.
+    MemorySlow,
 }
 
 impl LevelKind {
@@ -45,6 +50,7 @@ impl LevelKind {
             LevelKind::Memory => "memory",
             LevelKind::MemoryViaNear => "memory via near partition",
             LevelKind::MemoryViaFar => "memory via far partition",
+            LevelKind::MemorySlow => "memory, slow tail",
         }
     }
 }
@@ -94,10 +100,21 @@ pub struct Identified {
 }
 
 impl Identified {
-    /// The first level of `kind`.
+    /// The level of `kind` with the largest share ([`main_level`]).
     pub fn level(&self, kind: LevelKind) -> Option<&L2Level> {
-        self.levels.iter().find(|l| l.kind == kind)
+        main_level(&self.levels, kind)
     }
+}
+
+/// The level of `kind` that takes the largest share of some size's loads: where a small
+/// cluster between two levels was named like a larger one (transitional loads at a
+/// capacity edge), the larger is the level; the smaller stays in the list, and the
+/// self-check reports it where it overlaps a neighbour.
+pub fn main_level(levels: &[L2Level], kind: LevelKind) -> Option<&L2Level> {
+    levels
+        .iter()
+        .filter(|l| l.kind == kind)
+        .max_by(|a, b| a.peak_share().total_cmp(&b.peak_share()))
 }
 
 /// A level being assembled: its samples, and per size its share.
@@ -155,6 +172,12 @@ pub fn identify(points: &[SweepPoint]) -> Identified {
     let first = |c: &Cluster| c.shares.first().copied().unwrap_or(0.0) > 0.0;
     let last = |c: &Cluster| c.shares.last().copied().unwrap_or(0.0) > 0.0;
     let memory_count = clusters.iter().filter(|c| last(c) && !first(c)).count();
+    // The fastest memory level: a level that is not there at the smallest size and is no
+    // faster than it is memory too (a slow tail: DRAM row or page misses), not a far hit.
+    let fastest_memory = clusters
+        .iter()
+        .find(|c| last(c) && !first(c))
+        .map(|c| c.median);
     let mut memory_seen = 0;
     let mut near_seen = false;
     let levels: Vec<L2Level> = clusters
@@ -173,8 +196,11 @@ pub fn identify(points: &[SweepPoint]) -> Identified {
                 match (memory_count, memory_seen) {
                     (1, _) => LevelKind::Memory,
                     (_, 1) => LevelKind::MemoryViaNear,
-                    _ => LevelKind::MemoryViaFar,
+                    (_, 2) => LevelKind::MemoryViaFar,
+                    _ => LevelKind::MemorySlow,
                 }
+            } else if fastest_memory.is_some_and(|m| c.median >= m) {
+                LevelKind::MemorySlow
             } else {
                 LevelKind::FarHit
             };
@@ -203,7 +229,8 @@ pub fn identify(points: &[SweepPoint]) -> Identified {
             // A level must be a level of its own: its samples' spread must not reach into
             // the next one's median (a mixture of two neighbours mistaken for a level).
             levels.get(k + 1).and_then(|next| {
-                (level.distribution.p95 >= next.distribution.p50).then(|| Unexplained {
+                let tail = [level.kind, next.kind].contains(&LevelKind::MemorySlow);
+                (!tail && level.distribution.p95 >= next.distribution.p50).then(|| Unexplained {
                     bytes: 0,
                     reason: format!(
                         "the {} level (p50 {:.0}, p95 {:.0}) reaches the {} level's median {:.0}",
@@ -306,5 +333,22 @@ mod tests {
         let found = identify(&points);
         assert_eq!(found.unexplained.len(), 1);
         assert_eq!(found.unexplained[0].bytes, 8 << 20);
+    }
+
+    #[test]
+    fn the_main_level_of_a_kind_is_the_one_with_the_largest_share() {
+        let level = |p50: f64, share: f64| L2Level {
+            kind: LevelKind::FarHit,
+            distribution: Distribution {
+                p50,
+                ..Distribution::default()
+            },
+            sub_levels: Vec::new(),
+            shares: vec![(1 << 20, share)],
+        };
+        let levels = [level(417.0, 0.08), level(455.0, 0.5)];
+        let main = main_level(&levels, LevelKind::FarHit).expect("a far level");
+        assert_eq!(main.distribution.p50, 455.0);
+        assert!(main_level(&levels, LevelKind::NearHit).is_none());
     }
 }

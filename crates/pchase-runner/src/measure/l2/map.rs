@@ -271,7 +271,13 @@ mod tests {
     #[test]
     fn four_partitions_with_copies_tell_the_reference_side_only() {
         let cold: Vec<Option<Vec<f64>>> = (0..8)
-            .map(|sm| Some(if sm < 2 { lines(|_| true) } else { lines(|l| l % 4 == 0) }))
+            .map(|sm| {
+                Some(if sm < 2 {
+                    lines(|_| true)
+                } else {
+                    lines(|l| l % 4 == 0)
+                })
+            })
             .collect();
         let warm: Vec<Option<Vec<f64>>> = (0..8).map(|_| Some(lines(|_| true))).collect();
         let map = read_map(&cold, &warm, Duration::ZERO).unwrap();

@@ -4,7 +4,7 @@
 //!
 //! 1. **Partition map** ([`map`]): one launch; which SMs share a partition, whether a
 //!    partition keeps copies of far lines, and the far level by a method of its own.
-//! 2. **Fetch granularity** ([`probes::fetch_granularity`]).
+//! 2. **Fetch granularity** (`probes::fetch_granularity`).
 //! 3. **Sweep** ([`sweep`]): SM 0 alone, 32 warps, arrays from a thirty-second of the L2 to
 //!    2.5 times it; each size's mean and 512 loads timed one by one.
 //! 4. **Levels** ([`identify`]): the modes of every size grouped into levels and named by
@@ -29,17 +29,18 @@ use topology::LatencySummary;
 use crate::{backend::Backend, error::RunnerError};
 
 use super::{probe::SizeSamples, search::RawCurve};
-pub use identify::{Identified, L2Level, LevelKind, Unexplained};
+pub use identify::{main_level, Identified, L2Level, LevelKind, Unexplained};
 pub use map::PartitionMap;
 pub use probes::{L2Line, L2Sector};
-pub use sweep::{SweepPoint, SWEEP_SM};
+pub use sweep::{SweepPoint, SWEEP_SAMPLES, SWEEP_SM, SWEEP_WARPS};
 
 /// What the L2 benchmark found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct L2Findings {
     /// Every level of the L2 path SM 0 meets, fastest first.
     pub levels: Vec<L2Level>,
-    /// The near hits' latency (the L2 element's latency).
+    /// The near hits' latency with one warp alone at the smallest size (the L2 element's
+    /// latency); the near level's where that launch did not run.
     pub near: LatencySummary,
     /// The bytes of one SM's array that stay in its own partition, and whether measured
     /// (`true`: where near hits stopped in the sweep) or derived (`false`: the API's size).
@@ -47,10 +48,11 @@ pub struct L2Findings {
     /// The array size up to which far hits persisted (SM 0's array), bytes.
     pub far_edge: Option<u64>,
     /// The bytes of far-homed lines the far partition(s) held at the far edge (the edge
-    /// times the far level's share), and whether measured.
+    /// times 1 − 1/P, the far-homed share of an array with P partitions), and whether
+    /// measured.
     pub far_capacity: Option<(u64, bool)>,
-    /// The far capacity's range: the far edge times the far share ± two binomial standard
-    /// errors of a share over the sampled loads, bytes.
+    /// The far capacity's range: the far edge up to the next size the refinement did not
+    /// try, times the far-homed share of an array (1 − 1/P), bytes.
     pub far_capacity_range: Option<(u64, u64)>,
     /// Where the sweep's last rise is (the L2 as one SM sees it), bytes.
     pub total_seen: Option<u64>,
@@ -58,6 +60,9 @@ pub struct L2Findings {
     /// where it ran, else `Some(true)` when the sweep shows far hits only beyond the near
     /// capacity; `None` with one partition.
     pub keeps_copies: Option<bool>,
+    /// Sizes at a capacity edge whose 32-warp mean differs from their samples' (the
+    /// mixture's shares change from pass to pass there).
+    pub edge_mismatches: Vec<Unexplained>,
     /// Which SMs share which partition; `Err` says why there is no map.
     pub map: Result<PartitionMap, String>,
     /// The far level by the sweep and by the map; `None` without a far level.
@@ -77,9 +82,9 @@ pub struct L2Findings {
 }
 
 impl L2Findings {
-    /// The first level of `kind`.
+    /// The level of `kind` with the largest share ([`main_level`]).
     pub fn level(&self, kind: LevelKind) -> Option<&L2Level> {
-        self.levels.iter().find(|l| l.kind == kind)
+        main_level(&self.levels, kind)
     }
 }
 
@@ -128,7 +133,16 @@ pub fn measure_l2<B: Backend>(
     let near_level = identified
         .level(LevelKind::NearHit)
         .ok_or_else(|| RunnerError::WrongResult("the L2 sweep shows no near hits".into()))?;
-    let near = summary(&near_level.distribution)?;
+    // The element's latency: a near hit with one warp alone at the smallest size (the
+    // levels' distributions are taken with 32 warps of SM 0 at once, which queue).
+    let alone = sweep::measure_alone(backend, points[0].bytes, SWEEP_SAMPLES, overhead, gpu_time)?
+        .and_then(|p| {
+            super::levels::modes(&p.samples, identify::MIN_SHARE)
+                .into_iter()
+                .find(|m| !m.tail)
+                .map(|m| m.distribution)
+        });
+    let near = summary(alone.as_ref().unwrap_or(&near_level.distribution))?;
 
     // 5. Capacities. Near: the last size where near hits keep the share they have at the
     // smallest size (to 5 %, or to four binomial standard deviations of a share over the
@@ -158,24 +172,32 @@ pub fn measure_l2<B: Backend>(
             .find(|&i| far.share_at(i) >= 0.5 * peak)
     });
     let mut far_edge = None;
+    let mut far_step = 0;
     if let Some(i) = far_edge_index.filter(|&i| i + 1 < points.len()) {
         let before = points[i].mean;
+        far_step = (points[i + 1].bytes - points[i].bytes) / 4;
         far_edge = sweep::last_fitting(points[i].bytes, points[i + 1].bytes, 4, |bytes| {
             Ok(sweep::measure_point(backend, bytes, 0, overhead, gpu_time)?
                 .map(|p| p.mean <= 1.05 * before))
         })?;
     }
+    // The far partition(s) hold the array's far-homed lines, 1 − 1/P of it with P
+    // partitions (P from the map, else two): far hits end where that share of the array
+    // no longer fits. The range runs to the next size the refinement did not try.
+    let partitions = match &map {
+        Ok(found) if found.count > 1 => f64::from(found.count),
+        _ => 2.0,
+    };
+    let far_homed = 1.0 - 1.0 / partitions;
     let far_capacity = match (far_edge, far_level) {
-        (Some(edge), Some(far)) => Some(((edge as f64 * far.peak_share()) as u64, true)),
+        (Some(edge), Some(_)) => Some(((edge as f64 * far_homed) as u64, true)),
         _ => None,
     };
     let far_capacity_range = match (far_edge, far_level) {
-        (Some(edge), Some(far)) => {
-            let share = far.peak_share();
-            let error = 2.0 * (share * (1.0 - share) / f64::from(sweep::SWEEP_SAMPLES)).sqrt();
-            let bytes = |s: f64| (edge as f64 * s.clamp(0.0, 1.0)) as u64;
-            Some((bytes(share - error), bytes(share + error)))
-        }
+        (Some(edge), Some(_)) => Some((
+            (edge as f64 * far_homed) as u64,
+            ((edge + far_step) as f64 * far_homed) as u64,
+        )),
         _ => None,
     };
     let total_seen = identified
@@ -241,6 +263,23 @@ pub fn measure_l2<B: Backend>(
             })
             .collect(),
     };
+    // A size next to a capacity edge whose 32-warp mean its samples do not match is a
+    // mixture whose shares change from pass to pass (measured on the H200: more warm-up
+    // passes lower the timed pass's mean there, the samples right after stay), not a level
+    // the analysis missed: it is reported apart.
+    let edges: Vec<usize> = [near_last, far_edge_index]
+        .into_iter()
+        .flatten()
+        .flat_map(|i| [i, i + 1, i + 2])
+        .collect();
+    let (edge_mismatches, unexplained): (Vec<_>, Vec<_>) =
+        identified.unexplained.clone().into_iter().partition(|u| {
+            u.bytes > 0
+                && points
+                    .iter()
+                    .position(|p| p.bytes == u.bytes)
+                    .is_some_and(|i| edges.contains(&i))
+        });
     Ok(L2Findings {
         levels: identified.levels.clone(),
         near,
@@ -252,7 +291,8 @@ pub fn measure_l2<B: Backend>(
         keeps_copies,
         map,
         far_check,
-        unexplained: identified.unexplained,
+        unexplained,
+        edge_mismatches,
         curve,
         points,
         fetch_granularity,

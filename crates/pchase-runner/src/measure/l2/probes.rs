@@ -156,7 +156,7 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// and end (two evicted lines side by side make a run of twice the line, still aligned to
 /// it). A cyclic chase over an array that only partly fits is no substitute: on the H200
 /// it evicts whole 256-byte partition chunks at once, or misses everything
-/// (docs/results/h200.md).
+/// (docs/results/h200-sets-a-to-i.md).
 ///
 /// A load counts as a miss above `threshold` cycles. B starts with one node per 1024 lines
 /// of A (at least 8) and grows fourfold, up to one per line, until the re-timed pass shows
@@ -189,7 +189,9 @@ pub(super) fn l2_line<B: Backend>(
     let mut best: Option<L2Line> = None;
     // One launch with `evicting` nodes in B: the runs of misses it shows, and its share of
     // misses.
-    let mut probe = |evicting: u32, best: &mut Option<L2Line>| -> Result<(usize, f64), RunnerError> {
+    let mut probe = |evicting: u32,
+                     best: &mut Option<L2Line>|
+     -> Result<(usize, f64), RunnerError> {
         let b = ChainSpec::new(
             u64::from(evicting) * u64::from(EVICTING_SPACING),
             EVICTING_SPACING,
@@ -272,7 +274,8 @@ pub(super) fn l2_line<B: Backend>(
             if best.as_ref().is_some_and(|b| b.runs >= 128) || high <= low + 1 {
                 break;
             }
-            let middle = ((f64::from(low) * f64::from(high)).sqrt() as u32).clamp(low + 1, high - 1);
+            let middle =
+                ((f64::from(low) * f64::from(high)).sqrt() as u32).clamp(low + 1, high - 1);
             let outcome = probe(middle, &mut best)?;
             if enough(outcome) && outcome.0 < 128 {
                 high = middle;

@@ -20,6 +20,9 @@ pub const SWEEP_WARPS: u32 = 32;
 /// Loads sampled one by one at each size, after the timed pass.
 pub const SWEEP_SAMPLES: u32 = 512;
 
+/// Untimed passes over the array before the timed one.
+pub const SWEEP_WARMUP_PASSES: u32 = 1;
+
 /// Launches tried before a size counts as lost (a launch that did not reach SM 0 is
 /// repeated).
 const PINNED_TRIES: usize = 4;
@@ -54,7 +57,7 @@ pub fn sweep_sizes(l2: u64) -> Vec<u64> {
 
 /// One size on SM [`SWEEP_SM`]: one warm-up pass and one timed pass over the array, shared
 /// among the warps, then `samples` loads timed one by one. `None` when no launch of
-/// [`PINNED_TRIES`] reached the SM.
+/// `PINNED_TRIES` (4) reached the SM.
 pub fn measure_point<B: Backend>(
     backend: &mut B,
     bytes: u64,
@@ -62,17 +65,47 @@ pub fn measure_point<B: Backend>(
     overhead: f64,
     gpu_time: &mut Duration,
 ) -> Result<Option<SweepPoint>, RunnerError> {
+    measure_point_with(backend, bytes, samples, SWEEP_WARPS, overhead, gpu_time)
+}
+
+/// [`measure_point`] with one warp alone: the loads' latencies without the other warps'
+/// traffic (the L2's unloaded hit latency at a size that fits).
+///
+/// # Errors
+/// A launch failure.
+pub fn measure_alone<B: Backend>(
+    backend: &mut B,
+    bytes: u64,
+    samples: u32,
+    overhead: f64,
+    gpu_time: &mut Duration,
+) -> Result<Option<SweepPoint>, RunnerError> {
+    measure_point_with(backend, bytes, samples, 1, overhead, gpu_time)
+}
+
+fn measure_point_with<B: Backend>(
+    backend: &mut B,
+    bytes: u64,
+    samples: u32,
+    max_warps: u32,
+    overhead: f64,
+    gpu_time: &mut Duration,
+) -> Result<Option<SweepPoint>, RunnerError> {
     let chain = ChainSpec::new(bytes, 128)?;
     // At least 64 timed loads per warp, so that the mean is not one clock overhead or one
     // stray slow load spread over a handful of loads.
-    let warps = SWEEP_WARPS
+    let warps = max_warps
         .min(u32::try_from(chain.nodes() / 64).unwrap_or(u32::MAX))
         .max(1);
     let per_warp = u32::try_from(chain.nodes() / u64::from(warps)).unwrap_or(u32::MAX);
+    let passes: u32 = std::env::var("MEMTOPO_L2_WARMUP_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SWEEP_WARMUP_PASSES);
     let request = PinnedRequest {
         sms: vec![SWEEP_SM],
         chains: vec![chain],
-        warmup_steps: per_warp,
+        warmup_steps: per_warp.saturating_mul(passes),
         steps: per_warp,
         warps,
         sample_steps: samples,

@@ -6,11 +6,11 @@ use topology::{
     QuantityKind, Size, Topology,
 };
 
-use super::{
-    l2::{L2Findings, LevelKind},
-    Element, ElementResult, Measurements, SizeAtCarveout, SizeFinding,
-};
+use super::{Element, ElementResult, Measurements, SizeAtCarveout, SizeFinding};
 use crate::{backend::Carveout, device::DeviceInfo};
+
+mod l2;
+use l2::l2_partitions;
 
 /// The topology element an [`Element`] is written to.
 pub fn element_kind(element: Element) -> ElementKind {
@@ -145,6 +145,33 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
             l1_size: size,
         });
     }
+    // Which configuration the driver's default is: the one whose L1 it equals (to 1 KiB).
+    let default_l1 = result
+        .sizes
+        .iter()
+        .find_map(|s| match (&s.role, &s.finding) {
+            (super::carveout::Role::DriverDefault, SizeFinding::Exact { bytes, .. }) => {
+                Some(*bytes)
+            }
+            _ => None,
+        });
+    if let Some(default_l1) = default_l1 {
+        let same: Vec<u64> = configs
+            .iter()
+            .filter(|(_, l1)| l1.abs_diff(default_l1) <= 1024)
+            .map(|(c, _)| c / 1024)
+            .collect();
+        if let [config] = same[..] {
+            notes.push(note(
+                NoteSeverity::Info,
+                Some(QuantityKind::Size),
+                format!(
+                    "the driver's default for a kernel without shared memory is the {config} KiB configuration: its L1 ({:.2} KiB) equals that row's; the largest L1 any kernel gets is the first row's",
+                    default_l1 as f64 / 1024.0
+                ),
+            ));
+        }
+    }
     // The proof from above: between neighbouring configurations the L1 shrinks by their
     // step, so each ran with the configuration its shared bytes forced.
     let checks = super::carveout::step_checks(&configs);
@@ -239,6 +266,14 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
     if let Some(caches) = measured.l1_caches_global_loads {
         topo.element_mut(ElementKind::L1Data)
             .set_global_loads_cached(caches);
+        if !caches {
+            topo.add_note(Note {
+                severity: NoteSeverity::Info,
+                element: Some(ElementKind::L1Data),
+                quantity: None,
+                message: "the L1 does not cache global loads on this GPU (`ld.global.ca` loads take as long as L2 hits): it has no size on that path; texture and read-only loads are measured on their own".into(),
+            });
+        }
     }
     for (element, result) in &measured.elements {
         write_element(&mut topo, *element, result);
@@ -425,156 +460,4 @@ mod tests {
             Some("kernel failed")
         );
     }
-}
-
-/// The L2's partitions, levels and map: the model's partition fields, and notes with what
-/// the model has no field for yet (every level's distribution and shares, the SM map).
-fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
-    let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
-    let note = |topo: &mut Topology, severity: NoteSeverity, message: String| {
-        topo.add_note(Note {
-            severity,
-            element: Some(ElementKind::L2),
-            quantity: Some(QuantityKind::Partitions),
-            message,
-        });
-    };
-    let levels: Vec<String> = l2
-        .levels
-        .iter()
-        .map(|level| {
-            let d = &level.distribution;
-            let mut text = format!(
-                "{} p50 {:.0} (p5 {:.0}, p95 {:.0}) cycles, at most {:.0} % of the loads",
-                level.kind.name(),
-                d.p50,
-                d.p5,
-                d.p95,
-                100.0 * level.peak_share()
-            );
-            if !level.sub_levels.is_empty() {
-                let subs: Vec<String> = level
-                    .sub_levels
-                    .iter()
-                    .map(|s| format!("{:.0} ({:.0} %)", s.p50, 100.0 * s.share))
-                    .collect();
-                text.push_str(&format!(" with sub-levels {}", subs.join(", ")));
-            }
-            text
-        })
-        .collect();
-    note(
-        topo,
-        NoteSeverity::Info,
-        format!(
-            "levels SM {} meets on the L2 path: {}",
-            super::l2::SWEEP_SM,
-            levels.join("; ")
-        ),
-    );
-    match &l2.map {
-        Ok(map) => {
-            let mut groups = vec![format!(
-                "the reference's partition: SMs {:?}",
-                map.sms_of(0)
-            )];
-            let other = map.sms_of(1);
-            if !other.is_empty() {
-                groups.push(format!("the other partition: SMs {other:?}"));
-            }
-            let unknown = map
-                .partition_of_sm
-                .iter()
-                .enumerate()
-                .filter(|(sm, p)| p.is_none() && map.far_share[*sm].is_some())
-                .count();
-            if unknown > 0 {
-                groups.push(format!(
-                    "{unknown} SM(s) on a partition this map does not tell apart"
-                ));
-            }
-            note(
-                topo,
-                NoteSeverity::Info,
-                format!(
-                    "partition map ({} partition(s), reference SM {}; {}): {}",
-                    map.count,
-                    map.reference_sm,
-                    match map.keeps_copies {
-                        Some(true) => "a partition keeps copies of far lines its SMs read",
-                        Some(false) => "no partition keeps copies of far lines",
-                        None => "one partition",
-                    },
-                    groups.join("; ")
-                ),
-            );
-        }
-        Err(why) => note(
-            topo,
-            NoteSeverity::NotMeasured,
-            format!("partition map not measured: {why}"),
-        ),
-    }
-    if let Some(check) = l2.far_check {
-        let (severity, verdict) = if check.agrees {
-            (NoteSeverity::Info, "agree")
-        } else {
-            (NoteSeverity::Warning, "DISAGREE")
-        };
-        note(
-            topo,
-            severity,
-            format!(
-                "far level checked by a second method: far minus near {:.0} cycles in the sweep, {} in the partition map: the two {verdict}",
-                check.sweep_penalty,
-                check
-                    .map_penalty
-                    .map_or("none".to_owned(), |p| format!("{p:.0} cycles"))
-            ),
-        );
-    }
-    for unexplained in &l2.unexplained {
-        let at = if unexplained.bytes > 0 {
-            format!(" at {:.2} MiB", mib(unexplained.bytes))
-        } else {
-            String::new()
-        };
-        note(
-            topo,
-            NoteSeverity::Warning,
-            format!("unexplained L2 curve feature{at}: {}", unexplained.reason),
-        );
-    }
-    let partitions = topo.element_mut(ElementKind::L2).partitions_mut();
-    partitions.near_latency = Some(Latency::measured(l2.near));
-    partitions.far_latency = l2
-        .level(LevelKind::FarHit)
-        .and_then(|far| super::l2::summary(&far.distribution).ok())
-        .map(Latency::measured);
-    partitions.count = match &l2.map {
-        Ok(map) => Some(Count::new(map.count, Provenance::Benchmark)),
-        Err(_) => l2
-            .level(LevelKind::FarHit)
-            .map(|_| Count::new(2, Provenance::Derived)),
-    };
-    let size = |(bytes, measured_here): (u64, bool)| {
-        Size::exact(
-            Bytes(bytes),
-            if measured_here {
-                Provenance::Benchmark
-            } else {
-                Provenance::Derived
-            },
-        )
-    };
-    partitions.size_each = l2.near_capacity.map(size);
-    partitions.far_size = match (l2.far_capacity, l2.far_capacity_range) {
-        (Some((_, true)), Some((low, high))) => Some(Size::between(
-            Bytes(low),
-            Bytes(high),
-            Provenance::Benchmark,
-        )),
-        (far, _) => far.map(size),
-    };
-    partitions.near_keeps_far_copies = l2.keeps_copies;
 }

@@ -1,0 +1,236 @@
+//! The conditions of a run: who and where, the GPU's state before and after, whether
+//! other work shares the GPU (refused unless `--allow-busy`), and what changed while
+//! measuring.
+
+use std::{thread, time::Duration};
+
+use topology::{GpuProcess, GpuState, RunRecord};
+
+/// One look at the GPU.
+#[derive(Debug, Clone, Default)]
+pub struct Observation {
+    /// Clocks, temperature, power, modes.
+    pub state: GpuState,
+    /// Processes using the GPU (never this one: it has no context yet before measuring).
+    pub processes: Vec<GpuProcess>,
+    /// The kernel driver's version.
+    pub driver_version: Option<String>,
+    /// Whether utilisation lags (NVML averages over its last sample period), so that a
+    /// busy reading without any process is looked at again before it counts.
+    pub settles: bool,
+}
+
+/// Something that can look at the GPU: NVML, or the simulated GPU's profile.
+pub trait StateSource {
+    /// The GPU now.
+    fn observe(&mut self) -> Result<Observation, String>;
+}
+
+/// How long a utilisation reading without any visible process may take to fall to zero
+/// (NVML's sample period is 1/6 s to 1 s; a previous memtopo may just have exited).
+const SETTLE: Duration = Duration::from_millis(2500);
+
+/// Why the GPU counts as busy, from one observation (empty: it is not).
+pub fn busy_reasons(observation: &Observation) -> Vec<String> {
+    let own = std::process::id();
+    let mut reasons: Vec<String> = observation
+        .processes
+        .iter()
+        .filter(|p| p.pid != own)
+        .map(|p| {
+            let memory = p
+                .used_memory_bytes
+                .map(|b| format!(", {} MiB", b >> 20))
+                .unwrap_or_default();
+            format!("{p}{memory} uses the GPU")
+        })
+        .collect();
+    let utilization = observation.state.utilization_percent.unwrap_or(0);
+    if reasons.is_empty() && utilization > 0 {
+        reasons.push(format!(
+            "the GPU is {utilization} % utilised with no process visible (another container or VM?)"
+        ));
+    }
+    if observation.state.compute_mode.as_deref() == Some("prohibited") {
+        reasons.push("the GPU's compute mode is prohibited".to_string());
+    }
+    reasons
+}
+
+/// Observes the GPU before measuring; a utilisation reading with no process is looked at
+/// again for up to [`SETTLE`], since it may be the tail of a run that just ended.
+pub fn observe_before(source: &mut dyn StateSource) -> Result<(Observation, Vec<String>), String> {
+    let mut observation = source.observe()?;
+    let mut reasons = busy_reasons(&observation);
+    let mut waited = Duration::ZERO;
+    let step = Duration::from_millis(250);
+    while observation.settles
+        && !reasons.is_empty()
+        && observation.processes.is_empty()
+        && waited < SETTLE
+    {
+        thread::sleep(step);
+        waited += step;
+        observation = source.observe()?;
+        reasons = busy_reasons(&observation);
+    }
+    Ok((observation, reasons))
+}
+
+/// What changed between `before` and `after` that makes the values doubtful: new
+/// processes, a clock that dropped, throttling that began.
+pub fn disturbances(before: &Observation, after: &Observation) -> Vec<String> {
+    let mut found = Vec::new();
+    for p in &after.processes {
+        if p.pid != std::process::id() && !before.processes.iter().any(|b| b.pid == p.pid) {
+            found.push(format!("{p} appeared on the GPU while measuring"));
+        }
+    }
+    let idle_after = after.state.throttle_reasons.iter().any(|r| r == "gpu_idle");
+    if let (Some(a), Some(b)) = (before.state.sm_clock_mhz, after.state.sm_clock_mhz) {
+        // At rest the clock is low and rises under load; only a drop below the
+        // starting clock, beyond a few percent, is a disturbance, and not one that
+        // NVML explains as the GPU idling again (memtopo has finished by then).
+        if !idle_after && f64::from(b) < 0.95 * f64::from(a) {
+            found.push(format!("the SM clock dropped from {a} MHz to {b} MHz"));
+        }
+    }
+    const SLOWDOWNS: [&str; 5] = [
+        "sw_power_cap",
+        "hw_slowdown",
+        "sw_thermal_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+    ];
+    for reason in &after.state.throttle_reasons {
+        if SLOWDOWNS.contains(&reason.as_str()) && !before.state.throttle_reasons.contains(reason) {
+            found.push(format!(
+                "the clocks were throttled while measuring ({reason})"
+            ));
+        }
+    }
+    found
+}
+
+/// The run's identity: date, host, version, commit and command line.
+pub fn base_record() -> RunRecord {
+    let date = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok());
+    RunRecord {
+        date_utc: Some(date),
+        host,
+        tool_version: Some(env!("CARGO_PKG_VERSION").to_string()),
+        git_commit: Some(env!("MEMTOPO_GIT_COMMIT").to_string()),
+        command_line: std::env::args().collect(),
+        ..RunRecord::default()
+    }
+}
+
+/// Adds what `observation` saw to `record` (the driver version, new processes).
+pub fn absorb(record: &mut RunRecord, observation: &Observation) {
+    if record.driver_version.is_none() {
+        record.driver_version = observation.driver_version.clone();
+    }
+    for p in &observation.processes {
+        if !record.other_processes.iter().any(|q| q.pid == p.pid) {
+            record.other_processes.push(p.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(pid: u32) -> GpuProcess {
+        GpuProcess {
+            pid,
+            name: Some("python3".into()),
+            kind: "compute".into(),
+            used_memory_bytes: Some(3 << 30),
+        }
+    }
+
+    fn at(clock: u32) -> Observation {
+        Observation {
+            state: GpuState {
+                sm_clock_mhz: Some(clock),
+                ..GpuState::default()
+            },
+            ..Observation::default()
+        }
+    }
+
+    #[test]
+    fn other_processes_make_the_gpu_busy_and_are_named() {
+        let mut o = at(1980);
+        assert!(busy_reasons(&o).is_empty());
+        o.processes.push(process(4711));
+        let reasons = busy_reasons(&o);
+        assert_eq!(
+            reasons,
+            ["pid 4711 (python3, compute), 3072 MiB uses the GPU"]
+        );
+        // This process itself never counts.
+        o.processes = vec![process(std::process::id())];
+        assert!(busy_reasons(&o).is_empty());
+    }
+
+    #[test]
+    fn utilisation_without_a_process_is_busy() {
+        let mut o = at(1980);
+        o.state.utilization_percent = Some(87);
+        assert!(busy_reasons(&o)[0].contains("87 % utilised"));
+    }
+
+    struct Fading(Vec<u32>);
+    impl StateSource for Fading {
+        fn observe(&mut self) -> Result<Observation, String> {
+            let mut o = at(1980);
+            o.settles = true;
+            o.state.utilization_percent = Some(if self.0.is_empty() {
+                0
+            } else {
+                self.0.remove(0)
+            });
+            Ok(o)
+        }
+    }
+
+    #[test]
+    fn the_tail_of_a_previous_run_is_waited_out() {
+        let (o, reasons) = observe_before(&mut Fading(vec![40, 10])).unwrap();
+        assert!(reasons.is_empty(), "{reasons:?}");
+        assert_eq!(o.state.utilization_percent, Some(0));
+    }
+
+    #[test]
+    fn disturbances_are_new_processes_clock_drops_and_throttling() {
+        let before = at(1980);
+        assert!(disturbances(&before, &at(1975)).is_empty());
+        assert!(
+            disturbances(&at(345), &at(1980)).is_empty(),
+            "a clock rising from rest"
+        );
+        let mut idle = at(345);
+        idle.state.throttle_reasons = vec!["gpu_idle".into()];
+        assert!(
+            disturbances(&before, &idle).is_empty(),
+            "idling after the run"
+        );
+        let mut after = at(1410);
+        after.processes.push(process(99));
+        after.state.throttle_reasons = vec!["hw_thermal_slowdown".into()];
+        let found = disturbances(&before, &after);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found[0].contains("pid 99"));
+        assert!(found[1].contains("1980 MHz to 1410 MHz"));
+        assert!(found[2].contains("hw_thermal_slowdown"));
+    }
+}

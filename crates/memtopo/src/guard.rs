@@ -1,0 +1,218 @@
+//! Before, around and after measuring: the per-GPU lock, the busy-GPU check, the
+//! sentinels and the GPU's state after the run, all recorded in the [`RunRecord`].
+//!
+//! The order matters. The GPU is identified without a context (so this run is not yet one
+//! of its processes), the lock is taken (so a second memtopo waits before it looks at the
+//! GPU, instead of seeing the first as a co-tenant), then the GPU's state is read and a
+//! busy GPU refused, and only then is the context created and the GPU measured.
+
+use std::{path::Path, time::Duration};
+
+use pchase_runner::{
+    measure::{sentinel, MeasureOptions, Measurements},
+    sim::SimBackend,
+    Backend,
+};
+use topology::{GpuProcess, GpuState, RunRecord};
+
+use crate::{
+    conditions::{self, Observation, StateSource},
+    lock::{self, GpuLock, LockError},
+    run::CliError,
+    Cli,
+};
+
+/// Takes the lock of the GPU named `key` (its UUID), waiting `--wait` seconds with a
+/// message; records how it went. A lock that cannot be made is a warning, not an error.
+pub fn lock_gpu(
+    cli: &Cli,
+    key: Option<&str>,
+    record: &mut RunRecord,
+) -> Result<Option<GpuLock>, CliError> {
+    let Some(key) = key else {
+        record.lock = Some("not taken: the GPU has no UUID or bus id".into());
+        return Ok(None);
+    };
+    let dir = lock::lock_dir();
+    let wait = Duration::from_secs_f64(cli.wait.max(0.0));
+    match lock::acquire(&dir, key, wait, |holder| {
+        log::warn!(
+            "{key} is being measured by {holder}; waiting up to {} s (--wait)",
+            cli.wait
+        );
+    }) {
+        Ok(lock) => {
+            record.lock = Some(format!("held ({})", lock.path().display()));
+            Ok(Some(lock))
+        }
+        Err(LockError::Busy(holder)) => Err(CliError::Busy(format!(
+            "{key} is being measured by {holder}; still busy after {} s (--wait SECONDS to wait longer)",
+            cli.wait
+        ))),
+        Err(LockError::Unavailable(reason)) => {
+            log::warn!("measuring without the per-GPU lock: {reason}");
+            record.lock = Some(format!("not taken: {reason}"));
+            Ok(None)
+        }
+    }
+}
+
+/// Reads the GPU's state before measuring and refuses a busy GPU unless `--allow-busy`.
+/// `None` for the source: the state cannot be read (recorded, with a warning).
+pub fn check_busy(
+    cli: &Cli,
+    source: Option<&mut dyn StateSource>,
+    record: &mut RunRecord,
+) -> Result<Option<Observation>, CliError> {
+    let Some(source) = source else {
+        return Ok(None);
+    };
+    let (observation, reasons) = match conditions::observe_before(source) {
+        Ok(seen) => seen,
+        Err(reason) => {
+            log::warn!("cannot read the GPU's state: {reason}; other work on it is not checked");
+            record.state_unavailable = Some(reason);
+            return Ok(None);
+        }
+    };
+    conditions::absorb(record, &observation);
+    record.before = Some(observation.state.clone());
+    if !reasons.is_empty() {
+        if !cli.allow_busy {
+            return Err(CliError::Busy(format!(
+                "other work is on the GPU: {}; measuring now would report disturbed numbers \
+                 (--allow-busy measures anyway and marks the result)",
+                reasons.join("; ")
+            )));
+        }
+        for reason in reasons {
+            log::warn!("measuring on a busy GPU (--allow-busy): {reason}");
+            record.mark_busy(reason);
+        }
+    }
+    Ok(Some(observation))
+}
+
+/// Reads the GPU's state after measuring; what changed since `before` is a disturbance.
+pub fn after(
+    source: Option<&mut dyn StateSource>,
+    before: Option<&Observation>,
+    record: &mut RunRecord,
+) {
+    let Some(source) = source else { return };
+    match source.observe() {
+        Ok(observation) => {
+            if let Some(before) = before {
+                record
+                    .disturbances
+                    .extend(conditions::disturbances(before, &observation));
+            }
+            conditions::absorb(record, &observation);
+            record.after = Some(observation.state);
+        }
+        Err(reason) => log::warn!("cannot read the GPU's state after measuring: {reason}"),
+    }
+}
+
+/// Measures with the sentinels read before and after the run and after every benchmark
+/// (a disturbed benchmark runs again once: `Measurements::disturbed`, marked by
+/// [`mark_benchmarks`]), and every found size probed again; what the run-wide checks
+/// find goes into `record.disturbances`.
+pub fn watched<B: Backend>(
+    backend: &mut B,
+    mut options: MeasureOptions,
+    quiet: bool,
+    record: &mut RunRecord,
+) -> Result<Measurements, CliError> {
+    options.watch = true;
+    let (stride, replicas) = (options.search_stride, options.replicas);
+    let before = sentinel::read(backend);
+    let measured = crate::run::measure(backend, options, quiet)?;
+    record.disturbances.extend(sentinel::confirm_sizes(
+        backend, &measured, stride, replicas,
+    ));
+    let after = sentinel::read(backend);
+    record
+        .disturbances
+        .extend(sentinel::compare(&before, &after));
+    Ok(measured)
+}
+
+/// The simulated GPU seen as NVML would see it.
+pub struct SimState<'a>(pub &'a SimBackend);
+
+impl StateSource for SimState<'_> {
+    fn observe(&mut self) -> Result<Observation, String> {
+        let seen = self.0.observe();
+        Ok(Observation {
+            state: GpuState {
+                sm_clock_mhz: Some(seen.sm_clock_mhz.round() as u32),
+                max_sm_clock_mhz: Some(self.0.profile().clock.sm_mhz.round() as u32),
+                utilization_percent: Some(seen.utilization_percent),
+                compute_mode: Some("default".into()),
+                ..GpuState::default()
+            },
+            processes: seen
+                .processes
+                .into_iter()
+                .map(|(pid, name)| GpuProcess {
+                    pid,
+                    name: Some(name),
+                    kind: "compute".into(),
+                    used_memory_bytes: None,
+                })
+                .collect(),
+            driver_version: None,
+            settles: false,
+        })
+    }
+}
+
+/// The profile's name for the record: the bundled name, or the file's path.
+pub fn profile_label(spec: &str, name: &str) -> String {
+    if Path::new(spec).exists() {
+        format!("{name} ({spec})")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Marks the benchmarks the sentinels found disturbed: one that stayed disturbed after its
+/// repeat is a disturbance of the run and a warning on its element (the benchmark's
+/// first word names it, e.g. `l1 size (…)`); one the repeat cleared is an info note.
+pub fn mark_benchmarks(measured: &Measurements, topo: &mut topology::Topology) {
+    let mut notes = Vec::new();
+    let mut lines = Vec::new();
+    for d in &measured.disturbed {
+        let line = format!("{}: {}", d.benchmark, d.findings.join("; "));
+        let element = d
+            .benchmark
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse::<pchase_runner::measure::Element>().ok())
+            .map(pchase_runner::measure::report::element_kind);
+        let (severity, message) = if d.cleared_by_repeat {
+            (
+                topology::NoteSeverity::Info,
+                format!("repeated after a disturbance, then clean: {line}"),
+            )
+        } else {
+            let line = format!("{line} (still after a repeat)");
+            lines.push(line.clone());
+            (
+                topology::NoteSeverity::Warning,
+                format!("disturbed: {line}"),
+            )
+        };
+        notes.push(topology::Note {
+            severity,
+            element,
+            quantity: None,
+            message,
+        });
+    }
+    topo.notes.extend(notes);
+    if let Some(record) = topo.run.as_mut() {
+        record.disturbances.extend(lines);
+    }
+}

@@ -1,0 +1,166 @@
+//! The GPU's state through NVML, loaded at run time (`libnvidia-ml.so.1`), so that memtopo
+//! still starts where NVML is missing: then [`Nvml::open`] fails with a reason that the
+//! run records as "NVML unavailable".
+//!
+//! The CUDA device is found in NVML by its UUID (under MIG, the instance's), else by its
+//! PCI bus id, never by index: `CUDA_VISIBLE_DEVICES` renumbers CUDA devices, and NVML
+//! and CUDA may order them differently.
+
+use std::ffi::OsStr;
+
+use nvml_wrapper::{
+    enum_wrappers::device::{Clock, ComputeMode, TemperatureSensor},
+    enums::device::UsedGpuMemory,
+    struct_wrappers::device::ProcessInfo,
+    Device,
+};
+use topology::{GpuProcess, GpuState};
+
+use crate::conditions::{Observation, StateSource};
+
+/// The library names tried, in order: the driver installs the versioned name; the plain
+/// one exists only with development packages.
+const LIBRARIES: [&str; 2] = ["libnvidia-ml.so.1", "libnvidia-ml.so"];
+
+/// An NVML session on one GPU.
+#[derive(Debug)]
+pub struct Nvml {
+    nvml: nvml_wrapper::Nvml,
+    /// How the device was found again at each observation.
+    key: DeviceKey,
+}
+
+#[derive(Debug, Clone)]
+enum DeviceKey {
+    Uuid(String),
+    PciBusId(String),
+}
+
+impl Nvml {
+    /// Loads NVML and finds the CUDA device `uuid` (`GPU-…`) or `pci_bus_id`.
+    pub fn open(uuid: Option<&str>, pci_bus_id: Option<&str>) -> Result<Nvml, String> {
+        let mut failures = Vec::new();
+        let mut loaded = None;
+        for name in LIBRARIES {
+            match nvml_wrapper::Nvml::builder()
+                .lib_path(OsStr::new(name))
+                .init()
+            {
+                Ok(nvml) => {
+                    loaded = Some(nvml);
+                    break;
+                }
+                Err(e) => failures.push(format!("{name}: {e}")),
+            }
+        }
+        let nvml = loaded.ok_or_else(|| failures.join("; "))?;
+        let mut tried = Vec::new();
+        let mut keys = Vec::new();
+        if let Some(uuid) = uuid {
+            keys.push(DeviceKey::Uuid(uuid.to_string()));
+            // The CUDA UUID's bytes do not say whether they name a MIG instance.
+            if let Some(rest) = uuid.strip_prefix("GPU-") {
+                keys.push(DeviceKey::Uuid(format!("MIG-{rest}")));
+            }
+        }
+        if let Some(bus) = pci_bus_id {
+            keys.push(DeviceKey::PciBusId(bus.to_string()));
+        }
+        for key in keys {
+            match find(&nvml, &key) {
+                Ok(_) => return Ok(Nvml { nvml, key }),
+                Err(e) => tried.push(e),
+            }
+        }
+        Err(if tried.is_empty() {
+            "the CUDA device has neither a UUID nor a PCI bus id to find it by".to_string()
+        } else {
+            format!("the CUDA device is not in NVML: {}", tried.join("; "))
+        })
+    }
+}
+
+fn find<'n>(nvml: &'n nvml_wrapper::Nvml, key: &DeviceKey) -> Result<Device<'n>, String> {
+    match key {
+        DeviceKey::Uuid(uuid) => nvml
+            .device_by_uuid(uuid.as_str())
+            .map_err(|e| format!("UUID {uuid}: {e}")),
+        DeviceKey::PciBusId(bus) => nvml
+            .device_by_pci_bus_id(bus.as_str())
+            .map_err(|e| format!("PCI bus id {bus}: {e}")),
+    }
+}
+
+/// A value NVML may refuse (unsupported on this GPU, no permission): `None`, logged.
+fn read<T, E: std::fmt::Display>(what: &str, result: Result<T, E>) -> Option<T> {
+    result.map_err(|e| log::debug!("NVML: {what}: {e}")).ok()
+}
+
+fn compute_mode(mode: ComputeMode) -> &'static str {
+    match mode {
+        ComputeMode::Default => "default",
+        ComputeMode::ExclusiveThread => "exclusive_thread",
+        ComputeMode::ExclusiveProcess => "exclusive_process",
+        ComputeMode::Prohibited => "prohibited",
+    }
+}
+
+fn processes(nvml: &nvml_wrapper::Nvml, list: Vec<ProcessInfo>, kind: &str) -> Vec<GpuProcess> {
+    list.into_iter()
+        .map(|p| GpuProcess {
+            pid: p.pid,
+            name: nvml.sys_process_name(p.pid, 256).ok(),
+            kind: kind.to_string(),
+            used_memory_bytes: match p.used_gpu_memory {
+                UsedGpuMemory::Used(bytes) => Some(bytes),
+                UsedGpuMemory::Unavailable => None,
+            },
+        })
+        .collect()
+}
+
+impl StateSource for Nvml {
+    fn observe(&mut self) -> Result<Observation, String> {
+        let device = find(&self.nvml, &self.key)?;
+        let throttle = read("throttle reasons", device.current_throttle_reasons());
+        let state = GpuState {
+            sm_clock_mhz: read("SM clock", device.clock_info(Clock::SM)),
+            memory_clock_mhz: read("memory clock", device.clock_info(Clock::Memory)),
+            max_sm_clock_mhz: read("max SM clock", device.max_clock_info(Clock::SM)),
+            throttle_reasons: throttle
+                .map(|reasons| {
+                    reasons
+                        .iter_names()
+                        .map(|(name, _)| name.to_ascii_lowercase())
+                        .filter(|name| name != "none")
+                        .collect()
+                })
+                .unwrap_or_default(),
+            temperature_c: read("temperature", device.temperature(TemperatureSensor::Gpu)),
+            power_w: read("power", device.power_usage()).map(|mw| f64::from(mw) / 1000.0),
+            power_limit_w: read("power limit", device.enforced_power_limit())
+                .map(|mw| f64::from(mw) / 1000.0),
+            ecc_enabled: read("ECC", device.is_ecc_enabled()).map(|e| e.currently_enabled),
+            persistence_mode: read("persistence mode", device.is_in_persistent_mode()),
+            compute_mode: read("compute mode", device.compute_mode())
+                .map(|m| compute_mode(m).to_string()),
+            mig_enabled: read("MIG mode", device.mig_mode()).map(|m| m.current != 0),
+            utilization_percent: read("utilization", device.utilization_rates()).map(|u| u.gpu),
+            memory_used_bytes: read("memory", device.memory_info()).map(|m| m.used),
+        };
+        let mut others = Vec::new();
+        match device.running_compute_processes() {
+            Ok(list) => others.extend(processes(&self.nvml, list, "compute")),
+            Err(e) => return Err(format!("cannot list the GPU's compute processes: {e}")),
+        }
+        if let Some(list) = read("graphics processes", device.running_graphics_processes()) {
+            others.extend(processes(&self.nvml, list, "graphics"));
+        }
+        Ok(Observation {
+            state,
+            processes: others,
+            driver_version: read("driver version", self.nvml.sys_driver_version()),
+            settles: true,
+        })
+    }
+}

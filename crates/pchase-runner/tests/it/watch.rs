@@ -1,0 +1,86 @@
+//! Watching a session (`MeasureOptions::watch`): a co-tenant on the simulated GPU that
+//! moves the sentinels makes the benchmark before them run again; a brief one is cleared
+//! by the repeat, one that stays leaves the benchmark listed as disturbed.
+
+use pchase_runner::{
+    measure::{Element, MeasureOptions, Measurements, Session},
+    sim::{CoTenant, SimBackend, SimProfile},
+};
+
+fn session(tenant: Option<CoTenant>) -> (Measurements, u64) {
+    let mut profile = SimProfile::bundled("volta").unwrap();
+    profile.co_tenant = tenant;
+    let mut backend = SimBackend::new(profile).unwrap();
+    let options = MeasureOptions {
+        only: [Element::Shared, Element::DeviceMemory]
+            .into_iter()
+            .collect(),
+        watch: true,
+        ..MeasureOptions::default()
+    };
+    let measured = Session::new(&mut backend, options).run().unwrap();
+    (measured, backend.launches())
+}
+
+fn slow_l2(start: u64, end: Option<u64>) -> CoTenant {
+    CoTenant {
+        pid: 1,
+        name: "job".into(),
+        visible: false,
+        start_launch: start,
+        end_launch: end,
+        utilization_percent: 0,
+        l1_stolen_bytes: 0,
+        l2_stolen_bytes: 0,
+        latency_factor: 1.5,
+        sm_clock_factor: 1.0,
+    }
+}
+
+#[test]
+fn a_quiet_gpu_is_never_disturbed() {
+    let (measured, _) = session(None);
+    assert!(measured.disturbed.is_empty(), "{:?}", measured.disturbed);
+    assert!(measured
+        .element(Element::DeviceMemory)
+        .unwrap()
+        .latency
+        .is_some());
+}
+
+#[test]
+fn a_co_tenant_that_stays_leaves_every_later_benchmark_disturbed() {
+    let (_, launches) = session(None);
+    // Half-way: after the baseline (which a co-tenant there from the start would be
+    // part of: the busy check before measuring is for that), before the memory latency.
+    let (measured, _) = session(Some(slow_l2(launches / 2, None)));
+    assert!(!measured.disturbed.is_empty());
+    assert!(measured.disturbed.iter().all(|d| !d.cleared_by_repeat));
+    assert!(
+        measured
+            .disturbed
+            .iter()
+            .any(|d| d.benchmark.contains("memory latency") && d.findings[0].contains("L2 hit")),
+        "{:?}",
+        measured.disturbed
+    );
+}
+
+#[test]
+fn a_brief_co_tenant_is_cleared_by_repeating_the_benchmark() {
+    // One launch long, at every launch of a quiet run in turn: where it meets a sentinel
+    // the benchmark before it runs again, and the repeat (after it left) is clean.
+    let (_, launches) = session(None);
+    let mut cleared = 0;
+    for start in 0..launches {
+        let (measured, _) = session(Some(slow_l2(start, Some(start + 1))));
+        for d in &measured.disturbed {
+            assert!(d.cleared_by_repeat, "start {start}: {d:?}");
+            cleared += 1;
+        }
+    }
+    assert!(
+        cleared > 0,
+        "no window met a sentinel in {launches} launches"
+    );
+}
