@@ -75,7 +75,9 @@ fn test(extra: &[String]) -> Result<(), String> {
     if status.success() {
         Ok(())
     } else {
-        Err(format!("`cargo test --workspace --locked` failed ({status})"))
+        Err(format!(
+            "`cargo test --workspace --locked` failed ({status})"
+        ))
     }
 }
 
