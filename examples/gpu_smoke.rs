@@ -2,7 +2,7 @@
 //! printing the median latency; with no GPU it prints why and exits with status 2.
 //!
 //! ```text
-//! cargo xtask cargo run --example gpu_smoke
+//! cargo run --release -p pchase-runner --example gpu_smoke
 //! ```
 
 use std::process::ExitCode;

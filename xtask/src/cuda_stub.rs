@@ -1,17 +1,14 @@
-//! The CUDA environment for cargo: the real toolkit where one is installed, otherwise a
-//! link-time stand-in for `libcuda.so`.
+//! The scriptable stand-in driver for tests (`cargo xtask test`).
 //!
-//! cust 0.3.2 links `-lcuda` and its build script (cust_raw through find_cuda_helper)
-//! panics when it finds no CUDA installation. On a machine with only the Rust toolchain we
-//! therefore build a small shared library, soname `libcuda.so.1`, that exports every `cu*`
-//! entry point cust_raw declares; each returns `CUDA_ERROR_NO_DEVICE` (100) unless the
+//! memtopo loads the CUDA driver at run time (`crates/cuda-shim`, `docs/building.md`), so
+//! nothing needs a stand-in to build or link. Tests of how memtopo reports every driver
+//! error (`crates/memtopo/tests/it/driver_errors.rs`) need a driver that answers chosen
+//! codes: on a machine without a real driver, `cargo xtask test` builds this one, a
+//! shared library exporting every `cu*` entry point cust_raw declares, and points
+//! `MEMTOPO_LIBCUDA` at it (and sets `MEMTOPO_STAND_IN_LOADED=1`, so that those tests
+//! insist that it works). Each entry point answers `CUDA_ERROR_NO_DEVICE` (100) unless the
 //! environment variable `MEMTOPO_STAND_IN` scripts another answer (see
-//! [`stand_in_source`]), so that tests can make any call fail with any code. `CUDA_LIBRARY_PATH` then points at the directory holding its
-//! `lib64/`, which is what the build script accepts.
-//!
-//! The stand-in is put on `LD_LIBRARY_PATH` only when the loader cannot find a real
-//! `libcuda.so.1`: on a GPU machine the driver always wins. A binary linked against the
-//! stand-in records only the soname, so on a GPU machine it resolves to the real driver.
+//! [`stand_in_source`]). On a GPU machine the tests run against the real driver.
 
 use std::{
     env, fs,
@@ -19,102 +16,42 @@ use std::{
     process::Command,
 };
 
-/// How cargo commands get to see CUDA.
+/// Where the stand-in was built, if this machine has no real driver and tests should load it.
 #[derive(Debug)]
-pub enum CudaEnv {
-    /// A CUDA toolkit (or a user-provided `CUDA_LIBRARY_PATH`) is there: change nothing.
-    Toolkit,
-    /// The stand-in was built at `root/lib64`; `on_loader_path` says whether tests must load it.
-    StandIn { root: PathBuf, on_loader_path: bool },
+pub struct StandIn {
+    library: Option<PathBuf>,
 }
 
-impl CudaEnv {
-    /// Finds a CUDA installation the way find_cuda_helper 0.2 does, or builds the stand-in.
-    pub fn detect(workspace: &Path) -> Result<CudaEnv, String> {
-        if env::var_os("CUDA_LIBRARY_PATH").is_some() || toolkit_lib_dir().is_some() {
-            return Ok(CudaEnv::Toolkit);
+impl StandIn {
+    /// Builds the stand-in under the target directory when no real driver is present.
+    pub fn prepare(workspace: &Path) -> Result<StandIn, String> {
+        if real_driver_present() {
+            return Ok(StandIn { library: None });
         }
-        let root = target_dir(workspace).join("cuda-stub");
-        build_stand_in(workspace, &root)?;
-        Ok(CudaEnv::StandIn {
-            root,
-            on_loader_path: !real_driver_present(),
+        let root = super::target_dir(workspace).join("cuda-stand-in");
+        Ok(StandIn {
+            library: Some(build_stand_in(workspace, &root)?),
         })
     }
 
-    /// Applies the environment to a command about to run cargo or a built binary.
+    /// Points a command (cargo running tests) at the stand-in, if one was built.
     pub fn apply(&self, cmd: &mut Command) {
-        if let CudaEnv::StandIn {
-            root,
-            on_loader_path,
-        } = self
-        {
-            cmd.env("CUDA_LIBRARY_PATH", root);
-            if *on_loader_path {
-                let lib = root.join("lib64");
-                let mut paths = vec![lib];
-                if let Some(old) = env::var_os("LD_LIBRARY_PATH") {
-                    paths.extend(env::split_paths(&old));
-                }
-                cmd.env(
-                    "LD_LIBRARY_PATH",
-                    env::join_paths(paths).expect("paths without ':'"),
-                );
-                // Tests that script the stand-in's answers must then find it working.
-                cmd.env("MEMTOPO_STAND_IN_LOADED", "1");
-            }
+        if let Some(library) = &self.library {
+            cmd.env("MEMTOPO_LIBCUDA", library);
+            cmd.env("MEMTOPO_STAND_IN_LOADED", "1");
         }
     }
 
     /// One line for the log.
     pub fn describe(&self) -> String {
-        match self {
-            CudaEnv::Toolkit => "CUDA: using the installed toolkit".to_string(),
-            CudaEnv::StandIn {
-                root,
-                on_loader_path: true,
-            } => format!(
-                "CUDA: no toolkit found; linking and testing against the stand-in libcuda in {}",
-                root.join("lib64").display()
-            ),
-            CudaEnv::StandIn {
-                root,
-                on_loader_path: false,
-            } => format!(
-                "CUDA: no toolkit found; linking against the stand-in in {} but running against the real driver",
-                root.join("lib64").display()
+        match &self.library {
+            None => "CUDA: a driver is installed; tests run against it".to_string(),
+            Some(lib) => format!(
+                "CUDA: no driver found; tests load the scriptable stand-in {} (MEMTOPO_LIBCUDA)",
+                lib.display()
             ),
         }
     }
-}
-
-/// The `lib64` directories find_cuda_helper 0.2 would accept on Linux.
-fn toolkit_lib_dir() -> Option<PathBuf> {
-    let mut candidates = vec![PathBuf::from("/opt/cuda"), PathBuf::from("/usr/local/cuda")];
-    if let Ok(entries) = fs::read_dir("/usr/local") {
-        let mut versioned: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("cuda-"))
-            })
-            .collect();
-        versioned.sort();
-        candidates.extend(versioned);
-    }
-    candidates.into_iter().find_map(|base| {
-        let lib = base.join("lib64");
-        if lib.is_dir() {
-            return Some(lib);
-        }
-        let targets = base.join("targets/x86_64-linux");
-        targets
-            .join("include/cuda.h")
-            .is_file()
-            .then(|| targets.join("lib"))
-    })
 }
 
 /// Whether the dynamic loader would find a real NVIDIA driver library.
@@ -132,39 +69,6 @@ fn real_driver_present() -> bool {
     ]
     .iter()
     .any(|p| Path::new(p).exists())
-}
-
-/// Cargo's target directory, honouring `CARGO_TARGET_DIR`.
-pub fn target_dir(workspace: &Path) -> PathBuf {
-    env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace.join("target"))
-}
-
-/// The path of cust_raw's bindings, found through `cargo metadata` (no build needed).
-fn cust_raw_bindings(workspace: &Path) -> Result<PathBuf, String> {
-    let out = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1"])
-        .current_dir(workspace)
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("cargo metadata printed invalid JSON: {e}"))?;
-    let manifest = meta["packages"]
-        .as_array()
-        .and_then(|pkgs| pkgs.iter().find(|p| p["name"] == "cust_raw"))
-        .and_then(|p| p["manifest_path"].as_str())
-        .ok_or("cust_raw is not in the dependency graph")?;
-    Ok(Path::new(manifest)
-        .parent()
-        .ok_or("cust_raw's manifest has no parent directory")?
-        .join("src/cuda.rs"))
 }
 
 /// Every `cu*` function cust_raw declares, sorted and without duplicates.
@@ -206,12 +110,12 @@ const HAND_WRITTEN: &[&str] = &[
 /// other code, as a driver does for a code it does not know.
 pub fn stand_in_source(entry_points: &[String]) -> String {
     let mut src = String::from(
-        "// Generated by `cargo xtask`: a link-time stand-in for libcuda.so.1. Do not edit.\n\
+        "// Generated by `cargo xtask`: a scriptable stand-in for libcuda.so.1, for tests. Do not edit.\n\
          #![allow(non_snake_case, clippy::missing_safety_doc)]\n\
          use std::os::raw::{c_char, c_int};\n\
          const NO_DEVICE: u32 = 100;\n\
          const INVALID_VALUE: u32 = 1;\n\
-         static NO_DEVICE_TEXT: &[u8] = b\"no CUDA driver on this machine (memtopo's link stand-in for libcuda answered)\\0\";\n\
+         static NO_DEVICE_TEXT: &[u8] = b\"no CUDA driver on this machine (memtopo's test stand-in for libcuda answered)\\0\";\n\
          static NO_DEVICE_NAME: &[u8] = b\"CUDA_ERROR_NO_DEVICE\\0\";\n\
          /// The scripted answer of `name`, else NO_DEVICE.\n\
          fn answer(name: &str) -> u32 {\n\
@@ -263,8 +167,9 @@ pub fn stand_in_source(entry_points: &[String]) -> String {
     src
 }
 
-fn build_stand_in(workspace: &Path, root: &Path) -> Result<(), String> {
-    let bindings_path = cust_raw_bindings(workspace)?;
+/// Builds the stand-in as `root/libcuda.so.1` (if its source changed) and returns its path.
+fn build_stand_in(workspace: &Path, root: &Path) -> Result<PathBuf, String> {
+    let bindings_path = super::cuda_shim::package_dir(workspace, "cust_raw")?.join("src/cuda.rs");
     let bindings = fs::read_to_string(&bindings_path)
         .map_err(|e| format!("cannot read {}: {e}", bindings_path.display()))?;
     let names = entry_points(&bindings);
@@ -276,22 +181,16 @@ fn build_stand_in(workspace: &Path, root: &Path) -> Result<(), String> {
         ));
     }
     let source = stand_in_source(&names);
-    let lib64 = root.join("lib64");
     let src_path = root.join("libcuda_stand_in.rs");
-    let lib = lib64.join("libcuda.so");
-    let soname = lib64.join("libcuda.so.1");
-    let up_to_date = fs::read_to_string(&src_path).is_ok_and(|old| old == source)
-        && lib.is_file()
-        && soname.is_file();
-    if up_to_date {
-        return Ok(());
+    let lib = root.join("libcuda.so.1");
+    if fs::read_to_string(&src_path).is_ok_and(|old| old == source) && lib.is_file() {
+        return Ok(lib);
     }
-    fs::create_dir_all(&lib64).map_err(|e| format!("cannot create {}: {e}", lib64.display()))?;
+    fs::create_dir_all(root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
     fs::write(&src_path, &source).map_err(|e| format!("cannot write stand-in source: {e}"))?;
     let status = Command::new(env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
         .args(["--crate-type", "cdylib", "--edition", "2021", "-O"])
-        .args(["--crate-name", "cuda"])
-        .args(["-C", "link-arg=-Wl,-soname,libcuda.so.1"])
+        .args(["--crate-name", "cuda_stand_in"])
         .arg("-o")
         .arg(&lib)
         .arg(&src_path)
@@ -300,8 +199,7 @@ fn build_stand_in(workspace: &Path, root: &Path) -> Result<(), String> {
     if !status.success() {
         return Err("rustc failed to build the libcuda stand-in".into());
     }
-    fs::copy(&lib, &soname).map_err(|e| format!("cannot copy the stand-in to its soname: {e}"))?;
-    Ok(())
+    Ok(lib)
 }
 
 #[cfg(test)]

@@ -2,15 +2,17 @@
 //! toolchain (and Python 3 for the ptxas wheel) can run all of it.
 //!
 //! ```text
-//! cargo xtask test [ARGS]      all tests of the workspace (builds the CUDA stand-in if needed)
+//! cargo xtask test [ARGS]      all tests (no driver here: against a scriptable stand-in)
 //! cargo xtask run [ARGS]       memtopo on GPU 0 (release build), ARGS passed on
 //! cargo xtask lint             rustfmt --check, clippy -D warnings, rustdoc -D warnings
 //! cargo xtask ptx [--check]    regenerate ptx/ (or check it is up to date)
 //! cargo xtask ptxas            assemble every PTX module with ptxas 12.9 for sm_50..sm_90
-//! cargo xtask cargo ARGS       any cargo command with the CUDA environment applied
+//! cargo xtask shim [--check]   regenerate the CUDA driver entry points of crates/cuda-shim
+//! cargo xtask cargo ARGS       any cargo command (kept for old scripts; plain cargo works)
 //! cargo xtask ci               everything .ci/run runs
 //! ```
 
+mod cuda_shim;
 mod cuda_stub;
 mod ptx;
 mod ptxas;
@@ -21,7 +23,12 @@ use std::{
     process::{Command, ExitCode},
 };
 
-use cuda_stub::CudaEnv;
+/// Cargo's target directory, honouring `CARGO_TARGET_DIR`.
+fn target_dir(workspace: &Path) -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"))
+}
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,24 +37,16 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Runs cargo with `args` in the workspace, with the CUDA environment applied.
-fn cargo(cuda: Option<&CudaEnv>, args: &[&str], extra: &[String]) -> Result<(), String> {
-    cargo_with_env(cuda, args, extra, &[])
+/// Runs cargo with `args` in the workspace.
+fn cargo(args: &[&str], extra: &[String]) -> Result<(), String> {
+    cargo_with_env(args, extra, &[])
 }
 
 /// [`cargo`] with extra environment variables for this one call.
-fn cargo_with_env(
-    cuda: Option<&CudaEnv>,
-    args: &[&str],
-    extra: &[String],
-    vars: &[(&str, &str)],
-) -> Result<(), String> {
+fn cargo_with_env(args: &[&str], extra: &[String], vars: &[(&str, &str)]) -> Result<(), String> {
     let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args(args).args(extra).current_dir(workspace_root());
     cmd.envs(vars.iter().copied());
-    if let Some(cuda) = cuda {
-        cuda.apply(&mut cmd);
-    }
     let shown = args
         .iter()
         .map(|s| s.to_string())
@@ -63,22 +62,28 @@ fn cargo_with_env(
     }
 }
 
-fn cuda_env() -> Result<CudaEnv, String> {
-    let cuda = CudaEnv::detect(&workspace_root())?;
-    eprintln!("xtask: {}", cuda.describe());
-    Ok(cuda)
-}
-
 fn test(extra: &[String]) -> Result<(), String> {
-    let cuda = cuda_env()?;
-    cargo(Some(&cuda), &["test", "--workspace", "--locked"], extra)
+    let stand_in = cuda_stub::StandIn::prepare(&workspace_root())?;
+    eprintln!("xtask: {}", stand_in.describe());
+    let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["test", "--workspace", "--locked"])
+        .args(extra)
+        .current_dir(workspace_root());
+    stand_in.apply(&mut cmd);
+    eprintln!("xtask: cargo test --workspace --locked {}", extra.join(" "));
+    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo test --workspace --locked` failed ({status})"
+        ))
+    }
 }
 
 fn lint() -> Result<(), String> {
-    cargo(None, &["fmt", "--all", "--check"], &[])?;
-    let cuda = cuda_env()?;
+    cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
-        Some(&cuda),
         &[
             "clippy",
             "--workspace",
@@ -91,7 +96,6 @@ fn lint() -> Result<(), String> {
         &[],
     )?;
     cargo_with_env(
-        Some(&cuda),
         &["doc", "--workspace", "--no-deps", "--locked"],
         &[],
         &[("RUSTDOCFLAGS", "-D warnings")],
@@ -106,22 +110,19 @@ fn run(extra: &[String]) -> Result<ExitCode, String> {
         Some((first, rest)) if first == "--" => rest,
         _ => extra,
     };
-    let cuda = CudaEnv::detect(&workspace_root())?;
     let mut build = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     build
         .args(["build", "--release", "--locked", "--quiet", "-p", "memtopo"])
         .current_dir(workspace_root());
-    cuda.apply(&mut build);
     let status = build
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
         return Err(format!("building memtopo failed ({status})"));
     }
-    let binary = cuda_stub::target_dir(&workspace_root()).join("release/memtopo");
+    let binary = target_dir(&workspace_root()).join("release/memtopo");
     let mut memtopo = Command::new(&binary);
     memtopo.args(extra);
-    cuda.apply(&mut memtopo);
     let status = memtopo
         .status()
         .map_err(|e| format!("cannot run {}: {e}", binary.display()))?;
@@ -150,21 +151,21 @@ fn main() -> ExitCode {
         "lint" => lint(),
         "ptx" => ptx::run_ptx(rest),
         "ptxas" => ptxas::run_ptxas(rest),
-        "cargo" => cuda_env().and_then(|cuda| {
-            let (first, more) = rest
-                .split_first()
-                .ok_or("usage: cargo xtask cargo <cargo arguments>")?;
-            cargo(Some(&cuda), &[first.as_str()], more)
-        }),
+        "shim" => cuda_shim::run_shim(&workspace_root(), rest),
+        "cargo" => rest
+            .split_first()
+            .ok_or_else(|| "usage: cargo xtask cargo <cargo arguments>".to_string())
+            .and_then(|(first, more)| cargo(&[first.as_str()], more)),
         "ci" => test(&[])
             .and_then(|()| lint())
+            .and_then(|()| cuda_shim::run_shim(&workspace_root(), &["--check".to_string()]))
             .and_then(|()| ptx::run_ptx(&["--check".to_string()]))
             .and_then(|()| ptxas::run_ptxas(&[])),
         "help" | "--help" | "-h" => {
             let usage: Vec<&str> = include_str!("main.rs")
                 .lines()
                 .skip(4)
-                .take(8)
+                .take(9)
                 .map(|l| l.trim_start_matches("//! "))
                 .collect();
             println!("{}", usage.join("\n"));

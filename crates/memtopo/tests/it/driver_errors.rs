@@ -1,7 +1,8 @@
 //! Every `CUresult` the driver can return, known or newer than memtopo, gets one clear
 //! line and a documented exit code, never undefined behaviour. The codes come from the
-//! link stand-in (`docs/building.md`), scripted by `MEMTOPO_STAND_IN`; on a machine with
-//! a real driver the stand-in is not loaded and these tests check nothing more than that.
+//! stand-in driver that `cargo xtask test` loads (`docs/building.md`), scripted by
+//! `MEMTOPO_STAND_IN`; on a machine with a real driver the stand-in is not loaded and
+//! these tests check nothing more than that.
 
 use std::process::{Command, Output};
 

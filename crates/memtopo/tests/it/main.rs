@@ -2,5 +2,6 @@
 
 mod cli;
 mod driver_errors;
+mod no_driver;
 mod outputs;
 mod shared_gpu;

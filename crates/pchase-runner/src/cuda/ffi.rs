@@ -4,7 +4,8 @@
 //! bindings do not list (an attribute newer than CUDA 11, or an error such as
 //! `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` that cust maps to `UnknownError`) cannot be passed
 //! or received through such an enum soundly, so these declarations use `c_int`/`c_uint`.
-//! They bind the same symbols of `libcuda.so.1` that cust links.
+//! They bind the `cuda-shim` crate's raw forwarders, which load the driver at run time and
+//! return its codes untouched (`docs/building.md`).
 
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 
@@ -132,44 +133,61 @@ pub const EVENT_DEFAULT: c_uint = 0x0;
 
 // Every call returns `CUresult` as a plain integer: a code this crate has never heard of
 // is a value like any other, not an invalid enum discriminant.
-#[link(name = "cuda")]
+// Defined by the cuda-shim crate under `cuda_shim_raw_<symbol>` (cuda_shim::RAW_PREFIX):
+// it forwards each to the driver loaded at run time and returns the driver's code untouched.
 extern "C" {
+    #[link_name = "cuda_shim_raw_cuInit"]
     pub fn cuInit(flags: c_uint) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuDeviceGetCount"]
     pub fn cuDeviceGetCount(count: *mut c_int) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuDeviceGet"]
     pub fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuDeviceGetName"]
     pub fn cuDeviceGetName(name: *mut c_char, len: c_int, device: c_int) -> CuResult;
-    #[link_name = "cuDeviceTotalMem_v2"]
+    #[link_name = "cuda_shim_raw_cuDeviceTotalMem_v2"]
     pub fn cuDeviceTotalMem(bytes: *mut usize, device: c_int) -> CuResult;
     /// The MIG instance's UUID under MIG, else the GPU's (CUDA 11.4+, driver R470+).
+    #[link_name = "cuda_shim_raw_cuDeviceGetUuid_v2"]
     pub fn cuDeviceGetUuid_v2(uuid: *mut [u8; 16], device: c_int) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuDeviceGetPCIBusId"]
     pub fn cuDeviceGetPCIBusId(bus_id: *mut c_char, len: c_int, device: c_int) -> CuResult;
-    #[link_name = "cuCtxCreate_v2"]
+    #[link_name = "cuda_shim_raw_cuCtxCreate_v2"]
     pub fn cuCtxCreate(context: *mut ContextHandle, flags: c_uint, device: c_int) -> CuResult;
-    #[link_name = "cuCtxDestroy_v2"]
+    #[link_name = "cuda_shim_raw_cuCtxDestroy_v2"]
     pub fn cuCtxDestroy(context: ContextHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuStreamCreate"]
     pub fn cuStreamCreate(stream: *mut StreamHandle, flags: c_uint) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuStreamSynchronize"]
     pub fn cuStreamSynchronize(stream: StreamHandle) -> CuResult;
-    #[link_name = "cuStreamDestroy_v2"]
+    #[link_name = "cuda_shim_raw_cuStreamDestroy_v2"]
     pub fn cuStreamDestroy(stream: StreamHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuEventCreate"]
     pub fn cuEventCreate(event: *mut EventHandle, flags: c_uint) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuEventRecord"]
     pub fn cuEventRecord(event: EventHandle, stream: StreamHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuEventElapsedTime"]
     pub fn cuEventElapsedTime(ms: *mut f32, start: EventHandle, end: EventHandle) -> CuResult;
-    #[link_name = "cuEventDestroy_v2"]
+    #[link_name = "cuda_shim_raw_cuEventDestroy_v2"]
     pub fn cuEventDestroy(event: EventHandle) -> CuResult;
-    #[link_name = "cuMemAlloc_v2"]
+    #[link_name = "cuda_shim_raw_cuMemAlloc_v2"]
     pub fn cuMemAlloc(ptr: *mut DevicePtr, bytes: usize) -> CuResult;
-    #[link_name = "cuMemFree_v2"]
+    #[link_name = "cuda_shim_raw_cuMemFree_v2"]
     pub fn cuMemFree(ptr: DevicePtr) -> CuResult;
-    #[link_name = "cuMemsetD8_v2"]
+    #[link_name = "cuda_shim_raw_cuMemsetD8_v2"]
     pub fn cuMemsetD8(ptr: DevicePtr, value: u8, count: usize) -> CuResult;
-    #[link_name = "cuMemcpyHtoD_v2"]
+    #[link_name = "cuda_shim_raw_cuMemcpyHtoD_v2"]
     pub fn cuMemcpyHtoD(dst: DevicePtr, src: *const c_void, bytes: usize) -> CuResult;
-    #[link_name = "cuMemcpyDtoH_v2"]
+    #[link_name = "cuda_shim_raw_cuMemcpyDtoH_v2"]
     pub fn cuMemcpyDtoH(dst: *mut c_void, src: DevicePtr, bytes: usize) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuGetErrorName"]
     pub fn cuGetErrorName(error: CuResult, name: *mut *const c_char) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuGetErrorString"]
     pub fn cuGetErrorString(error: CuResult, text: *mut *const c_char) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuDriverGetVersion"]
     pub fn cuDriverGetVersion(version: *mut c_int) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuDeviceGetAttribute"]
     pub fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_int, device: c_int) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuModuleLoadDataEx"]
     pub fn cuModuleLoadDataEx(
         module: *mut ModuleHandle,
         image: *const c_void,
@@ -177,22 +195,26 @@ extern "C" {
         options: *mut c_int,
         option_values: *mut *mut c_void,
     ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuModuleUnload"]
     pub fn cuModuleUnload(module: ModuleHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuModuleGetFunction"]
     pub fn cuModuleGetFunction(
         function: *mut FunctionHandle,
         module: ModuleHandle,
         name: *const c_char,
     ) -> CuResult;
-    #[link_name = "cuModuleGetGlobal_v2"]
+    #[link_name = "cuda_shim_raw_cuModuleGetGlobal_v2"]
     pub fn cuModuleGetGlobal(
         ptr: *mut DevicePtr,
         bytes: *mut usize,
         module: ModuleHandle,
         name: *const c_char,
     ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuFuncSetAttribute"]
     pub fn cuFuncSetAttribute(function: FunctionHandle, attribute: c_int, value: c_int)
         -> CuResult;
     #[allow(clippy::too_many_arguments)]
+    #[link_name = "cuda_shim_raw_cuLaunchKernel"]
     pub fn cuLaunchKernel(
         function: FunctionHandle,
         grid_x: c_uint,
@@ -206,14 +228,16 @@ extern "C" {
         params: *mut *mut c_void,
         extra: *mut *mut c_void,
     ) -> CuResult;
-    #[link_name = "cuMemcpyDtoD_v2"]
+    #[link_name = "cuda_shim_raw_cuMemcpyDtoD_v2"]
     pub fn cuMemcpyDtoD(dst: DevicePtr, src: DevicePtr, bytes: usize) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuTexObjectCreate"]
     pub fn cuTexObjectCreate(
         texture: *mut u64,
         resource: *const ResourceDescLinear,
         texture_desc: *const TextureDesc,
         view: *const c_void,
     ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuTexObjectDestroy"]
     pub fn cuTexObjectDestroy(texture: u64) -> CuResult;
 }
 

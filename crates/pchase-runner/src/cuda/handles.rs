@@ -22,9 +22,11 @@ const NO_DEVICE: ffi::CuResult = 100;
 /// `CUDA_ERROR_DEVICE_UNAVAILABLE`.
 const DEVICE_UNAVAILABLE: ffi::CuResult = 46;
 
-/// Initialises the driver; "no GPU" and "device unavailable" are told apart from other
+/// Loads and initialises the driver; "no driver" (the library cannot be loaded:
+/// `cuda-shim` says why), "no GPU" and "device unavailable" are told apart from other
 /// failures.
 pub fn init() -> Result<(), RunnerError> {
+    cuda_shim::load().map_err(|e| RunnerError::NoDriver(e.to_string()))?;
     // SAFETY: no pointers.
     match unsafe { ffi::cuInit(0) } {
         ffi::SUCCESS => Ok(()),
