@@ -51,6 +51,13 @@ pub enum CpdError {
         /// Largest number that fits with the given `min_size` and `jump`.
         max: usize,
     },
+    /// The series shows no noise to estimate: constant apart from at most a tenth of its
+    /// steps.
+    #[error("the series of {len} values has no noise to estimate: it is constant apart from its largest steps")]
+    NoNoise {
+        /// Number of values.
+        len: usize,
+    },
     /// A penalty that is zero, negative or not finite.
     #[error("invalid penalty {value}: {reason}")]
     InvalidPenalty {

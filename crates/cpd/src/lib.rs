@@ -82,6 +82,9 @@ pub use ks::{
     ks_max_split_permutation_test, ks_statistic, ExactInfeasible, KsTest, MaxSplitKsTest,
     PValueMethod,
 };
+/// The `ndarray` this crate's API takes and returns (`Array2`, `ArrayView2`, …), so that
+/// callers use the same version without depending on it themselves.
+pub use ndarray;
 pub use penalty::{estimate_noise_variance, Penalty};
 pub use reduce::{
     mean_reduction, GeometricMapping, GeometricSegmentation, GeometricSeries, GeometricSingleChange,

@@ -82,11 +82,25 @@ impl Penalty {
 /// `(MAD of the first differences × 1.4826)² / 2`. Differencing removes the
 /// level, the median ignores the few differences that straddle a change.
 ///
+/// A staircase measured on a GPU has flats where every value is the same (a cache hit
+/// costs the same cycles at every size), so more than half its differences are exactly
+/// zero and their MAD is 0, which would make a penalty built on it reject nothing (a real
+/// H200 L1 sweep: 58 % zero differences). Then the estimate is the mean square of the
+/// differences without the largest tenth (the steps), halved.
+///
 /// ```
-/// let v = cpd::estimate_noise_variance(&[0.0, 1.0, 0.0, 1.0, 0.0, 1.0])?;
-/// assert!((v - 0.0).abs() < 1e-12); // all |differences| equal: zero spread
+/// // 20 identical hits, then a rising, noisy tail: the MAD alone would say 0.
+/// let mut s = vec![38.757; 20];
+/// s.extend([39.6, 39.8, 39.7, 39.6, 40.6, 40.7, 40.2, 41.5, 41.8, 41.4]);
+/// let v = cpd::estimate_noise_variance(&s)?;
+/// assert!(v > 0.0 && v < 1.0);
 /// # Ok::<(), cpd::CpdError>(())
 /// ```
+///
+/// # Errors
+/// [`CpdError::TooShort`] below 3 values, [`CpdError::NonFinite`] for NaN or infinite
+/// values, [`CpdError::NoNoise`] when even that trimmed estimate is zero (the series is
+/// constant apart from at most a tenth of its steps): there is no noise to scale by.
 pub fn estimate_noise_variance(series: &[f64]) -> Result<f64> {
     crate::signal::validate_series(series, "series")?;
     if series.len() < 3 {
@@ -95,9 +109,20 @@ pub fn estimate_noise_variance(series: &[f64]) -> Result<f64> {
             needed: 3,
         });
     }
-    let mad = crate::reduce::median_absolute_deviation(
-        &series.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>(),
-    );
+    let differences: Vec<f64> = series.windows(2).map(|w| w[1] - w[0]).collect();
+    let mad = crate::reduce::median_absolute_deviation(&differences);
     let sigma = mad * 1.4826 / std::f64::consts::SQRT_2;
-    Ok(sigma * sigma)
+    if sigma > 0.0 {
+        return Ok(sigma * sigma);
+    }
+    let mut magnitudes: Vec<f64> = differences.iter().map(|d| d.abs()).collect();
+    magnitudes.sort_by(f64::total_cmp);
+    let kept = magnitudes.len() - (magnitudes.len() / 10).max(1);
+    let core = &magnitudes[..kept];
+    let mean_square = core.iter().map(|d| d * d).sum::<f64>() / core.len().max(1) as f64;
+    if mean_square > 0.0 {
+        Ok(mean_square / 2.0)
+    } else {
+        Err(CpdError::NoNoise { len: series.len() })
+    }
 }

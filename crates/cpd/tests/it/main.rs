@@ -5,6 +5,7 @@ mod bad_input;
 mod fast_paths;
 mod fixtures;
 mod ks;
+mod noise;
 mod oracle;
 mod properties;
 mod support;
