@@ -16,7 +16,7 @@ impl Topology {
     pub fn from_json_str(text: &str) -> Result<Topology, Error> {
         let tree: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Syntax {
             format: Format::Json,
-            message: e.to_string(),
+            message: excerpt(&e.to_string()),
         })?;
         from_tree(tree)
     }
@@ -25,7 +25,7 @@ impl Topology {
     pub fn from_toml_str(text: &str) -> Result<Topology, Error> {
         let tree: serde_json::Value = toml::from_str(text).map_err(|e| Error::Syntax {
             format: Format::Toml,
-            message: e.to_string(),
+            message: excerpt(&e.to_string()),
         })?;
         from_tree(tree)
     }
@@ -141,4 +141,28 @@ pub fn json_schema() -> serde_json::Value {
         .into(),
     );
     schema.to_value()
+}
+
+/// A parser's message cut to what a person reads: at most 12 lines of at most 160
+/// characters each (TOML errors quote the offending line, which may be megabytes long).
+pub(crate) fn excerpt(message: &str) -> String {
+    const LINES: usize = 12;
+    const WIDTH: usize = 160;
+    let mut out: Vec<String> = message
+        .lines()
+        .take(LINES)
+        .map(|line| {
+            if line.chars().count() > WIDTH {
+                let cut: String = line.chars().take(WIDTH).collect();
+                format!("{cut}… ({} characters)", line.chars().count())
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    let total = message.lines().count();
+    if total > LINES {
+        out.push(format!("… ({} more lines)", total - LINES));
+    }
+    out.join("\n")
 }

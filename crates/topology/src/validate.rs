@@ -7,6 +7,16 @@ use crate::error::Violation;
 use crate::model::{Element, ElementKind, SchemaVersion, Topology};
 use crate::quantity::{ChangePointEvidence, Conditions, Latency, Size, SizeBound};
 
+/// The largest size any memory structure of a GPU can have, bytes (16 TiB: far above any
+/// device memory; a larger value is a corrupted or invented number).
+pub const MAX_BYTES: u64 = 1 << 44;
+/// The largest latency a load can report, cycles (ten million: seconds at any clock).
+pub const MAX_CYCLES: f64 = 1e7;
+/// The largest copies per SM or partition count a GPU can have.
+pub const MAX_COUNT: u32 = 1 << 16;
+/// The largest SM clock, MHz.
+pub const MAX_CLOCK_MHZ: f64 = 10_000.0;
+
 struct Checker {
     violations: Vec<Violation>,
 }
@@ -45,6 +55,15 @@ impl Checker {
         }
         if let Some(clock) = conditions.sm_clock_mhz {
             self.positive_finite(format!("{path}.sm_clock_mhz"), clock.0);
+            if clock.0 > MAX_CLOCK_MHZ {
+                self.fail(
+                    format!("{path}.sm_clock_mhz"),
+                    format!(
+                        "{} MHz is beyond any GPU (at most {MAX_CLOCK_MHZ})",
+                        clock.0
+                    ),
+                );
+            }
         }
         if let Some(date) = &conditions.date {
             if !looks_like_date(date) {
@@ -64,10 +83,23 @@ impl Checker {
             self.probability(format!("{path}.confidence"), c);
         }
         if let Some(s) = evidence.statistic {
-            if !s.is_finite() {
+            if !(s.is_finite() && s >= 0.0) {
                 self.fail(
                     format!("{path}.statistic"),
-                    format!("must be finite, found {s}"),
+                    format!("a test statistic is finite and ≥ 0, found {s}"),
+                );
+            }
+            // A Kolmogorov–Smirnov statistic is a distance between two distribution
+            // functions: at most 1.
+            let ks = evidence
+                .method
+                .as_deref()
+                .map(str::to_ascii_lowercase)
+                .is_some_and(|m| m.contains("ks") || m.contains("kolmogorov"));
+            if ks && s > 1.0 {
+                self.fail(
+                    format!("{path}.statistic"),
+                    format!("a KS statistic lies in [0, 1], found {s}"),
                 );
             }
         }
@@ -86,6 +118,16 @@ impl Checker {
                 ),
             ),
             _ => {}
+        }
+        let largest = size.bound.upper().unwrap_or(size.bound.lower());
+        if largest.0 > MAX_BYTES {
+            self.fail(
+                format!("{path}.value"),
+                format!(
+                    "{} B is beyond any GPU's memory (at most {MAX_BYTES} B)",
+                    largest.0
+                ),
+            );
         }
         if let Some(evidence) = &size.evidence {
             self.evidence(&format!("{path}.evidence"), evidence);
@@ -106,6 +148,11 @@ impl Checker {
                 self.fail(
                     format!("{path}.{name}"),
                     format!("must be finite and ≥ 0, found {value}"),
+                );
+            } else if value > MAX_CYCLES {
+                self.fail(
+                    format!("{path}.{name}"),
+                    format!("{value} cycles is no load latency (at most {MAX_CYCLES})"),
                 );
             }
         }
@@ -192,6 +239,11 @@ impl Checker {
                     field("count_per_sm"),
                     "an element that exists has at least one copy per SM",
                 );
+            } else if count.value > MAX_COUNT {
+                self.fail(
+                    field("count_per_sm"),
+                    format!("{} copies per SM is beyond any GPU", count.value),
+                );
             }
         }
         if let Some(next) = element.backed_by {
@@ -272,6 +324,9 @@ impl Checker {
                     format!("{path}.sm_partition[{sm}]"),
                     format!("partition {p} of {count}"),
                 );
+            }
+            if partitions.count.is_some_and(|c| c.value > MAX_COUNT) {
+                self.fail(format!("{path}.count"), "beyond any GPU's partition count");
             }
             if partitions.count.is_some_and(|c| c.value == 0) {
                 self.fail(format!("{path}.count"), "must be at least 1");

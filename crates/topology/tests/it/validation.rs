@@ -267,3 +267,40 @@ fn toml_errors_name_fields_too() {
         "{err}"
     );
 }
+
+/// Physical bounds: a size no GPU has, a latency no load takes, a KS statistic outside
+/// [0, 1], a negative statistic, a clock no GPU runs at.
+#[test]
+fn values_beyond_any_gpu_are_rejected() {
+    let mut doc = h200_json();
+    doc["elements"]["l1_data"]["size"]["value"] = json!(u64::MAX);
+    doc["elements"]["l2"]["latency"]["mean"] = json!(1e300);
+    doc["elements"]["l2"]["latency"]["p50"] = json!(1e300);
+    doc["elements"]["l2"]["latency"]["p95"] = json!(1e300);
+    doc["elements"]["l1_data"]["size"]["evidence"]["statistic"] = json!(-1.0);
+    doc["elements"]["texture"]["size"]["evidence"]["statistic"] = json!(1.5);
+    doc["conditions"]["sm_clock_mhz"] = json!(1e9);
+    let err = load(&doc).unwrap_err();
+    for path in [
+        "elements.l1_data.size.value",
+        "elements.l2.latency.mean",
+        "elements.l1_data.size.evidence.statistic",
+        "elements.texture.size.evidence.statistic",
+        "conditions.sm_clock_mhz",
+    ] {
+        assert_names(&err, path);
+    }
+}
+
+/// A syntax error quotes at most a short excerpt of a huge line.
+#[test]
+fn syntax_errors_quote_a_short_excerpt() {
+    let huge = format!(
+        "schema_version = \"1.0\"\nremark = \"{}",
+        "x".repeat(200_000)
+    );
+    let err = Topology::from_toml_str(&huge).unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, Error::Syntax { .. }), "{message}");
+    assert!(message.len() < 3_000, "{} characters", message.len());
+}
