@@ -57,7 +57,7 @@ use rand_distr::{Distribution, Normal};
 
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, L2Spec, MemorySpec, NoiseSpec, Replacement,
-    SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES,
+    SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
 

@@ -348,6 +348,10 @@ fn ways_for(associativity: Associativity, size: u64, line: u32) -> u64 {
     }
 }
 
+/// The most host memory a profile's cache model may take: a profile beyond it is refused
+/// (a typo of a few zeros must not make the simulator allocate tens of gigabytes).
+pub const SIM_MEMORY_BUDGET: u64 = 2 << 30;
+
 fn profile_error(message: String) -> RunnerError {
     RunnerError::Profile(message)
 }
@@ -642,7 +646,36 @@ impl SimProfile {
         if l2.near_latency == 0 || l2.far() == 0 {
             return err("l2.near_latency / l2.far_latency: must be positive".into());
         }
+        let needed = self.model_bytes();
+        if needed > SIM_MEMORY_BUDGET {
+            return err(format!(
+                "the caches of this profile need {:.1} GiB of host memory to simulate (every copy of every SM cache on {} SMs, and the L2), over the simulator's budget of {} GiB",
+                needed as f64 / f64::from(1u32 << 30),
+                d.sm_count,
+                SIM_MEMORY_BUDGET >> 30
+            ));
+        }
         Ok(())
+    }
+
+    /// Host memory the cache model needs at most: one entry (16 bytes) per line of every
+    /// copy of every SM cache at its largest (a unified cache with all the store) on every
+    /// SM, and of the L2.
+    pub fn model_bytes(&self) -> u64 {
+        const ENTRY: u64 = 16;
+        let per_sm: u64 = self
+            .caches
+            .iter()
+            .map(|c| {
+                (c.size_at(0) / u64::from(c.line_bytes.max(1)))
+                    .saturating_mul(u64::from(c.copies_per_sm))
+            })
+            .fold(0u64, u64::saturating_add);
+        let l2 = self.l2.size_bytes / u64::from(self.l2.line_bytes.max(1));
+        per_sm
+            .saturating_mul(u64::from(self.device.sm_count))
+            .saturating_add(l2)
+            .saturating_mul(ENTRY)
     }
 
     /// A random but valid hierarchy for property tests: one to three SM caches, each with

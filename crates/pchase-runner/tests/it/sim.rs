@@ -1,6 +1,8 @@
 //! The simulated GPU: profiles, validation, and chases whose outcome the cache model fixes.
 
-use pchase_runner::sim::{CacheSpec, Replacement, SimBackend, SimProfile, CONSTANT_BANK_BYTES};
+use pchase_runner::sim::{
+    CacheSpec, Replacement, SimBackend, SimProfile, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
+};
 use pchase_runner::{
     Backend, Carveout, ChainSpec, ChaseMode, ChaseRequest, LoadPath, Phase, PinnedRequest,
     RunnerError, TwoPhaseRequest,
@@ -166,6 +168,32 @@ fn unknown_bundled_name_lists_the_known_ones() {
     let message = profile_message(SimProfile::bundled("fermi"));
     assert!(
         message.contains("fermi") && message.contains("volta"),
+        "{message}"
+    );
+}
+
+/// A profile whose caches would take more host memory than the budget is refused before
+/// anything is allocated: a 1 GiB "L2" per partition is fine, a 64 MiB constant cache on
+/// each of 132 SMs (four copies) is not.
+#[test]
+fn a_profile_beyond_the_memory_budget_is_refused() {
+    let h200 = SimProfile::bundled("h200").unwrap();
+    assert!(h200.model_bytes() < SIM_MEMORY_BUDGET / 100);
+    let mut huge = h200.clone();
+    let cache = huge
+        .caches
+        .iter_mut()
+        .find(|c| c.unified.is_none())
+        .expect("a constant cache");
+    cache.size_bytes = Some(64 << 20);
+    cache.copies_per_sm = 4;
+    assert!(huge.model_bytes() > SIM_MEMORY_BUDGET);
+    let message = match SimBackend::new(huge) {
+        Err(RunnerError::Profile(message)) => message,
+        other => panic!("expected a profile error, got {other:?}"),
+    };
+    assert!(
+        message.contains("host memory") && message.contains("budget"),
         "{message}"
     );
 }
