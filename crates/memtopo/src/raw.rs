@@ -25,7 +25,7 @@ fn summary(curve: &RawCurve) -> Vec<(u64, f64, f64)> {
 
 /// One CSV row per size and replica.
 fn csv(curve: &RawCurve) -> String {
-    let mut out = String::from("bytes,replica,smid,mean_cycles_per_load\n");
+    let mut out = format!("{}\n", topology::raw::CURVE_CSV_HEADER);
     for p in &curve.points {
         // Sweeps run on one SM per launch (the L2's) record no SM per value.
         for (i, v) in p.values.iter().enumerate() {
@@ -174,6 +174,14 @@ mod tests {
         assert_eq!(rows.len(), 4, "{text}");
         assert_eq!(rows[1], "1024,0,,282.0000");
         assert_eq!(rows[3], "2048,1,7,38.7500");
+        // topology's reader reads back what the writer wrote.
+        let back = topology::raw::read_curve_csv(&text).expect("reads back");
+        assert_eq!(back.len(), 3);
+        assert_eq!((back[0].bytes, back[0].smid), (1024, None));
+        assert_eq!(
+            (back[2].replica, back[2].smid, back[2].mean_cycles),
+            (1, Some(7), 38.75)
+        );
     }
 
     #[test]

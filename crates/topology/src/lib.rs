@@ -52,6 +52,7 @@ mod format;
 mod model;
 pub mod mt4g;
 mod quantity;
+pub mod raw;
 pub mod render;
 mod run;
 mod units;

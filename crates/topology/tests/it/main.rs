@@ -6,6 +6,7 @@ mod formats;
 mod golden;
 mod mt4g;
 mod proptests;
+mod raw;
 mod run_record;
 mod schema;
 mod validation;
