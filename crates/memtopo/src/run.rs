@@ -69,6 +69,13 @@ fn options(cli: &Cli) -> Result<MeasureOptions, CliError> {
             .map(|s| s.trim().parse::<Element>())
             .collect::<Result<BTreeSet<_>, _>>()
             .map_err(|e| CliError::Usage(e.to_string()))?;
+        // The constant L1.5's search starts past the constant L1's size: measure that too.
+        if options.only.contains(&Element::ConstantL15) && options.only.insert(Element::ConstantL1)
+        {
+            log::info!(
+                "--only constant-l15 needs the constant L1's size: measuring constant-l1 too"
+            );
+        }
     }
     if !(64..=8192).contains(&cli.samples) {
         return Err(CliError::Usage(format!(

@@ -114,3 +114,30 @@ fn an_l1_without_global_caching_is_an_answer() {
     assert_eq!(notes[0].severity, topology::NoteSeverity::Info);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--only constant-l15` brings in the constant L1 it depends on instead of failing.
+#[test]
+fn only_constant_l15_measures_its_dependency_too() {
+    let dir = std::env::temp_dir().join(format!("memtopo-l15-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("l15.json");
+    let out = memtopo()
+        .args(["--simulate", "kepler", "-q", "--only", "constant-l15", "-o"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let topo = topology::Topology::load(&json).unwrap();
+    assert!(topo
+        .element(topology::ElementKind::ConstantL1)
+        .is_some_and(|e| e.size.is_some()));
+    assert!(topo
+        .element(topology::ElementKind::ConstantL15)
+        .is_some_and(|e| e.size.is_some()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
