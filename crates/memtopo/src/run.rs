@@ -174,15 +174,26 @@ fn preflight(cli: &Cli) -> Result<Vec<(PathBuf, Format)>, CliError> {
         Refusal::UnknownFormat(message) => CliError::Usage(message),
         Refusal::Unwritable { path, reason } => CliError::Output { path, reason },
     };
+    if cli.output.iter().filter(|p| is_stdout(p)).count() > 1 {
+        return Err(CliError::Usage(
+            "`-o -` (JSON on standard output) may be given once".into(),
+        ));
+    }
     let outputs = cli
         .output
         .iter()
+        .filter(|path| !is_stdout(path))
         .map(|path| Ok((path.clone(), output::check_output(path).map_err(refused)?)))
         .collect::<Result<Vec<_>, CliError>>()?;
     if let Some(dir) = &cli.keep_raw {
         output::check_raw_dir(dir).map_err(refused)?;
     }
     Ok(outputs)
+}
+
+/// `-o -`: the JSON document goes to standard output (and the table to standard error).
+fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
 }
 
 /// Writes every file; a failure is reported and the others are still written. Returns
@@ -261,11 +272,30 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     // Files first: a closed terminal or pipe must not lose them.
     let mut failed_outputs = write_files(cli, &outputs, &topo, &measured);
     let mut stdout = Stdout::default();
+    let json_to_stdout = cli.output.iter().any(|p| is_stdout(p));
+    // With `-o -` standard output carries the JSON alone; the table and timings go to
+    // standard error.
+    let mut human = |text: &str| {
+        if json_to_stdout {
+            eprint!("{text}");
+        } else {
+            stdout.print(text);
+        }
+    };
     if !cli.quiet {
-        stdout.print(&topology::render::table(&topo));
+        human(&topology::render::table(&topo));
     }
     if cli.timings {
-        stdout.print(&timings_text(&measured, total));
+        human(&timings_text(&measured, total));
+    }
+    if json_to_stdout {
+        match render(&topo, Format::Json) {
+            Ok(text) => stdout.print(&text),
+            Err(reason) => {
+                eprintln!("memtopo: error: cannot write the JSON to standard output: {reason}");
+                failed_outputs += 1;
+            }
+        }
     }
     if let Some(e) = stdout.error() {
         eprintln!("memtopo: error: cannot write the table to standard output: {e}");

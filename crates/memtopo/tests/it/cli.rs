@@ -141,3 +141,40 @@ fn only_constant_l15_measures_its_dependency_too() {
         .is_some_and(|e| e.size.is_some()));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `-o -` puts the JSON document alone on standard output (the table goes to standard
+/// error); given twice it is a usage error.
+#[test]
+fn dash_writes_json_to_stdout() {
+    let out = memtopo()
+        .args(["--simulate", "volta", "--only", "l1,shared", "-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let topo = topology::Topology::from_json_str(&text).expect("stdout is one JSON document");
+    assert!(topo.element(topology::ElementKind::L1Data).is_some());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("L1 data"),
+        "the table on stderr"
+    );
+    let twice = memtopo()
+        .args([
+            "--simulate",
+            "volta",
+            "--only",
+            "shared",
+            "-o",
+            "-",
+            "-o",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(twice.status.code(), Some(2));
+}
