@@ -84,16 +84,11 @@ fn bad_device_index_is_exit_code_4_or_no_gpu() {
     assert!(matches!(out.status.code(), Some(3 | 4)), "{:?}", out.status);
 }
 
-/// An L1 that does not cache global loads (the Maxwell profile) is an answer: exit 0 and
-/// one note saying so, not a failed benchmark.
-#[test]
-fn an_l1_without_global_caching_is_an_answer() {
-    let dir = std::env::temp_dir().join(format!("memtopo-maxwell-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("maxwell.json");
+/// Runs memtopo with `args` and `-q -o -`, expects exit 0, and reads the JSON it printed.
+fn measured(args: &[&str]) -> topology::Topology {
     let out = memtopo()
-        .args(["--simulate", "maxwell", "-q", "--only", "l1,texture", "-o"])
-        .arg(&json)
+        .args(args)
+        .args(["-q", "-o", "-"])
         .output()
         .unwrap();
     assert_eq!(
@@ -102,7 +97,15 @@ fn an_l1_without_global_caching_is_an_answer() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let topo = topology::Topology::load(&json).unwrap();
+    topology::Topology::from_json_str(&String::from_utf8_lossy(&out.stdout))
+        .expect("one JSON document on stdout")
+}
+
+/// An L1 that does not cache global loads (the Maxwell profile) is an answer: exit 0 and
+/// one note saying so, not a failed benchmark.
+#[test]
+fn an_l1_without_global_caching_is_an_answer() {
+    let topo = measured(&["--simulate", "maxwell", "--only", "l1,texture"]);
     let l1 = topo.element(topology::ElementKind::L1Data).unwrap();
     assert_eq!(l1.global_loads_cached, Some(false));
     let notes: Vec<_> = topo
@@ -112,34 +115,21 @@ fn an_l1_without_global_caching_is_an_answer() {
         .collect();
     assert_eq!(notes.len(), 1);
     assert_eq!(notes[0].severity, topology::NoteSeverity::Info);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `--only constant-l15` brings in the constant L1 it depends on instead of failing.
 #[test]
 fn only_constant_l15_measures_its_dependency_too() {
-    let dir = std::env::temp_dir().join(format!("memtopo-l15-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("l15.json");
-    let out = memtopo()
-        .args(["--simulate", "kepler", "-q", "--only", "constant-l15", "-o"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let topo = topology::Topology::load(&json).unwrap();
-    assert!(topo
-        .element(topology::ElementKind::ConstantL1)
-        .is_some_and(|e| e.size.is_some()));
-    assert!(topo
-        .element(topology::ElementKind::ConstantL15)
-        .is_some_and(|e| e.size.is_some()));
-    std::fs::remove_dir_all(&dir).unwrap();
+    let topo = measured(&["--simulate", "kepler", "--only", "constant-l15"]);
+    for kind in [
+        topology::ElementKind::ConstantL1,
+        topology::ElementKind::ConstantL15,
+    ] {
+        assert!(
+            topo.element(kind).is_some_and(|e| e.size.is_some()),
+            "{kind:?}"
+        );
+    }
 }
 
 /// `-o -` puts the JSON document alone on standard output (the table goes to standard
