@@ -190,6 +190,20 @@ pub struct ElementResult {
     pub failures: Vec<String>,
 }
 
+impl ElementResult {
+    /// `(configuration, L1 bytes)` of every size measured exactly under a forced
+    /// shared-memory configuration: the carveout table's rows the step check compares.
+    pub fn config_rows(&self) -> Vec<(u64, u64)> {
+        self.sizes
+            .iter()
+            .filter_map(|s| match (s.config_bytes, &s.finding) {
+                (Some(config), SizeFinding::Exact { bytes, .. }) => Some((config, *bytes)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// Wall and GPU time of one benchmark.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timing {
@@ -254,16 +268,8 @@ impl Measurements {
             .map(|u| format!("L2: {}", u.reason))
             .collect();
         if let Some(l1) = self.element(Element::L1) {
-            let rows: Vec<(u64, u64)> = l1
-                .sizes
-                .iter()
-                .filter_map(|s| match (s.config_bytes, &s.finding) {
-                    (Some(c), SizeFinding::Exact { bytes, .. }) => Some((c, *bytes)),
-                    _ => None,
-                })
-                .collect();
             found.extend(
-                carveout::step_checks(&rows)
+                carveout::step_checks(&l1.config_rows())
                     .iter()
                     .filter(|c| !c.agrees)
                     .map(|c| {

@@ -396,6 +396,17 @@ fn two_phase_block_stride(phase: &Phase) -> u64 {
     }
 }
 
+/// The geometry of one L2 partition of `l2`.
+fn l2_partition_geometry(l2: &L2Spec) -> Geometry {
+    Geometry::new(
+        l2.partition_bytes(),
+        l2.line_bytes,
+        l2.sector(),
+        l2.associativity,
+        l2.replacement,
+    )
+}
+
 /// A simulated GPU configured by a [`SimProfile`].
 #[derive(Debug, Clone)]
 pub struct SimBackend {
@@ -427,13 +438,7 @@ impl SimBackend {
             None
         };
         let l2spec = &profile.l2;
-        let geometry = Geometry::new(
-            l2spec.partition_bytes(),
-            l2spec.line_bytes,
-            l2spec.sector(),
-            l2spec.associativity,
-            l2spec.replacement,
-        );
+        let geometry = l2_partition_geometry(l2spec);
         let l2 = L2 {
             partitions: (0..l2spec.partitions)
                 .map(|_| Cache::new(geometry))
@@ -474,14 +479,8 @@ impl SimBackend {
         }
         let l2spec = &self.profile.l2;
         let stolen = tenant.as_ref().map_or(0, |t| t.l2_stolen_bytes);
-        let geometry = Geometry::new(
-            l2spec.partition_bytes(),
-            l2spec.line_bytes,
-            l2spec.sector(),
-            l2spec.associativity,
-            l2spec.replacement,
-        )
-        .stealing(stolen / u64::from(l2spec.partitions.max(1)));
+        let geometry =
+            l2_partition_geometry(l2spec).stealing(stolen / u64::from(l2spec.partitions.max(1)));
         self.l2.partitions = (0..l2spec.partitions)
             .map(|_| Cache::new(geometry))
             .collect();

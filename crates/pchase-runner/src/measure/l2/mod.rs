@@ -189,17 +189,13 @@ pub fn measure_l2<B: Backend>(
         _ => 2.0,
     };
     let far_homed = 1.0 - 1.0 / partitions;
-    let far_capacity = match (far_edge, far_level) {
-        (Some(edge), Some(_)) => Some(((edge as f64 * far_homed) as u64, true)),
-        _ => None,
-    };
-    let far_capacity_range = match (far_edge, far_level) {
-        (Some(edge), Some(_)) => Some((
+    let far_capacity_range = far_edge.filter(|_| far_level.is_some()).map(|edge| {
+        (
             (edge as f64 * far_homed) as u64,
             ((edge + far_step) as f64 * far_homed) as u64,
-        )),
-        _ => None,
-    };
+        )
+    });
+    let far_capacity = far_capacity_range.map(|(low, _)| (low, true));
     let total_seen = identified
         .levels
         .iter()

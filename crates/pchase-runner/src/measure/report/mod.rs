@@ -116,7 +116,6 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
     if let Some(first) = result.sizes.first() {
         entry.set_size(size_of(&first.finding, first));
     }
-    let mut configs = Vec::new();
     for s in &result.sizes {
         let size = size_of(&s.finding, s);
         if let SizeFinding::AtLeast { reason, .. } = &s.finding {
@@ -128,9 +127,6 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
         }
         if element != Element::L1 || result.sizes.len() < 2 {
             continue;
-        }
-        if let (Some(config), SizeFinding::Exact { bytes, .. }) = (s.config_bytes, &s.finding) {
-            configs.push((config, *bytes));
         }
         let role = match s.role {
             super::carveout::Role::LargestL1 => CarveoutRole::LargestL1,
@@ -145,6 +141,11 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
             l1_size: size,
         });
     }
+    let configs = if element == Element::L1 {
+        result.config_rows()
+    } else {
+        Vec::new()
+    };
     // Which configuration the driver's default is: the one whose L1 it equals (to 1 KiB).
     let default_l1 = result
         .sizes
@@ -363,8 +364,8 @@ mod tests {
 
     #[test]
     fn carveouts_bounds_and_failures_reach_the_topology() {
-        let exact = SizeFinding::Exact {
-            bytes: 98_304,
+        let exact = |bytes| SizeFinding::Exact {
+            bytes,
             resolution: 32,
             decision: SweepDecision {
                 change_index: 5,
@@ -387,7 +388,7 @@ mod tests {
                                 reserved_shared_bytes: 7168,
                                 config_bytes: Some(8192),
                                 role: Role::LargestL1,
-                                finding: exact.clone(),
+                                finding: exact(98_304),
                             },
                             SizeAtCarveout {
                                 carveout: Carveout::DriverDefault,
@@ -404,17 +405,7 @@ mod tests {
                                 reserved_shared_bytes: 15_360,
                                 config_bytes: Some(16_384),
                                 role: Role::Config,
-                                finding: SizeFinding::Exact {
-                                    bytes: 90_112,
-                                    resolution: 32,
-                                    decision: SweepDecision {
-                                        change_index: 5,
-                                        accepted: true,
-                                        statistic: 1.0,
-                                        p_value: 1e-6,
-                                        critical: 0.5,
-                                    },
-                                },
+                                finding: exact(90_112),
                             },
                         ],
                         ..ElementResult::default()
