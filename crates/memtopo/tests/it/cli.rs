@@ -84,21 +84,20 @@ fn bad_device_index_is_exit_code_4_or_no_gpu() {
     assert!(matches!(out.status.code(), Some(3 | 4)), "{:?}", out.status);
 }
 
-/// Runs memtopo with `args` and `-q -o -`, expects exit 0, and reads the JSON it printed.
+/// Runs memtopo with `args` and `-o -`, expects exit 0, and returns the JSON document it
+/// printed on standard output and what it wrote to standard error.
+fn json_run(args: &[&str]) -> (topology::Topology, String) {
+    let out = memtopo().args(args).args(["-o", "-"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let topo = topology::Topology::from_json_str(&String::from_utf8_lossy(&out.stdout))
+        .expect("one JSON document on stdout");
+    (topo, stderr)
+}
+
+/// [`json_run`] with `-q`: the topology alone.
 fn measured(args: &[&str]) -> topology::Topology {
-    let out = memtopo()
-        .args(args)
-        .args(["-q", "-o", "-"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    topology::Topology::from_json_str(&String::from_utf8_lossy(&out.stdout))
-        .expect("one JSON document on stdout")
+    json_run(&[args, &["-q"]].concat()).0
 }
 
 /// An L1 that does not cache global loads (the Maxwell profile) is an answer: exit 0 and
@@ -136,23 +135,9 @@ fn only_constant_l15_measures_its_dependency_too() {
 /// error); given twice it is a usage error.
 #[test]
 fn dash_writes_json_to_stdout() {
-    let out = memtopo()
-        .args(["--simulate", "volta", "--only", "l1,shared", "-o", "-"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let topo = topology::Topology::from_json_str(&text).expect("stdout is one JSON document");
+    let (topo, stderr) = json_run(&["--simulate", "volta", "--only", "l1,shared"]);
     assert!(topo.element(topology::ElementKind::L1Data).is_some());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("L1 data"),
-        "the table on stderr"
-    );
+    assert!(stderr.contains("L1 data"), "the table on stderr");
     let twice = memtopo()
         .args([
             "--simulate",
