@@ -189,10 +189,7 @@ pub fn cust_known_codes(error_rs: &str) -> Result<Vec<String>, String> {
         .split("cudaError_enum::")
         .skip(1)
         .filter_map(|rest| {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
+            let name = crate::cuda_stub::leading_identifier(rest);
             rest[name.len()..]
                 .trim_start()
                 .starts_with("=>")

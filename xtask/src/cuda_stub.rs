@@ -71,16 +71,20 @@ fn real_driver_present() -> bool {
     .any(|p| Path::new(p).exists())
 }
 
+/// The Rust identifier `text` starts with (empty if none).
+pub fn leading_identifier(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
 /// Every `cu*` function cust_raw declares, sorted and without duplicates.
 pub fn entry_points(bindings: &str) -> Vec<String> {
     let mut names: Vec<String> = bindings
         .split("pub fn ")
         .skip(1)
         .filter_map(|rest| {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
+            let name = leading_identifier(rest);
             (name.starts_with("cu") && rest[name.len()..].starts_with('(')).then_some(name)
         })
         .collect();

@@ -68,11 +68,8 @@ pub struct DeviceIdentity {
     pub cuda_driver_version: Option<u32>,
 }
 
-/// Finds device `ordinal` and reads its identity; creates no context.
-///
-/// # Errors
-/// No driver, no device, or a bad index.
-pub fn identify(ordinal: u32) -> Result<DeviceIdentity, RunnerError> {
+/// Device `ordinal` after checking that it exists (the driver initialised first).
+fn checked_device(ordinal: u32) -> Result<c_int, RunnerError> {
     let count = CudaBackend::device_count()?;
     if ordinal >= count {
         return Err(RunnerError::BadDeviceIndex {
@@ -80,7 +77,15 @@ pub fn identify(ordinal: u32) -> Result<DeviceIdentity, RunnerError> {
             count,
         });
     }
-    let device = handles::device(ordinal)?;
+    handles::device(ordinal)
+}
+
+/// Finds device `ordinal` and reads its identity; creates no context.
+///
+/// # Errors
+/// No driver, no device, or a bad index.
+pub fn identify(ordinal: u32) -> Result<DeviceIdentity, RunnerError> {
+    let device = checked_device(ordinal)?;
     Ok(DeviceIdentity {
         ordinal,
         name: handles::device_name(device)?,
@@ -136,14 +141,7 @@ impl CudaBackend {
     /// No driver, no device, a bad index, or a module that fails to JIT-compile (with the
     /// driver's JIT log).
     pub fn new(ordinal: u32) -> Result<CudaBackend, RunnerError> {
-        let count = CudaBackend::device_count()?;
-        if ordinal >= count {
-            return Err(RunnerError::BadDeviceIndex {
-                index: ordinal,
-                count,
-            });
-        }
-        let device = handles::device(ordinal)?;
+        let device = checked_device(ordinal)?;
         let context = Context::new(device)?;
         let info = query_device(ordinal, device)?;
         let stream = Stream::new()?;
