@@ -57,8 +57,9 @@ fn exact(m: &Measurements, element: Element) -> Option<u64> {
     }
 }
 
-/// Checks every SM-level size, the fetch granularity and the hit latency of `profile`.
-fn check_profile(profile: &SimProfile) {
+/// Checks every SM-level size, the fetch granularity and the hit latency of `profile`;
+/// returns what was measured.
+fn check_profile(profile: &SimProfile) -> Measurements {
     let m = measure(profile);
     let name = &profile.name;
     assert_eq!(
@@ -237,12 +238,15 @@ fn check_profile(profile: &SimProfile) {
         ),
         Err(why) => panic!("{name}: no L2 sector: {why}"),
     }
+    m
 }
 
 #[test]
-fn every_shipped_profile_is_recovered() {
+fn every_shipped_profile_is_recovered_as_before() {
     for name in SimProfile::bundled_names() {
-        check_profile(&SimProfile::bundled(name).expect("bundled profile loads"));
+        let profile = SimProfile::bundled(name).expect("bundled profile loads");
+        let m = check_profile(&profile);
+        crate::golden::compare(name, &profile, &m);
     }
 }
 
@@ -251,7 +255,7 @@ fn random_hierarchies_are_recovered() {
     // Seeded, so a failure names the seed that reproduces it.
     for seed in 0..6u64 {
         let profile = SimProfile::random(seed);
-        check_profile(&profile);
+        let _ = check_profile(&profile);
     }
 }
 
