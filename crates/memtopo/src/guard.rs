@@ -178,19 +178,13 @@ pub fn profile_label(spec: &str, name: &str) -> String {
 }
 
 /// Marks the benchmarks the sentinels found disturbed: one that stayed disturbed after its
-/// repeat is a disturbance of the run and a warning on its element (the benchmark's
-/// first word names it, e.g. `l1 size (…)`); one the repeat cleared is an info note.
+/// repeat is a disturbance of the run and a warning on its element; one the repeat cleared is an info note.
 pub fn mark_benchmarks(measured: &Measurements, topo: &mut topology::Topology) {
     let mut notes = Vec::new();
     let mut lines = Vec::new();
     for d in &measured.disturbed {
         let line = format!("{}: {}", d.benchmark, d.findings.join("; "));
-        let element = d
-            .benchmark
-            .split_whitespace()
-            .next()
-            .and_then(|w| w.parse::<pchase_runner::measure::Element>().ok())
-            .map(pchase_runner::measure::report::element_kind);
+        let element = d.element;
         let (severity, message) = if d.cleared_by_repeat {
             (
                 topology::NoteSeverity::Info,

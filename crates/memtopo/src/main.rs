@@ -28,9 +28,8 @@ pub struct Cli {
     /// CUDA device index.
     #[arg(long, short = 'd', default_value_t = 0)]
     pub device: u32,
-    /// Measure only these elements (comma-separated): l1, texture, readonly,
-    /// constant-l1, constant-l15, shared, l2, memory.
-    #[arg(long, value_delimiter = ',')]
+    /// Run only these benchmarks (comma-separated), with the ones they need.
+    #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
     pub only: Vec<String>,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name
     /// (kepler, maxwell, volta, h100, h200).
@@ -66,6 +65,15 @@ pub struct Cli {
     /// Seconds to wait for another memtopo measuring the same GPU to finish.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub wait: f64,
+}
+
+/// The registered benchmarks, each with its summary, as `--only`'s values.
+fn benchmark_names() -> clap::builder::PossibleValuesParser {
+    pchase_runner::measure::bench::REGISTRY
+        .iter()
+        .map(|b| clap::builder::PossibleValue::new(b.info().name).help(b.info().summary))
+        .collect::<Vec<_>>()
+        .into()
 }
 
 fn main() -> ExitCode {

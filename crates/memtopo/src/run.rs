@@ -1,7 +1,6 @@
 //! One run of memtopo: pick the backend, measure, print and write the results.
 
 use std::{
-    collections::BTreeSet,
     fmt::Write as _,
     path::{Path, PathBuf},
     process::ExitCode,
@@ -10,7 +9,7 @@ use std::{
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pchase_runner::{
-    measure::{report, Element, MeasureOptions, Measurements, Session},
+    measure::{report, MeasureOptions, Measurements, Selection, Session},
     sim::{SimBackend, SimProfile},
     Backend, RunnerError,
 };
@@ -63,18 +62,9 @@ impl CliError {
 fn options(cli: &Cli) -> Result<MeasureOptions, CliError> {
     let mut options = MeasureOptions::default();
     if !cli.only.is_empty() {
-        options.only = cli
-            .only
-            .iter()
-            .map(|s| s.trim().parse::<Element>())
-            .collect::<Result<BTreeSet<_>, _>>()
-            .map_err(|e| CliError::Usage(e.to_string()))?;
-        // The constant L1.5's search starts past the constant L1's size: measure that too.
-        if options.only.contains(&Element::ConstantL15) && options.only.insert(Element::ConstantL1)
-        {
-            log::info!(
-                "--only constant-l15 needs the constant L1's size: measuring constant-l1 too"
-            );
+        options.only = Selection::named(&cli.only).map_err(|e| CliError::Usage(e.to_string()))?;
+        for (added, by) in options.only.added() {
+            log::info!("--only {by} needs {added}: measuring {added} too");
         }
     }
     if !(64..=8192).contains(&cli.samples) {

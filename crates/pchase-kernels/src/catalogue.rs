@@ -3,9 +3,9 @@
 //! entry names and parameter lists cannot drift apart from the embedded text.
 
 use crate::kernel::{
-    Granularity, Kernel, KernelKind, LoadPath, Module, ModuleGlobal, Param, ParamType, SharedLayout,
+    Granularity, Kernel, KernelKind, Module, ModuleGlobal, Param, ParamType, SharedLayout,
 };
-use crate::{ComputeCapability, Error, PtxIsaVersion};
+use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
 
 /// Module `pchase`: every kernel that runs from Maxwell on.
 static PCHASE: Module = Module {
@@ -727,4 +727,16 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
 /// back, e.g. from `cuobjdump`; code that launches kernels uses the typed functions).
 pub fn kernel_by_entry(entry: &str) -> Option<&'static Kernel> {
     kernels().find(|kernel| kernel.entry == entry)
+}
+
+/// The kernels of `module`, in catalogue order.
+///
+/// ```
+/// use pchase_kernels::catalogue;
+/// let hopper = catalogue::hopper_module();
+/// let entries: Vec<_> = catalogue::kernels_of(hopper).map(|k| k.entry()).collect();
+/// assert_eq!(entries, [catalogue::chase_fine_dsmem().entry()]);
+/// ```
+pub fn kernels_of(module: &'static Module) -> impl Iterator<Item = &'static Kernel> {
+    kernels().filter(move |kernel| std::ptr::eq(kernel.module(), module))
 }

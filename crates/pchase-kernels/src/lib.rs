@@ -35,10 +35,11 @@ mod capability;
 pub mod catalogue;
 mod error;
 mod kernel;
+mod path;
 
 pub use capability::{ComputeCapability, PtxIsaVersion};
 pub use error::Error;
 pub use kernel::{
-    ChainArgument, Granularity, Kernel, KernelKind, LoadPath, Module, ModuleGlobal, Param,
-    ParamType, SharedLayout,
+    Granularity, Kernel, KernelKind, Module, ModuleGlobal, Param, ParamType, SharedLayout,
 };
+pub use path::{ChainArgument, LoadPath};

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 pub use pchase_kernels::LoadPath;
 
+use pchase_kernels::{catalogue, Granularity, Kernel};
+
 use crate::{device::DeviceInfo, error::RunnerError};
 
 /// Whether a chase records every load's latency or only the total of the timed pass.
@@ -109,6 +111,15 @@ pub struct ChaseRequest {
 }
 
 impl ChaseRequest {
+    /// The catalogue kernel that runs this request (both backends ask here).
+    pub fn kernel(&self) -> &'static Kernel {
+        let granularity = match self.mode {
+            ChaseMode::Fine => Granularity::Fine,
+            ChaseMode::Coarse => Granularity::Coarse,
+        };
+        catalogue::chase(self.path, granularity)
+    }
+
     /// A fine-grained request over one chain, warming up with one full pass.
     pub fn fine(path: LoadPath, chain: ChainSpec, steps: u32) -> ChaseRequest {
         ChaseRequest {
@@ -188,6 +199,18 @@ pub struct TwoPhaseRequest {
     /// that the phases, not the chains' initialisation, decide what the L2 holds and in
     /// which order the lines were used.
     pub flush_l2: bool,
+}
+
+impl TwoPhaseRequest {
+    /// The catalogue kernel that runs this request (both backends ask here).
+    ///
+    /// # Errors
+    /// [`RunnerError::InvalidRequest`] when the catalogue has no kernel for the pair.
+    pub fn kernel(&self) -> Result<&'static Kernel, RunnerError> {
+        catalogue::two_phase(self.fill.path, self.evict.path).map_err(|e| {
+            RunnerError::InvalidRequest(format!("no two-phase kernel for this pair: {e}"))
+        })
+    }
 }
 
 /// Coarse `.cg` chases pinned to chosen SMs, all starting together, each chased by one or

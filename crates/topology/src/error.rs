@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::model::SchemaVersion;
+use crate::version::SchemaVersion;
 
 /// A file format the crate reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

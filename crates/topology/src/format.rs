@@ -9,7 +9,8 @@
 use std::path::Path;
 
 use crate::error::{Error, Format};
-use crate::model::{SchemaVersion, Topology};
+use crate::model::Topology;
+use crate::version::SchemaVersion;
 
 impl Topology {
     /// Reads and validates a topology from JSON.

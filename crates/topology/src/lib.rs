@@ -57,13 +57,14 @@ pub mod render;
 mod run;
 mod units;
 mod validate;
+mod version;
 
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
     Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ComputeCapability, DeviceInfo,
     Element, ElementKind, Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
-    ReplacementPolicy, SchemaVersion, SharedPhysicalCache, TlbLevel, Topology,
+    ReplacementPolicy, SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantity::{
     Bandwidth, ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,
@@ -71,3 +72,4 @@ pub use quantity::{
 };
 pub use run::{GpuProcess, GpuState, RunRecord};
 pub use units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};
+pub use version::SchemaVersion;

@@ -4,8 +4,25 @@
 //! same spelling as the file formats, so an error points at the line to fix.
 
 use crate::error::Violation;
-use crate::model::{Element, ElementKind, SchemaVersion, Topology};
+use crate::model::{Element, ElementKind, Topology};
 use crate::quantity::{ChangePointEvidence, Conditions, Latency, Size, SizeBound};
+use crate::version::SchemaVersion;
+
+impl Topology {
+    /// Checks every invariant of the model; the error lists each violation with
+    /// the path of the field.
+    ///
+    /// # Errors
+    /// [`crate::Error::Invalid`] with every violation.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        let violations = violations(self);
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::Error::Invalid { violations })
+        }
+    }
+}
 
 /// The largest size any memory structure of a GPU can have, bytes (16 TiB: far above any
 /// device memory; a larger value is a corrupted or invented number).

@@ -85,7 +85,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
     ));
 
     let mut entries = 0;
-    for kernel in module.kernels() {
+    for kernel in catalogue::kernels_of(module) {
         let entry = match kernel.kind() {
             KernelKind::Chase { path, granularity } => {
                 chase::chase_entry(kernel, path, granularity)?

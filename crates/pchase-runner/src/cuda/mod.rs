@@ -9,7 +9,7 @@ mod handles;
 
 use std::{os::raw::c_int, time::Duration};
 
-use pchase_kernels::{catalogue, ChainArgument, Granularity, Kernel};
+use pchase_kernels::{catalogue, ChainArgument, Kernel};
 
 use crate::{
     backend::{
@@ -475,11 +475,7 @@ impl Backend for CudaBackend {
     fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
         check_written(request)?;
         let plan = ChainPlan::new(request, &self.info)?;
-        let granularity = match request.mode {
-            ChaseMode::Fine => Granularity::Fine,
-            ChaseMode::Coarse => Granularity::Coarse,
-        };
-        let kernel = catalogue::chase(request.path, granularity);
+        let kernel = request.kernel();
         let chain = self.build_chains(&plan)?;
         let blocks = plan.nodes.len();
         let steps = request.steps;
@@ -604,9 +600,7 @@ impl Backend for CudaBackend {
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
         let (fill, evict) = (request.fill, request.evict);
         check_two_phase(request, self.info.max_threads_per_block)?;
-        let kernel = catalogue::two_phase(fill.path, evict.path).map_err(|e| {
-            RunnerError::InvalidRequest(format!("no two-phase kernel for this pair: {e}"))
-        })?;
+        let kernel = request.kernel()?;
         let blocks = request.blocks as usize;
         // Region A then region B of one buffer; each block's copy on its own 128 KiB
         // boundary (the constant bank instead packs them at 128-byte lines).
@@ -1054,6 +1048,7 @@ fn query_device(ordinal: u32, device: c_int) -> Result<DeviceInfo, RunnerError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pchase_kernels::Granularity;
 
     fn info() -> DeviceInfo {
         DeviceInfo {

@@ -58,7 +58,7 @@ struct ProbeShape {
 }
 
 /// Runs one two-phase launch and returns each block's re-timed latencies.
-fn run_probe<B: Backend>(
+fn run_probe<B: Backend + ?Sized>(
     backend: &mut B,
     shape: ProbeShape,
     fill: Phase,
@@ -100,7 +100,7 @@ fn slow_share(samples: &[u32], threshold: f64) -> f64 {
 /// of three launches, the median block has at least 25 % more slow loads than the
 /// baseline; B did not when every launch shows less than 5 % more. Anything in between, or
 /// launches that disagree, is [`RunnerError::WrongResult`] ("undecided").
-pub fn evicts<B: Backend>(
+pub fn evicts<B: Backend + ?Sized>(
     backend: &mut B,
     fill: (LoadPath, ChainSpec),
     evict: (LoadPath, ChainSpec, u32),
@@ -190,7 +190,7 @@ pub fn evicts<B: Backend>(
 /// cache, a thread of warp k (k = 1, 2, …, `max_warps` − 1) warms another; the first k
 /// whose chain evicts thread 0's is the number of copies (warps map to copies in turn).
 /// `Ok(None)` when no warp up to `max_warps` − 1 shares thread 0's copy.
-pub fn copies_per_sm<B: Backend>(
+pub fn copies_per_sm<B: Backend + ?Sized>(
     backend: &mut B,
     path: LoadPath,
     cache_bytes: u64,
@@ -224,7 +224,7 @@ pub fn copies_per_sm<B: Backend>(
 /// and so evict lines of A that are far apart too: several separate runs, some within the
 /// loads the timing buffer holds. A small cache gets fewer evicting nodes (one per 32 of
 /// A's nodes), so that most of A survives to show the runs against.
-pub fn allocation_line<B: Backend>(
+pub fn allocation_line<B: Backend + ?Sized>(
     backend: &mut B,
     path: LoadPath,
     cache_bytes: u64,

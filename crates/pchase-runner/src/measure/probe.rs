@@ -72,7 +72,7 @@ impl SizeProbe {
     /// Runs every size of `sizes`. Replicas that shared an SM with another block of the
     /// same launch are dropped (their private cache was shared); a size left without any
     /// replica is run again alone.
-    pub fn run<B: Backend>(
+    pub fn run<B: Backend + ?Sized>(
         &self,
         backend: &mut B,
         sizes: &[u64],
@@ -119,7 +119,7 @@ impl SizeProbe {
         Ok(out)
     }
 
-    fn launch<B: Backend>(
+    fn launch<B: Backend + ?Sized>(
         &self,
         backend: &mut B,
         sizes: &[u64],

@@ -60,7 +60,7 @@ pub struct SearchRange {
 /// Runs the size search of `probe` within `range`.
 ///
 /// Returns the finding and the final sweep's curve.
-pub fn find_size<B: Backend>(
+pub fn find_size<B: Backend + ?Sized>(
     backend: &mut B,
     probe: &SizeProbe,
     range: SearchRange,
@@ -181,7 +181,7 @@ pub fn find_size<B: Backend>(
 
 /// Narrows `lo..hi` (no change at `lo`, a change at `hi`) with as many sizes per launch
 /// as the SMs hold replicas of, until it spans at most `2 × SWEEP_MARGIN` strides.
-fn narrow<B: Backend>(
+fn narrow<B: Backend + ?Sized>(
     backend: &mut B,
     probe: &SizeProbe,
     detector: &ShiftDetector,

@@ -29,7 +29,7 @@
 
 use std::time::Duration;
 
-use super::{probe::SizeProbe, Element, Measurements, SizeFinding};
+use super::{bench, probe::SizeProbe, ElementKind, Measurements, SizeFinding};
 use crate::{
     backend::{Backend, ChainSpec, ChaseRequest, LoadPath},
     error::RunnerError,
@@ -51,7 +51,7 @@ pub struct Reading {
     pub l2_hit_cycles: Option<f64>,
 }
 
-fn hit_latency<B: Backend>(
+fn hit_latency<B: Backend + ?Sized>(
     backend: &mut B,
     path: LoadPath,
     bytes: u64,
@@ -90,7 +90,7 @@ fn trimmed_mean(samples: &mut [u32]) -> f64 {
 /// launch after idle may run while the clock still rises), until two readings in a row
 /// agree (at most four), so that a disturbance during the baseline itself does not make
 /// every later reading look disturbed. A sentinel that fails is `None` (and logged).
-pub fn read<B: Backend>(backend: &mut B) -> Reading {
+pub fn read<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     let _ = backend.measure_sm_clock_mhz();
     let mut last = read_quick(backend);
     for _ in 0..3 {
@@ -107,7 +107,7 @@ pub fn read<B: Backend>(backend: &mut B) -> Reading {
 
 /// Reads the sentinels with one clock measurement (between benchmarks the GPU is busy,
 /// so its clock is up already).
-pub fn read_quick<B: Backend>(backend: &mut B) -> Reading {
+pub fn read_quick<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     let keep = |what: &str, r: Result<f64, RunnerError>| {
         r.map_err(|e| log::warn!("sentinel {what}: {e}")).ok()
     };
@@ -159,7 +159,7 @@ fn mean(values: &[f64]) -> f64 {
 
 /// Probes every SM-cache size the run found exactly, at 85 % and 130 % of it, with the
 /// sweep's own settings; returns one sentence per size that the probe does not confirm.
-pub fn confirm_sizes<B: Backend>(
+pub fn confirm_sizes<B: Backend + ?Sized>(
     backend: &mut B,
     measured: &Measurements,
     search_stride: u32,
@@ -167,12 +167,14 @@ pub fn confirm_sizes<B: Backend>(
 ) -> Vec<String> {
     let mut found = Vec::new();
     for (element, result) in &measured.elements {
-        let path = match element {
-            Element::L1 => LoadPath::GlobalCa,
-            Element::Texture => LoadPath::Texture,
-            Element::ReadOnly => LoadPath::GlobalNc,
-            Element::ConstantL1 => LoadPath::Constant,
-            _ => continue,
+        // The SM caches searched from the smallest size (the constant L1.5's search starts
+        // past the constant L1: a probe below its knee would still be L1.5 hits).
+        let Some(path) = result.path else { continue };
+        if *element == ElementKind::ConstantL15 {
+            continue;
+        }
+        let Some(name) = bench::for_element(*element).map(|b| b.info().name) else {
+            continue;
         };
         let Some(first) = result.sizes.first() else {
             continue;
@@ -181,7 +183,7 @@ pub fn confirm_sizes<B: Backend>(
             continue;
         };
         // The sweep's plateau: its smallest size, all hits.
-        let label = format!("{element}-size-");
+        let label = format!("{name}-size-");
         let Some(plateau) = measured
             .curves
             .iter()
@@ -210,7 +212,7 @@ pub fn confirm_sizes<B: Backend>(
         let samples = match probe.run(backend, &[below, above], &mut gpu) {
             Ok(s) => s,
             Err(e) => {
-                found.push(format!("{element} size: the confirming probe failed: {e}"));
+                found.push(format!("{name} size: the confirming probe failed: {e}"));
                 continue;
             }
         };
@@ -224,13 +226,13 @@ pub fn confirm_sizes<B: Backend>(
         let limit = plateau * (1.0 + relative) + absolute;
         match (at(below), at(above)) {
             (Some(low), _) if low > limit => found.push(format!(
-                "{element} size {bytes} B not confirmed: {below} B now misses ({low:.1} cycles per load, the sweep's hits {plateau:.1})"
+                "{name} size {bytes} B not confirmed: {below} B now misses ({low:.1} cycles per load, the sweep's hits {plateau:.1})"
             )),
             (_, Some(high)) if high <= plateau + absolute => found.push(format!(
-                "{element} size {bytes} B not confirmed: {above} B still hits ({high:.1} cycles per load)"
+                "{name} size {bytes} B not confirmed: {above} B still hits ({high:.1} cycles per load)"
             )),
             (None, _) | (_, None) => {
-                found.push(format!("{element} size: the confirming probe lost a size"));
+                found.push(format!("{name} size: the confirming probe lost a size"));
             }
             _ => {}
         }

@@ -27,6 +27,11 @@ fn record(profile: &SimProfile, m: &Measurements) -> Value {
             .expect("topology JSON parses");
     if let Some(map) = topo.as_object_mut() {
         map.remove("run");
+        // Each benchmark writes its own notes: their order follows the registry, which
+        // is not a result.
+        if let Some(Value::Array(notes)) = map.get_mut("notes") {
+            notes.sort_by_key(|n| n.to_string());
+        }
     }
     let benchmarks: Vec<&str> = m.timings.iter().map(|t| t.benchmark.as_str()).collect();
     json!({ "topology": topo, "benchmarks": benchmarks })

@@ -3,7 +3,7 @@
 //! by the repeat, one that stays leaves the benchmark listed as disturbed.
 
 use pchase_runner::{
-    measure::{Element, MeasureOptions, Measurements, Session},
+    measure::{ElementKind, MeasureOptions, Measurements, Selection, Session},
     sim::{CoTenant, SimBackend, SimProfile},
 };
 
@@ -12,9 +12,7 @@ fn session(tenant: Option<CoTenant>) -> (Measurements, u64) {
     profile.co_tenant = tenant;
     let mut backend = SimBackend::new(profile).unwrap();
     let options = MeasureOptions {
-        only: [Element::Shared, Element::DeviceMemory]
-            .into_iter()
-            .collect(),
+        only: Selection::named(&["shared", "memory"]).unwrap(),
         watch: true,
         ..MeasureOptions::default()
     };
@@ -42,7 +40,7 @@ fn a_quiet_gpu_is_never_disturbed() {
     let (measured, _) = session(None);
     assert!(measured.disturbed.is_empty(), "{:?}", measured.disturbed);
     assert!(measured
-        .element(Element::DeviceMemory)
+        .element(ElementKind::DeviceMemory)
         .unwrap()
         .latency
         .is_some());

@@ -68,7 +68,7 @@ impl PartitionMap {
 /// Runs the map with SM 0 as the reference and reads it.
 ///
 /// `Ok(Err(reason))` where the map cannot be read (too few SMs took part, no level).
-pub fn partition_map<B: Backend>(
+pub fn partition_map<B: Backend + ?Sized>(
     backend: &mut B,
     overhead: f64,
     gpu_time: &mut Duration,

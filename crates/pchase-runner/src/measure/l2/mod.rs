@@ -106,7 +106,7 @@ pub struct FarCheck {
 ///
 /// # Errors
 /// A launch failure, a result that contradicts its chain, or a sweep without near hits.
-pub fn measure_l2<B: Backend>(
+pub fn measure_l2<B: Backend + ?Sized>(
     backend: &mut B,
     overhead: f64,
     samples: u32,

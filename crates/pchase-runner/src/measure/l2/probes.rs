@@ -17,7 +17,7 @@ use super::super::stats::{median, quantile, slow_runs};
 /// 4-byte-stride chase after an L2 flush (each load that opens a new fetch unit goes to
 /// memory, the others hit what it brought). Returns it with the cold chase's latencies
 /// (raw cycles), which also give the line probe its hit/miss threshold.
-pub(super) fn fetch_granularity<B: Backend>(
+pub(super) fn fetch_granularity<B: Backend + ?Sized>(
     backend: &mut B,
     samples: u32,
     gpu_time: &mut Duration,
@@ -165,7 +165,7 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// cache whose sets fill evenly overflows in all of them at once), up to six bisections of
 /// B's node count search between the two. The launch with the most runs (at least 16)
 /// decides.
-pub(super) fn l2_line<B: Backend>(
+pub(super) fn l2_line<B: Backend + ?Sized>(
     backend: &mut B,
     capacity: u64,
     granularity: u64,
@@ -343,7 +343,7 @@ const SECTOR_PROBE_NODES: u32 = 64;
 /// The sector is the first width after which at least 90 % of the nodes hit, and every
 /// wider one must do so too. If the two references are not apart, a 4-byte write already
 /// made reads hit (or none did), and the result says so.
-pub(super) fn l2_sector<B: Backend>(
+pub(super) fn l2_sector<B: Backend + ?Sized>(
     backend: &mut B,
     largest: u32,
     gpu_time: &mut Duration,

@@ -58,7 +58,7 @@ pub fn sweep_sizes(l2: u64) -> Vec<u64> {
 /// One size on SM [`SWEEP_SM`]: one warm-up pass and one timed pass over the array, shared
 /// among the warps, then `samples` loads timed one by one. `None` when no launch of
 /// `PINNED_TRIES` (4) reached the SM.
-pub fn measure_point<B: Backend>(
+pub fn measure_point<B: Backend + ?Sized>(
     backend: &mut B,
     bytes: u64,
     samples: u32,
@@ -73,7 +73,7 @@ pub fn measure_point<B: Backend>(
 ///
 /// # Errors
 /// A launch failure.
-pub fn measure_alone<B: Backend>(
+pub fn measure_alone<B: Backend + ?Sized>(
     backend: &mut B,
     bytes: u64,
     samples: u32,
@@ -83,7 +83,7 @@ pub fn measure_alone<B: Backend>(
     measure_point_with(backend, bytes, samples, 1, overhead, gpu_time)
 }
 
-fn measure_point_with<B: Backend>(
+fn measure_point_with<B: Backend + ?Sized>(
     backend: &mut B,
     bytes: u64,
     samples: u32,
@@ -134,7 +134,7 @@ fn measure_point_with<B: Backend>(
 ///
 /// # Errors
 /// A launch failure, or a size whose launches never reached SM [`SWEEP_SM`].
-pub fn sweep<B: Backend>(
+pub fn sweep<B: Backend + ?Sized>(
     backend: &mut B,
     sizes: &[u64],
     overhead: f64,

@@ -10,7 +10,45 @@ use crate::measure::l2::{L2Findings, LevelKind};
 
 /// The L2's partitions, levels and map: the model's partition fields, and notes with what
 /// the model has no field for yet (every level's distribution and shares, the SM map).
-pub(super) fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
+/// Writes the L2 findings: partitions, fetch granularity, line and sector.
+pub(crate) fn l2_findings(topo: &mut Topology, l2: &L2Findings) {
+    l2_partitions(topo, l2);
+    if let Some(bytes) = l2.fetch_granularity {
+        topo.element_mut(ElementKind::L2)
+            .set_fetch_granularity(Size::exact(Bytes(bytes), Provenance::Benchmark));
+    }
+    type Setter = fn(&mut topology::Element, Size) -> &mut topology::Element;
+    let found: [(Result<u64, &String>, QuantityKind, Setter); 2] = [
+        (
+            l2.line.as_ref().map(|l| l.bytes),
+            QuantityKind::LineSize,
+            topology::Element::set_line_size,
+        ),
+        (
+            l2.sector.as_ref().map(|s| s.bytes),
+            QuantityKind::SectorSize,
+            topology::Element::set_sector_size,
+        ),
+    ];
+    for (result, quantity, set) in found {
+        match result {
+            Ok(bytes) => {
+                set(
+                    topo.element_mut(ElementKind::L2),
+                    Size::exact(Bytes(bytes), Provenance::Benchmark),
+                );
+            }
+            Err(why) => topo.add_note(Note {
+                severity: NoteSeverity::NotMeasured,
+                element: Some(ElementKind::L2),
+                quantity: Some(quantity),
+                message: format!("L2 {quantity} not measured: {why}"),
+            }),
+        }
+    }
+}
+
+fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
     let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
     let note = |topo: &mut Topology, severity: NoteSeverity, message: String| {
         topo.add_note(Note {

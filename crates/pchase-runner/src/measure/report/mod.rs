@@ -6,25 +6,11 @@ use topology::{
     QuantityKind, Size, Topology,
 };
 
-use super::{Element, ElementResult, Measurements, SizeAtCarveout, SizeFinding};
+use super::{bench::REGISTRY, ElementResult, Measurements, SizeAtCarveout, SizeFinding};
 use crate::{backend::Carveout, device::DeviceInfo};
 
 mod l2;
-use l2::l2_partitions;
-
-/// The topology element an [`Element`] is written to.
-pub fn element_kind(element: Element) -> ElementKind {
-    match element {
-        Element::L1 => ElementKind::L1Data,
-        Element::Texture => ElementKind::Texture,
-        Element::ReadOnly => ElementKind::ReadOnly,
-        Element::ConstantL1 => ElementKind::ConstantL1,
-        Element::ConstantL15 => ElementKind::ConstantL15,
-        Element::Shared => ElementKind::SharedMemory,
-        Element::L2 => ElementKind::L2,
-        Element::DeviceMemory => ElementKind::DeviceMemory,
-    }
-}
+pub(crate) use l2::l2_findings;
 
 /// The device facts in the topology's terms; every value has provenance `api`.
 pub fn device_info(info: &DeviceInfo) -> TopoDevice {
@@ -103,8 +89,14 @@ fn size_of(finding: &SizeFinding, at: &SizeAtCarveout) -> Size {
     }
 }
 
-fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) {
-    let kind = element_kind(element);
+/// Writes one element's sizes (with the carveout table's rows and their checks where
+/// `carveout_table`), lines, latency, latency levels and failures.
+pub(crate) fn write_element(
+    topo: &mut Topology,
+    kind: ElementKind,
+    result: &ElementResult,
+    carveout_table: bool,
+) {
     let note = |severity, quantity, message| Note {
         severity,
         element: Some(kind),
@@ -125,7 +117,7 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
                 format!("only a lower bound: {reason}"),
             ));
         }
-        if element != Element::L1 || result.sizes.len() < 2 {
+        if !carveout_table || result.sizes.len() < 2 {
             continue;
         }
         let role = match s.role {
@@ -141,7 +133,7 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
             l1_size: size,
         });
     }
-    let configs = if element == Element::L1 {
+    let configs = if carveout_table {
         result.config_rows()
     } else {
         Vec::new()
@@ -255,15 +247,8 @@ fn write_element(topo: &mut Topology, element: Element, result: &ElementResult) 
     }
 }
 
-/// Builds the topology of `info` from what a session measured.
-pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &str) -> Topology {
-    let mut topo = Topology::new(device_info(info));
-    topo.conditions = Conditions {
-        sm_clock_mhz: measured.sm_clock_mhz.map(Megahertz),
-        tool: Some("memtopo".into()),
-        tool_version: Some(tool_version.into()),
-        ..Conditions::default()
-    };
+/// The global-load caching decision, with a note where the L1 does not cache.
+pub(crate) fn global_caching(measured: &Measurements, topo: &mut Topology) {
     if let Some(caches) = measured.l1_caches_global_loads {
         topo.element_mut(ElementKind::L1Data)
             .set_global_loads_cached(caches);
@@ -276,68 +261,20 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
             });
         }
     }
-    for (element, result) in &measured.elements {
-        write_element(&mut topo, *element, result);
-    }
-    for (a, b, test) in &measured.sharing {
-        if test.evicted {
-            topo.share_physical_cache([element_kind(*a), element_kind(*b)], Provenance::Benchmark);
-        }
-    }
-    for (element, copies) in &measured.copies {
-        let kind = element_kind(*element);
-        match copies {
-            Some(n) => {
-                topo.element_mut(kind)
-                    .set_count_per_sm(Count::new(*n, Provenance::Benchmark));
-            }
-            None => topo.warn(
-                Some(kind),
-                format!(
-                    "copies per SM: no warp up to {} shares thread 0's copy; at least {} copies",
-                    super::COPY_WARPS - 1,
-                    super::COPY_WARPS
-                ),
-            ),
-        }
-    }
-    if let Some(l2) = measured.l2.as_ref() {
-        l2_partitions(&mut topo, l2);
-    }
-    if let Some(bytes) = measured.l2.as_ref().and_then(|l2| l2.fetch_granularity) {
-        topo.element_mut(ElementKind::L2)
-            .set_fetch_granularity(Size::exact(Bytes(bytes), Provenance::Benchmark));
-    }
-    if let Some(l2) = measured.l2.as_ref() {
-        type Setter = fn(&mut topology::Element, Size) -> &mut topology::Element;
-        let found: [(Result<u64, &String>, QuantityKind, Setter); 2] = [
-            (
-                l2.line.as_ref().map(|l| l.bytes),
-                QuantityKind::LineSize,
-                topology::Element::set_line_size,
-            ),
-            (
-                l2.sector.as_ref().map(|s| s.bytes),
-                QuantityKind::SectorSize,
-                topology::Element::set_sector_size,
-            ),
-        ];
-        for (result, quantity, set) in found {
-            match result {
-                Ok(bytes) => {
-                    set(
-                        topo.element_mut(ElementKind::L2),
-                        Size::exact(Bytes(bytes), Provenance::Benchmark),
-                    );
-                }
-                Err(why) => topo.add_note(Note {
-                    severity: NoteSeverity::NotMeasured,
-                    element: Some(ElementKind::L2),
-                    quantity: Some(quantity),
-                    message: format!("L2 {quantity} not measured: {why}"),
-                }),
-            }
-        }
+}
+
+/// Builds the topology of `info` from what a session measured.
+pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &str) -> Topology {
+    let mut topo = Topology::new(device_info(info));
+    topo.conditions = Conditions {
+        sm_clock_mhz: measured.sm_clock_mhz.map(Megahertz),
+        tool: Some("memtopo".into()),
+        tool_version: Some(tool_version.into()),
+        ..Conditions::default()
+    };
+    // Each benchmark writes what it measured, in the order they run.
+    for benchmark in REGISTRY {
+        benchmark.report(measured, &mut topo);
     }
     // Sizes from the API.
     topo.element_mut(ElementKind::SharedMemory)
@@ -380,7 +317,7 @@ mod tests {
             l1_caches_global_loads: Some(true),
             elements: vec![
                 (
-                    Element::L1,
+                    ElementKind::L1Data,
                     ElementResult {
                         sizes: vec![
                             SizeAtCarveout {
@@ -412,7 +349,7 @@ mod tests {
                     },
                 ),
                 (
-                    Element::Texture,
+                    ElementKind::Texture,
                     ElementResult {
                         failures: vec!["kernel failed".into()],
                         ..ElementResult::default()

@@ -1,0 +1,346 @@
+//! The machine model: the simulated allocator's addresses, the SM caches and the L2 with
+//! its partitions, chain cursors, and one launch's lockstep loads.
+
+use super::*;
+
+/// Where the simulated allocator puts global arrays; each chase chain gets its own 2 MiB-aligned
+/// range, as separate device allocations would.
+pub(super) const GLOBAL_BASE: u64 = 1 << 40;
+pub(super) const ALLOCATION_ALIGN: u64 = 2 << 20;
+/// The two-phase launch puts every block's copy of a chain on its own 128 KiB boundary inside
+/// one buffer (chain A's copies, then chain B's), as the CUDA backend lays them out.
+pub(super) const TWO_PHASE_BLOCK_ALIGN: u64 = 128 << 10;
+/// Where the constant bank lives (a separate range, so it never aliases global data).
+pub(super) const CONSTANT_BASE: u64 = 1 << 32;
+/// Constant-path chains of several blocks (and the two chains of a two-phase probe) are
+/// packed into the bank, each starting on a 128-byte boundary, as the CUDA backend packs them.
+pub(super) const CONSTANT_ALIGN: u64 = 128;
+/// Host-side cost of one kernel launch, added to the modelled device time.
+pub(super) const LAUNCH_OVERHEAD: Duration = Duration::from_micros(4);
+/// Relative standard deviation of the simulated SM clock measurement.
+pub(super) const CLOCK_MEASUREMENT_STDEV: f64 = 5e-4;
+
+/// The SM-private caches of one SM: every copy of every profile cache, indexed
+/// `[profile cache][copy]`.
+#[derive(Debug, Clone)]
+pub(super) struct SmCaches {
+    pub(super) caches: Vec<Vec<Cache>>,
+}
+
+/// The L2 partitions and how one SM reaches them.
+#[derive(Debug, Clone)]
+pub(super) struct L2 {
+    pub(super) partitions: Vec<Cache>,
+    pub(super) line_shift: u32,
+    pub(super) near_latency: u32,
+    pub(super) far_latency: u32,
+    pub(super) near_keeps_far_copies: bool,
+}
+
+impl L2 {
+    /// Latency of a load of `addr` from an SM whose near partition is `near`, or `None`
+    /// when it misses the L2 (device memory serves it). Fills what it passes.
+    #[inline]
+    pub(super) fn access(
+        &mut self,
+        near: usize,
+        addr: u64,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> Option<u32> {
+        let count = self.partitions.len();
+        if count == 1 {
+            return self.partitions[0]
+                .access(addr, rng)
+                .then_some(self.near_latency);
+        }
+        let home = home_partition(addr >> self.line_shift, count);
+        if home == near {
+            return self.partitions[near]
+                .access(addr, rng)
+                .then_some(self.near_latency);
+        }
+        // The copy lookup also fills the copy on a miss, so far data the SM reuses is
+        // then served near.
+        if self.near_keeps_far_copies && self.partitions[near].access(addr, rng) {
+            return Some(self.near_latency);
+        }
+        self.partitions[home]
+            .access(addr, rng)
+            .then_some(self.far_latency)
+    }
+
+    /// Extra cycles of a load that misses the L2 when the line's home partition is not the
+    /// SM's near one: the request crosses to the far partition and the data comes back the
+    /// same way, as for a far hit.
+    #[inline]
+    pub(super) fn far_miss_extra(&self, near: usize, addr: u64) -> u32 {
+        let count = self.partitions.len();
+        if count == 1 || home_partition(addr >> self.line_shift, count) == near {
+            0
+        } else {
+            self.far_latency.saturating_sub(self.near_latency)
+        }
+    }
+
+    /// A store of `bytes` bytes from `addr` reaches the line's home partition.
+    pub(super) fn write(&mut self, addr: u64, bytes: u64, rng: &mut Xoshiro256PlusPlus) {
+        let count = self.partitions.len();
+        let home = home_partition(addr >> self.line_shift, count);
+        self.partitions[home].write(addr, bytes, rng);
+    }
+
+    pub(super) fn reset(&mut self) {
+        self.partitions.iter_mut().for_each(Cache::reset);
+    }
+}
+
+/// The home partition of an L2 line: a hash of the line number, so that consecutive lines
+/// spread over the partitions as the hardware's address hash spreads them.
+#[inline]
+pub(super) fn home_partition(line: u64, count: usize) -> usize {
+    // The SplitMix64 finaliser: every input bit affects every output bit.
+    let mut x = line.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    // `count` is a small partition count; the remainder is below it.
+    (x % count as u64) as usize
+}
+
+/// One SM cache a load looks up: the profile cache, the copy the loading thread uses, and
+/// the latency of a hit there (path extra included).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Level {
+    pub(super) cache: usize,
+    pub(super) copy: usize,
+    pub(super) latency: u32,
+}
+
+/// How the loads of one thread through one path are served.
+#[derive(Debug, Clone)]
+pub(super) struct Route {
+    /// The SM caches on the path, nearest first, in the thread's copies.
+    pub(super) levels: Vec<Level>,
+    /// The path's extra latency, added to an L2 hit (the SM levels include it already).
+    pub(super) extra: u32,
+    /// Latency of a load that misses everything (path extra included).
+    pub(super) memory_latency: u32,
+    /// `Some(latency)` for the shared path, which never touches a cache.
+    pub(super) shared_latency: Option<u32>,
+}
+
+/// A position on one block's copy of a chain. The chain is not materialised: the value a
+/// load returns is what the array would hold there.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ChainCursor {
+    pub(super) base: u64,
+    pub(super) index: u64,
+    pub(super) stride_elements: u64,
+    pub(super) span_elements: u64,
+}
+
+impl ChainCursor {
+    /// A cursor at index 0 of `chain`, whose element 0 sits at byte address `base`.
+    pub(super) fn new(base: u64, chain: &ChainSpec) -> ChainCursor {
+        ChainCursor {
+            base,
+            index: 0,
+            stride_elements: u64::from(chain.stride / 4),
+            span_elements: chain.bytes / 4,
+        }
+    }
+
+    /// Byte address of the element the next load reads.
+    #[inline]
+    pub(super) fn address(&self) -> u64 {
+        self.base + 4 * self.index
+    }
+
+    /// Follows the pointer: the loaded value (the next node's index) becomes the index.
+    #[inline]
+    pub(super) fn advance(&mut self) {
+        let next = self.index + self.stride_elements;
+        self.index = if next >= self.span_elements { 0 } else { next };
+    }
+
+    /// The current index; below 2^32 because a [`ChainSpec`] has at most 2^32 elements.
+    pub(super) fn index_u32(&self) -> u32 {
+        u32::try_from(self.index).unwrap_or(u32::MAX)
+    }
+}
+
+/// One block's placement and what it reports.
+#[derive(Debug)]
+pub(super) struct BlockState {
+    pub(super) sm: usize,
+    pub(super) near_partition: usize,
+    /// Cycles of all the block's loads (for the modelled device time).
+    pub(super) cycles: u64,
+    /// Cycles of the timed loads only.
+    pub(super) timed_cycles: u64,
+    pub(super) samples: BlockSamples,
+}
+
+/// Whether (and how) the loads of a phase are timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Timing {
+    /// Warm-up loads: no clock reads, no noise.
+    Untimed,
+    /// Every load timed and recorded with its index.
+    Fine,
+    /// Loads timed as one total.
+    Coarse,
+}
+
+/// What the loads of a launch work with, borrowed from the [`SimBackend`].
+pub(super) struct Launch<'a> {
+    pub(super) sms: &'a mut [Option<SmCaches>],
+    pub(super) l2: &'a mut L2,
+    pub(super) rng: &'a mut Xoshiro256PlusPlus,
+    pub(super) jitter: Option<&'a Normal<f64>>,
+    pub(super) noise: NoiseSpec,
+    pub(super) overhead: u32,
+}
+
+impl Launch<'_> {
+    /// A chase: `steps[0]` untimed loads in every block, then `steps[1]` timed ones.
+    pub(super) fn warm_then_time(
+        &mut self,
+        blocks: &mut [BlockState],
+        cursors: &mut [ChainCursor],
+        route: &Route,
+        steps: [u32; 2],
+        timing: Timing,
+    ) -> Result<(), RunnerError> {
+        self.run_phase(blocks, cursors, route, steps[0], Timing::Untimed)?;
+        self.run_phase(blocks, cursors, route, steps[1], timing)
+    }
+
+    /// Runs `steps` loads in every block, block `i` on `cursors[i]` through `route`; the
+    /// blocks advance in lockstep, one load each in turn.
+    pub(super) fn run_phase(
+        &mut self,
+        blocks: &mut [BlockState],
+        cursors: &mut [ChainCursor],
+        route: &Route,
+        steps: u32,
+        timing: Timing,
+    ) -> Result<(), RunnerError> {
+        if timing == Timing::Fine {
+            for block in blocks.iter_mut() {
+                block.samples.latencies.reserve_exact(steps as usize);
+                block.samples.indices.reserve_exact(steps as usize);
+            }
+        }
+        for _ in 0..steps {
+            for (block, cursor) in blocks.iter_mut().zip(cursors.iter_mut()) {
+                let latency = match route.shared_latency {
+                    Some(latency) => latency,
+                    None => {
+                        // Every used SM is prepared before a launch's first phase.
+                        let Some(sm_caches) = self.sms[block.sm].as_mut() else {
+                            return Err(RunnerError::WrongResult(format!(
+                                "simulator: SM {} was not prepared",
+                                block.sm
+                            )));
+                        };
+                        serve(
+                            sm_caches,
+                            self.l2,
+                            self.rng,
+                            route,
+                            block.near_partition,
+                            cursor.address(),
+                        )
+                    }
+                };
+                cursor.advance();
+                if timing == Timing::Untimed {
+                    block.cycles += u64::from(latency);
+                    continue;
+                }
+                let noisy = (i64::from(latency)
+                    + SimBackend::noise(
+                        self.rng,
+                        self.jitter,
+                        self.noise.outlier_probability,
+                        self.noise.outlier_extra_cycles,
+                    ))
+                .max(1) as u64;
+                block.cycles += noisy;
+                block.timed_cycles += noisy;
+                if timing == Timing::Fine {
+                    let sample =
+                        u32::try_from(noisy + u64::from(self.overhead)).unwrap_or(u32::MAX);
+                    block.samples.latencies.push(sample);
+                    block.samples.indices.push(cursor.index_u32());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Serves one load of byte address `addr` through `route` on one SM; returns the latency of
+/// the level that served it.
+#[inline]
+pub(super) fn serve(
+    sm_caches: &mut SmCaches,
+    l2: &mut L2,
+    rng: &mut Xoshiro256PlusPlus,
+    route: &Route,
+    near_partition: usize,
+    addr: u64,
+) -> u32 {
+    for level in &route.levels {
+        if sm_caches.caches[level.cache][level.copy].access(addr, rng) {
+            return level.latency;
+        }
+    }
+    match l2.access(near_partition, addr, rng) {
+        Some(latency) => latency + route.extra,
+        None => route.memory_latency + l2.far_miss_extra(near_partition, addr),
+    }
+}
+
+/// Cursors at index 0 of every chain, laid out as the kernels see them: one after the
+/// other, each on its own allocation (global paths) or 128-byte line (constant bank).
+pub(super) fn chain_cursors(path: LoadPath, chains: &[ChainSpec]) -> Vec<ChainCursor> {
+    let mut cursors = Vec::with_capacity(chains.len());
+    let mut next_base = match path {
+        LoadPath::Constant => CONSTANT_BASE,
+        _ => GLOBAL_BASE,
+    };
+    for chain in chains {
+        cursors.push(ChainCursor::new(next_base, chain));
+        next_base += match path {
+            LoadPath::Constant => chain.bytes.next_multiple_of(CONSTANT_ALIGN),
+            _ => chain.bytes.next_multiple_of(ALLOCATION_ALIGN),
+        };
+    }
+    cursors
+}
+
+/// Checks a chain whose fields were set directly rather than through [`ChainSpec::new`].
+pub(super) fn check_chain(chain: &ChainSpec) -> Result<(), RunnerError> {
+    ChainSpec::new(chain.bytes, chain.stride).map(|_| ())
+}
+
+/// Bytes one block's copy of a phase's chain occupies in the two-phase layout.
+pub(super) fn two_phase_block_stride(phase: &Phase) -> u64 {
+    match phase.path {
+        LoadPath::Constant => phase.chain.bytes.next_multiple_of(CONSTANT_ALIGN),
+        _ => phase.chain.bytes.next_multiple_of(TWO_PHASE_BLOCK_ALIGN),
+    }
+}
+
+/// The geometry of one L2 partition of `l2`.
+pub(super) fn l2_partition_geometry(l2: &L2Spec) -> Geometry {
+    Geometry::new(
+        l2.partition_bytes(),
+        l2.line_bytes,
+        l2.sector(),
+        l2.associativity,
+        l2.replacement,
+    )
+}
