@@ -416,16 +416,20 @@ fn note_changes(before: &Topology, after: &Topology) -> Vec<Change> {
             .map(note_line)
             .collect::<Vec<_>>()
     };
-    let gone = only(&before.notes, &after.notes).into_iter().map(|line| Change {
-        path: "notes".into(),
-        before: line,
-        after: "-".into(),
-    });
-    let new = only(&after.notes, &before.notes).into_iter().map(|line| Change {
-        path: "notes".into(),
-        before: "-".into(),
-        after: line,
-    });
+    let gone = only(&before.notes, &after.notes)
+        .into_iter()
+        .map(|line| Change {
+            path: "notes".into(),
+            before: line,
+            after: "-".into(),
+        });
+    let new = only(&after.notes, &before.notes)
+        .into_iter()
+        .map(|line| Change {
+            path: "notes".into(),
+            before: "-".into(),
+            after: line,
+        });
     gone.chain(new).collect()
 }
 
@@ -472,7 +476,11 @@ mod tests {
         let a = gpu();
         let mut b = gpu();
         b.warn(Some(ElementKind::L2), "disturbed: l2 latency");
-        b.not_measured(ElementKind::Texture, Some(QuantityKind::Size), "launch failed");
+        b.not_measured(
+            ElementKind::Texture,
+            Some(QuantityKind::Size),
+            "launch failed",
+        );
         let d = diff(&a, &b);
         assert!(d.changes.is_empty());
         assert!(!d.is_empty(), "notes count");
@@ -503,9 +511,11 @@ mod tests {
     #[test]
     fn counts_within_their_tolerance_are_not_changes() {
         let mut a = gpu();
-        a.element_mut(ElementKind::L1Data).count_per_sm = Some(Count::new(1, Provenance::Benchmark));
+        a.element_mut(ElementKind::L1Data).count_per_sm =
+            Some(Count::new(1, Provenance::Benchmark));
         let mut b = a.clone();
-        b.element_mut(ElementKind::L1Data).count_per_sm = Some(Count::new(2, Provenance::Benchmark));
+        b.element_mut(ElementKind::L1Data).count_per_sm =
+            Some(Count::new(2, Provenance::Benchmark));
         assert_eq!(diff(&a, &b).changes.len(), 1);
         let loose = DiffOptions {
             count_tolerance: 1,
