@@ -15,9 +15,11 @@
 //!   than [`DiffOptions::count_tolerance`] (default 0: any difference);
 //! - a quantity present on one side only is a change, and so is any change of
 //!   the device identity or the shared-cache groups;
-//! - notes (severity, element, quantity and text) present on one side only are
-//!   listed in [`TopologyDiff::notes`]: a note that appears or disappears (a
-//!   warning, a failed benchmark) is a difference too.
+//! - warnings and not-measured notes (severity, element, quantity and text)
+//!   present on one side only are listed in [`TopologyDiff::notes`]: a warning or
+//!   a failed benchmark that appears or disappears is a difference too. Info notes
+//!   are context and quote measured numbers (every run's differ), so they are not
+//!   compared.
 //!
 //! ```
 //! use topology::*;
@@ -94,8 +96,8 @@ pub struct TopologyDiff {
     pub conditions: Vec<Change>,
     /// How many quantities differed but within their uncertainty.
     pub within_uncertainty: usize,
-    /// The notes on one side only (`before` or `after` is `-` for the side that
-    /// lacks it; the path is `notes`).
+    /// The warnings and not-measured notes on one side only (`before` or `after`
+    /// is `-` for the side that lacks it; the path is `notes`).
     pub notes: Vec<Change>,
 }
 
@@ -400,12 +402,15 @@ fn note_line(note: &Note) -> String {
     format!("{severity}{about}: {}", note.message)
 }
 
-/// The notes of each side that the other lacks (as multisets: a note given twice on
-/// one side and once on the other is one difference), `before`'s first.
+/// The warnings and not-measured notes of each side that the other lacks (as
+/// multisets: a note given twice on one side and once on the other is one
+/// difference), `before`'s first. Info notes are not compared.
 fn note_changes(before: &Topology, after: &Topology) -> Vec<Change> {
+    let compared = |n: &&Note| n.severity != NoteSeverity::Info;
     let only = |ours: &[Note], theirs: &[Note]| {
-        let mut left: Vec<&Note> = theirs.iter().collect();
+        let mut left: Vec<&Note> = theirs.iter().filter(compared).collect();
         ours.iter()
+            .filter(compared)
             .filter(|n| match left.iter().position(|m| m == n) {
                 Some(i) => {
                     left.swap_remove(i);
@@ -497,6 +502,15 @@ mod tests {
         // Reversed, the same notes are the ones that went away.
         assert!(diff(&b, &a).notes.iter().all(|c| c.after == "-"));
         assert!(diff(&b, &b).is_empty());
+        // Info notes quote measured numbers: not compared.
+        let mut c = a.clone();
+        c.notes.push(Note {
+            severity: NoteSeverity::Info,
+            element: Some(ElementKind::L2),
+            quantity: None,
+            message: "levels: near hit p50 282 cycles".into(),
+        });
+        assert!(diff(&a, &c).is_empty());
     }
 
     #[test]
