@@ -16,10 +16,11 @@ use pchase_runner::{
 use topology::{GpuProcess, GpuState, RunRecord};
 
 use crate::{
+    cli::MeasureArgs as Cli,
     conditions::{self, Observation, StateSource},
     lock::{self, GpuLock, LockError},
+    progress::Reporter,
     run::CliError,
-    Cli,
 };
 
 /// Takes the lock of the GPU named `key` (its UUID), waiting `--wait` seconds with a
@@ -121,13 +122,13 @@ pub fn after(
 pub fn watched<B: Backend>(
     backend: &mut B,
     mut options: MeasureOptions,
-    quiet: bool,
+    progress: &mut Reporter,
     record: &mut RunRecord,
 ) -> Result<Measurements, CliError> {
     options.watch = true;
     let (stride, replicas) = (options.search_stride, options.replicas);
     let before = sentinel::read(backend);
-    let measured = crate::run::measure(backend, options, quiet)?;
+    let measured = crate::run::measure(backend, options, progress)?;
     record.disturbances.extend(sentinel::confirm_sizes(
         backend, &measured, stride, replicas,
     ));

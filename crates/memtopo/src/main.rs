@@ -1,98 +1,93 @@
 //! `memtopo`: measures the memory topology of an NVIDIA GPU (or a simulated one) and
-//! prints it as a table; `-o` writes JSON, TOML, Markdown, SVG or MT4G JSON.
+//! prints it as a table; `-o` writes JSON, TOML, Markdown, SVG or MT4G JSON. Subcommands
+//! render, convert, diff and validate saved results without a GPU.
 //!
 //! Exit codes (also in `docs/cli.md`):
-//! 0 success; 1 a benchmark failed (the rest is still written); 2 bad command line;
-//! 3 no CUDA driver or no GPU; 4 bad device index; 5 bad simulation profile;
-//! 6 an output file could not be written; 7 a kernel failed to load or run;
-//! 8 the GPU is busy (other processes, another memtopo, or an exclusive GPU held by
-//! another process); 9 measured, but disturbed while measuring (values marked).
+//! 0 success; 1 a benchmark failed (the rest is still written), or `diff` found
+//! differences; 2 bad command line; 3 no CUDA driver or no GPU; 4 bad device index;
+//! 5 bad simulation profile; 6 an output file could not be written; 7 a kernel failed to
+//! load or run; 8 the GPU is busy (other processes, another memtopo, or an exclusive GPU
+//! held by another process); 9 measured, but disturbed while measuring (values marked);
+//! 10 `--strict` self-check findings; 11 a saved result cannot be read or is invalid.
 
+mod cli;
+mod cmd;
 mod conditions;
 mod guard;
 mod lock;
 #[cfg(feature = "cuda")]
 mod nvml;
 mod output;
+mod progress;
 mod raw;
 mod run;
 
-use std::{path::PathBuf, process::ExitCode};
+use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Discover the memory topology of an NVIDIA GPU by pointer-chase micro-benchmarks.
-#[derive(Debug, Parser)]
-#[command(name = "memtopo", version, about, long_about = None)]
-pub struct Cli {
-    /// CUDA device index.
-    #[arg(long, short = 'd', default_value_t = 0)]
-    pub device: u32,
-    /// Run only these benchmarks (comma-separated), with the ones they need.
-    #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
-    pub only: Vec<String>,
-    /// Run on a simulated GPU: a profile file (TOML) or a bundled name
-    /// (kepler, maxwell, volta, h100, h200).
-    #[arg(long, value_name = "PROFILE")]
-    pub simulate: Option<String>,
-    /// Write the topology to FILE; the format follows the extension: .json, .toml,
-    /// .md, .svg, or .mt4g.json (the JSON layout of MT4G v1.x).
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Vec<PathBuf>,
-    /// Print wall and GPU time per benchmark.
-    #[arg(long)]
-    pub timings: bool,
-    /// Write the raw latency curves as CSV and SVG plots into DIR.
-    #[arg(long, value_name = "DIR")]
-    pub keep_raw: Option<PathBuf>,
-    /// Timed loads of the fine-grained benchmarks (latency distributions, fetch granularity).
-    #[arg(long, default_value_t = 768)]
-    pub samples: u32,
-    /// More log output (-v info, -vv debug, -vvv trace).
-    #[arg(short, long, action = clap::ArgAction::Count, conflicts_with = "quiet")]
-    pub verbose: u8,
-    /// Only errors; no table, no progress bars.
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Measure even when other processes use the GPU; the result is marked as taken on
-    /// a busy GPU.
-    #[arg(long)]
-    pub allow_busy: bool,
-    /// Exit 10 when the self-check finds a raw-curve feature no reported level explains
-    /// (or a carveout row off its configuration); without it such findings are warnings.
-    #[arg(long)]
-    pub strict: bool,
-    /// Seconds to wait for another memtopo measuring the same GPU to finish.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
-    pub wait: f64,
-}
+use crate::{
+    cli::{Cli, Command},
+    progress::{Level, ProgressMode, Reporter},
+    run::CliError,
+};
 
-/// The registered benchmarks, each with its summary, as `--only`'s values.
-fn benchmark_names() -> clap::builder::PossibleValuesParser {
-    pchase_runner::measure::bench::REGISTRY
-        .iter()
-        .map(|b| clap::builder::PossibleValue::new(b.info().name).help(b.info().summary))
-        .collect::<Vec<_>>()
-        .into()
-}
-
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let level = match (cli.quiet, cli.verbose) {
+/// The logging level of `-q` and `-v`s.
+fn log_level(quiet: bool, verbose: u8) -> &'static str {
+    match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",
-    };
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
-        .format_timestamp(None)
-        .init();
-    match run::run(&cli) {
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("memtopo: error: {error}");
-            ExitCode::from(error.exit_code())
-        }
     }
+}
+
+/// The error's line, with a hint where one helps.
+fn message(error: &CliError) -> String {
+    match error.exit_code() {
+        4 => format!("{error} (devices are numbered 0 to N-1; `nvidia-smi -L` lists them)"),
+        _ => error.to_string(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let measure = match &cli.command {
+        None => Some(&cli.measure),
+        Some(Command::Measure(args)) => Some(args),
+        Some(_) => None,
+    };
+    progress::init(measure.is_some_and(|m| m.progress == ProgressMode::Json));
+    progress::init_logger(measure.map_or("warn", |m| log_level(m.quiet, m.verbose)));
+    let mut reporter = None;
+    let mut measure_with = |args| {
+        let reporter = reporter.insert(Reporter::new(
+            measure.map_or(ProgressMode::Auto, |m| m.progress),
+            measure.is_some_and(|m| m.quiet),
+        ));
+        run::run(args, reporter)
+    };
+    let result = match &cli.command {
+        Some(Command::Render(args)) => cmd::render::render(args),
+        Some(Command::Convert(args)) => cmd::render::convert(args),
+        Some(Command::Diff(args)) => cmd::diff::diff(args),
+        Some(Command::Validate(args)) => cmd::validate::validate(args),
+        Some(Command::Completions { shell }) => cmd::docs::completions(*shell),
+        Some(Command::Man) => cmd::docs::man(),
+        Some(Command::Measure(args)) => measure_with(args),
+        None => measure_with(&cli.measure),
+    };
+    let (code, error) = match result {
+        Ok(code) => (code, None),
+        Err(error) => {
+            let text = message(&error);
+            progress::say(Level::Error, &text);
+            (error.exit_code(), Some(text))
+        }
+    };
+    if let Some(reporter) = &reporter {
+        reporter.summary(code, error.as_deref());
+    }
+    ExitCode::from(code)
 }

@@ -15,9 +15,14 @@ use std::{
     path::{Path, PathBuf},
 };
 
-/// The format of an `-o` file, from its name.
+use topology::Topology;
+
+/// The format of an output: of an `-o` file, from its name; of standard output, from
+/// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// The terminal table (standard output only; no extension names it).
+    Table,
     /// `.json`: the topology document.
     Json,
     /// `.toml`: the topology document.
@@ -44,6 +49,18 @@ impl Format {
             _ => None,
         }
     }
+}
+
+/// The text of `topo` in `format`.
+pub fn text(topo: &Topology, format: Format) -> Result<String, String> {
+    Ok(match format {
+        Format::Table => topology::render::table(topo),
+        Format::Mt4g => topology::mt4g::export_string(topo),
+        Format::Json => topo.to_json_string().map_err(|e| e.to_string())?,
+        Format::Toml => topo.to_toml_string().map_err(|e| e.to_string())?,
+        Format::Markdown => topology::render::markdown(topo),
+        Format::Svg => topology::render::svg(topo),
+    })
 }
 
 /// Why an output path is refused before measuring.
@@ -85,14 +102,18 @@ fn can_create_in(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// The message for a file name whose extension names no format.
+pub fn unknown_format(path: &Path) -> String {
+    format!(
+        "{}: unknown output format; use .json, .toml, .md, .svg or .mt4g.json",
+        path.display()
+    )
+}
+
 /// Checks one `-o` path: a known format, and a place where the file can be written.
 pub fn check_output(path: &Path) -> Result<Format, Refusal> {
     let name = path.display().to_string();
-    let format = Format::of(path).ok_or_else(|| {
-        Refusal::UnknownFormat(format!(
-            "{name}: unknown output format; use .json, .toml, .md, .svg or .mt4g.json"
-        ))
-    })?;
+    let format = Format::of(path).ok_or_else(|| Refusal::UnknownFormat(unknown_format(path)))?;
     let unwritable = |reason: String| Refusal::Unwritable {
         path: name.clone(),
         reason,

@@ -3,13 +3,11 @@
 use std::{
     fmt::Write as _,
     path::{Path, PathBuf},
-    process::ExitCode,
     time::Instant,
 };
 
-use indicatif::{ProgressBar, ProgressStyle};
 use pchase_runner::{
-    measure::{report, MeasureOptions, Measurements, Selection, Session},
+    measure::{report, MeasureOptions, Measurements, Session},
     sim::{SimBackend, SimProfile},
     Backend, RunnerError,
 };
@@ -17,9 +15,11 @@ use thiserror::Error;
 use topology::{RunRecord, Topology};
 
 use crate::{
+    cli::{self, MeasureArgs},
     conditions, guard,
     output::{self, Format, Refusal, Stdout},
-    raw, Cli,
+    progress::{self, Level, Reporter},
+    raw,
 };
 
 /// Why a run stopped, each with its exit code.
@@ -42,6 +42,15 @@ pub enum CliError {
         /// Why.
         reason: String,
     },
+    /// A saved result cannot be read: missing, not JSON or TOML, against the schema, or
+    /// beyond the physical bounds.
+    #[error("cannot read {path}: {reason}")]
+    Input {
+        /// The file (`-`: standard input).
+        path: String,
+        /// Why (the field's path where one is at fault).
+        reason: String,
+    },
 }
 
 impl CliError {
@@ -55,18 +64,16 @@ impl CliError {
             CliError::Runner(RunnerError::Profile(_)) => 5,
             CliError::Output { .. } => 6,
             CliError::Runner(_) => 7,
+            CliError::Input { .. } => 11,
         }
     }
 }
 
-fn options(cli: &Cli) -> Result<MeasureOptions, CliError> {
-    let mut options = MeasureOptions::default();
-    if !cli.only.is_empty() {
-        options.only = Selection::named(&cli.only).map_err(|e| CliError::Usage(e.to_string()))?;
-        for (added, by) in options.only.added() {
-            log::info!("--only {by} needs {added}: measuring {added} too");
-        }
-    }
+fn options(cli: &MeasureArgs) -> Result<MeasureOptions, CliError> {
+    let mut options = MeasureOptions {
+        only: cli::only_benchmarks(&cli.only)?,
+        ..MeasureOptions::default()
+    };
     if !(64..=8192).contains(&cli.samples) {
         return Err(CliError::Usage(format!(
             "--samples {} is outside 64..=8192",
@@ -87,40 +94,18 @@ fn load_profile(spec: &str) -> Result<SimProfile, CliError> {
     Ok(profile)
 }
 
-/// Runs the session on `backend` with a progress bar.
+/// Runs the session on `backend`, telling `progress` each benchmark.
 pub(crate) fn measure<B: Backend>(
     backend: &mut B,
     options: MeasureOptions,
-    quiet: bool,
+    progress: &mut Reporter,
 ) -> Result<Measurements, CliError> {
-    let bar = if quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new_spinner()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed}] {msg}")
-            .expect("static template")
-            .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "),
-    );
-    bar.enable_steady_tick(std::time::Duration::from_millis(100));
-    let progress_bar = bar.clone();
+    progress.begin(backend.device(), &options);
     let result = Session::new(backend, options)
-        .with_progress(move |what| progress_bar.set_message(what.to_string()))
+        .with_progress(|what| progress.benchmark(what))
         .run();
-    bar.finish_and_clear();
+    progress.end();
     Ok(result?)
-}
-
-/// The text of `topo` in `format`.
-fn render(topo: &Topology, format: Format) -> Result<String, String> {
-    Ok(match format {
-        Format::Mt4g => topology::mt4g::export_string(topo),
-        Format::Json => topo.to_json_string().map_err(|e| e.to_string())?,
-        Format::Toml => topo.to_toml_string().map_err(|e| e.to_string())?,
-        Format::Markdown => topology::render::markdown(topo),
-        Format::Svg => topology::render::svg(topo),
-    })
 }
 
 fn timings_text(measured: &Measurements, total: std::time::Duration) -> String {
@@ -159,7 +144,7 @@ fn timings_text(measured: &Measurements, total: std::time::Duration) -> String {
 }
 
 /// Checks every output before any GPU work: formats, directories, permissions.
-fn preflight(cli: &Cli) -> Result<Vec<(PathBuf, Format)>, CliError> {
+fn preflight(cli: &MeasureArgs) -> Result<Vec<(PathBuf, Format)>, CliError> {
     let refused = |refusal: Refusal| match refusal {
         Refusal::UnknownFormat(message) => CliError::Usage(message),
         Refusal::Unwritable { path, reason } => CliError::Output { path, reason },
@@ -189,18 +174,21 @@ fn is_stdout(path: &Path) -> bool {
 /// Writes every file; a failure is reported and the others are still written. Returns
 /// how many failed.
 fn write_files(
-    cli: &Cli,
+    cli: &MeasureArgs,
     outputs: &[(PathBuf, Format)],
     topo: &Topology,
     measured: &Measurements,
 ) -> usize {
     let mut failed = 0;
     let mut report = |path: &Path, reason: String| {
-        eprintln!("memtopo: error: cannot write {}: {reason}", path.display());
+        progress::say(
+            Level::Error,
+            format!("cannot write {}: {reason}", path.display()),
+        );
         failed += 1;
     };
     for (path, format) in outputs {
-        match render(topo, *format)
+        match output::text(topo, *format)
             .and_then(|text| output::write_file(path, text.as_bytes()).map_err(|e| e.to_string()))
         {
             Ok(()) => log::info!("wrote {}", path.display()),
@@ -225,8 +213,8 @@ fn write_files(
     failed
 }
 
-/// Runs memtopo as `cli` asks.
-pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
+/// Measures as `cli` asks; returns the exit code.
+pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
     let options = options(cli)?;
     if !(cli.wait.is_finite() && cli.wait >= 0.0) {
         return Err(CliError::Usage(format!(
@@ -238,8 +226,8 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let mut record = conditions::base_record();
     let started = Instant::now();
     let (info, measured) = match &cli.simulate {
-        Some(spec) => simulated(cli, spec, options, &mut record)?,
-        None => real_gpu(cli, options, &mut record)?,
+        Some(spec) => simulated(cli, spec, options, &mut record, progress)?,
+        None => real_gpu(cli, options, &mut record, progress)?,
     };
     let total = started.elapsed();
     let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
@@ -255,21 +243,26 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     topo.run = Some(record);
     guard::mark_benchmarks(&measured, &mut topo);
     let disturbances = topo.run.as_ref().map_or(&[][..], |r| &r.disturbances[..]);
-    for disturbance in disturbances {
-        log::error!("disturbed while measuring: {disturbance}");
-    }
     let disturbed = !disturbances.is_empty();
+    if cli.quiet {
+        // No table: what it would show as failed or doubtful goes to stderr.
+        quiet_findings(&topo);
+    } else {
+        for disturbance in disturbances {
+            log::error!("disturbed while measuring: {disturbance}");
+        }
+    }
     // Files first: a closed terminal or pipe must not lose them.
     let mut failed_outputs = write_files(cli, &outputs, &topo, &measured);
     let mut stdout = Stdout::default();
     let json_to_stdout = cli.output.iter().any(|p| is_stdout(p));
     // With `-o -` standard output carries the JSON alone; the table and timings go to
-    // standard error.
+    // standard error (not with `--progress json`: there every line is an event).
     let mut human = |text: &str| {
-        if json_to_stdout {
-            eprint!("{text}");
-        } else {
+        if !json_to_stdout {
             stdout.print(text);
+        } else if !progress::json_mode() {
+            eprint!("{text}");
         }
     };
     if !cli.quiet {
@@ -279,48 +272,79 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
         human(&timings_text(&measured, total));
     }
     if json_to_stdout {
-        match render(&topo, Format::Json) {
+        match output::text(&topo, Format::Json) {
             Ok(text) => stdout.print(&text),
             Err(reason) => {
-                eprintln!("memtopo: error: cannot write the JSON to standard output: {reason}");
+                progress::say(
+                    Level::Error,
+                    format!("cannot write the JSON to standard output: {reason}"),
+                );
                 failed_outputs += 1;
             }
         }
     }
     if let Some(e) = stdout.error() {
-        eprintln!("memtopo: error: cannot write the table to standard output: {e}");
+        progress::say(
+            Level::Error,
+            format!("cannot write the table to standard output: {e}"),
+        );
         failed_outputs += 1;
     }
-    let failed = measured
+    progress.failed = measured
         .elements
         .iter()
-        .any(|(_, r)| !r.failures.is_empty());
+        .flat_map(|(element, r)| r.failures.iter().map(move |f| format!("{element}: {f}")))
+        .collect();
+    let failed = !progress.failed.is_empty();
     let unexplained = measured.self_check();
     if cli.strict {
         for finding in &unexplained {
-            eprintln!("memtopo: self-check: {finding}");
+            progress::say(Level::SelfCheck, finding);
         }
     }
     Ok(if failed_outputs > 0 {
-        ExitCode::from(6)
+        6
     } else if disturbed {
-        ExitCode::from(9)
+        9
     } else if cli.strict && !unexplained.is_empty() {
-        ExitCode::from(10)
+        10
     } else if failed {
-        ExitCode::from(1)
+        1
     } else {
-        ExitCode::SUCCESS
+        0
     })
+}
+
+/// With `-q` (no table): every note that says a value is missing or doubtful, on stderr
+/// (a failed benchmark as an error, warnings as warnings: disturbances, a busy GPU, what
+/// the self-check found).
+fn quiet_findings(topo: &Topology) {
+    for note in &topo.notes {
+        let about = note
+            .element
+            .map(|e| format!("{}: ", e.display_name()))
+            .unwrap_or_default();
+        match note.severity {
+            topology::NoteSeverity::NotMeasured => progress::say(
+                Level::Error,
+                format!("{about}not measured: {}", note.message),
+            ),
+            topology::NoteSeverity::Warning => {
+                progress::say(Level::Warning, format!("{about}{}", note.message))
+            }
+            topology::NoteSeverity::Info => {}
+        }
+    }
 }
 
 /// The simulated GPU: the profile's UUID (if any) is locked, its co-tenant checked as a
 /// real GPU's processes are.
 fn simulated(
-    cli: &Cli,
+    cli: &MeasureArgs,
     spec: &str,
     options: MeasureOptions,
     record: &mut RunRecord,
+    progress: &mut Reporter,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     let profile = load_profile(spec)?;
     record.simulated_profile = Some(guard::profile_label(spec, &profile.name));
@@ -329,7 +353,7 @@ fn simulated(
     let _lock = guard::lock_gpu(cli, record.gpu_uuid.clone().as_deref(), record)?;
     let before = guard::check_busy(cli, Some(&mut guard::SimState(&backend)), record)?;
     let info = backend.device().clone();
-    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
+    let measured = guard::watched(&mut backend, options, progress, record)?;
     log::info!("the simulated GPU ran {} launches", backend.launches());
     guard::after(
         Some(&mut guard::SimState(&backend)),
@@ -341,9 +365,10 @@ fn simulated(
 
 #[cfg(feature = "cuda")]
 fn real_gpu(
-    cli: &Cli,
+    cli: &MeasureArgs,
     options: MeasureOptions,
     record: &mut RunRecord,
+    progress: &mut Reporter,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     let identity = pchase_runner::cuda::identify(cli.device)?;
     record.gpu_uuid = identity.uuid.clone();
@@ -367,7 +392,7 @@ fn real_gpu(
     let before = guard::check_busy(cli, source(&mut nvml), record)?;
     let mut backend = pchase_runner::cuda::CudaBackend::new(cli.device)?;
     let info = backend.device().clone();
-    let measured = guard::watched(&mut backend, options, cli.quiet, record)?;
+    let measured = guard::watched(&mut backend, options, progress, record)?;
     drop(backend);
     guard::after(source(&mut nvml), before.as_ref(), record);
     Ok((info, measured))
@@ -381,9 +406,10 @@ fn source(nvml: &mut Option<crate::nvml::Nvml>) -> Option<&mut dyn conditions::S
 
 #[cfg(not(feature = "cuda"))]
 fn real_gpu(
-    _cli: &Cli,
+    _cli: &MeasureArgs,
     _options: MeasureOptions,
     _record: &mut RunRecord,
+    _progress: &mut Reporter,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     Err(CliError::Runner(RunnerError::NoDriver(
         "memtopo was built without the `cuda` feature; use --simulate".into(),

@@ -7,12 +7,19 @@
 //!   [`DiffOptions::sigmas`] combined standard errors *and* than
 //!   [`DiffOptions::relative_tolerance`] of the larger mean (the second guard
 //!   keeps huge sample counts from flagging a 0.1-cycle drift);
-//! - sizes from the API and counts differ when they are not equal; benchmarked
-//!   sizes are intervals (a bound is open on one side, the change-point
-//!   resolution widens an exact value, the relative tolerance widens both) and
-//!   differ when the intervals do not overlap;
+//! - sizes from the API differ when they are not equal; benchmarked sizes are
+//!   intervals (a bound is open on one side, the change-point resolution widens
+//!   an exact value, [`DiffOptions::size_tolerance`] widens both) and differ
+//!   when the intervals do not overlap;
+//! - counts (copies per SM, L2 partitions) differ when they are further apart
+//!   than [`DiffOptions::count_tolerance`] (default 0: any difference);
 //! - a quantity present on one side only is a change, and so is any change of
-//!   the device identity or the shared-cache groups.
+//!   the device identity or the shared-cache groups;
+//! - warnings and not-measured notes (severity, element, quantity and text)
+//!   present on one side only are listed in [`TopologyDiff::notes`]: a warning or
+//!   a failed benchmark that appears or disappears is a difference too. Info notes
+//!   are context and quote measured numbers (every run's differ), so they are not
+//!   compared.
 //!
 //! ```
 //! use topology::*;
@@ -33,16 +40,21 @@
 
 use std::fmt;
 
-use crate::model::{ElementKind, Topology};
+use crate::model::{ElementKind, Note, NoteSeverity, Topology};
 use crate::quantity::{Count, Latency, Provenance, Size, SizeBound};
 
-/// How strict the comparison is.
+/// How strict the comparison is, per kind of quantity.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DiffOptions {
     /// How many combined standard errors two latency means must be apart.
     pub sigmas: f64,
-    /// The smallest relative change that counts (0.02 = 2 %).
+    /// The smallest relative change of a latency that counts (0.02 = 2 %).
     pub relative_tolerance: f64,
+    /// How far (relative) a benchmarked size's interval is widened on each side
+    /// before two intervals are compared (0.02 = 2 %).
+    pub size_tolerance: f64,
+    /// The largest difference of two counts that is not a change (0: any).
+    pub count_tolerance: u32,
 }
 
 impl Default for DiffOptions {
@@ -50,6 +62,8 @@ impl Default for DiffOptions {
         DiffOptions {
             sigmas: 3.0,
             relative_tolerance: 0.02,
+            size_tolerance: 0.02,
+            count_tolerance: 0,
         }
     }
 }
@@ -82,12 +96,16 @@ pub struct TopologyDiff {
     pub conditions: Vec<Change>,
     /// How many quantities differed but within their uncertainty.
     pub within_uncertainty: usize,
+    /// The warnings and not-measured notes on one side only (`before` or `after`
+    /// is `-` for the side that lacks it; the path is `notes`).
+    pub notes: Vec<Change>,
 }
 
 impl TopologyDiff {
-    /// Whether nothing changed beyond the uncertainty.
+    /// Whether nothing changed beyond the uncertainty and no note appeared or
+    /// disappeared.
     pub fn is_empty(&self) -> bool {
-        self.changes.is_empty()
+        self.changes.is_empty() && self.notes.is_empty()
     }
 }
 
@@ -98,6 +116,12 @@ impl fmt::Display for TopologyDiff {
         }
         for change in &self.changes {
             writeln!(f, "{change}")?;
+        }
+        if !self.notes.is_empty() {
+            writeln!(f, "notes on one side only:")?;
+            for change in &self.notes {
+                writeln!(f, "  {} → {}", change.before, change.after)?;
+            }
         }
         if !self.conditions.is_empty() {
             writeln!(f, "conditions that differ:")?;
@@ -177,7 +201,7 @@ impl Differ {
             .as_ref()
             .and_then(|e| e.resolution)
             .map_or(0.0, |r| r.0 as f64);
-        let tolerance = self.options.relative_tolerance;
+        let tolerance = self.options.size_tolerance;
         let low = size.bound.lower().0 as f64 - resolution;
         let high = size
             .bound
@@ -212,7 +236,12 @@ impl Differ {
     }
 
     fn count(&mut self, path: String, a: Option<Count>, b: Option<Count>) {
-        self.exact(&path, a.map(|c| c.value), b.map(|c| c.value));
+        match (a.map(|c| c.value), b.map(|c| c.value)) {
+            (Some(x), Some(y)) if x != y && x.abs_diff(y) <= self.options.count_tolerance => {
+                self.result.within_uncertainty += 1;
+            }
+            (x, y) => self.exact(&path, x, y),
+        }
     }
 }
 
@@ -353,7 +382,60 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
         d.change("shared_physical_caches".into(), show(ga), show(gb));
     }
     d.result.conditions = condition_changes(before, after);
+    d.result.notes = note_changes(before, after);
     d.result
+}
+
+/// A note in one line: `warning l2.size: text`.
+fn note_line(note: &Note) -> String {
+    let severity = match note.severity {
+        NoteSeverity::Info => "info",
+        NoteSeverity::Warning => "warning",
+        NoteSeverity::NotMeasured => "not measured",
+    };
+    let about = match (note.element, note.quantity) {
+        (Some(e), Some(q)) => format!(" {} ({q})", e.key()),
+        (Some(e), None) => format!(" {}", e.key()),
+        (None, Some(q)) => format!(" ({q})"),
+        (None, None) => String::new(),
+    };
+    format!("{severity}{about}: {}", note.message)
+}
+
+/// The warnings and not-measured notes of each side that the other lacks (as
+/// multisets: a note given twice on one side and once on the other is one
+/// difference), `before`'s first. Info notes are not compared.
+fn note_changes(before: &Topology, after: &Topology) -> Vec<Change> {
+    let compared = |n: &&Note| n.severity != NoteSeverity::Info;
+    let only = |ours: &[Note], theirs: &[Note]| {
+        let mut left: Vec<&Note> = theirs.iter().filter(compared).collect();
+        ours.iter()
+            .filter(compared)
+            .filter(|n| match left.iter().position(|m| m == n) {
+                Some(i) => {
+                    left.swap_remove(i);
+                    false
+                }
+                None => true,
+            })
+            .map(note_line)
+            .collect::<Vec<_>>()
+    };
+    let gone = only(&before.notes, &after.notes)
+        .into_iter()
+        .map(|line| Change {
+            path: "notes".into(),
+            before: line,
+            after: "-".into(),
+        });
+    let new = only(&after.notes, &before.notes)
+        .into_iter()
+        .map(|line| Change {
+            path: "notes".into(),
+            before: "-".into(),
+            after: line,
+        });
+    gone.chain(new).collect()
 }
 
 /// The run conditions that differ, field by field (`-` where one side lacks it).
@@ -382,4 +464,79 @@ fn condition_changes(before: &Topology, after: &Topology) -> Vec<Change> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ComputeCapability, DeviceInfo, QuantityKind};
+    use crate::quantity::Provenance;
+
+    fn gpu() -> Topology {
+        Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 132))
+    }
+
+    #[test]
+    fn a_note_on_one_side_only_is_a_difference() {
+        let a = gpu();
+        let mut b = gpu();
+        b.warn(Some(ElementKind::L2), "disturbed: l2 latency");
+        b.not_measured(
+            ElementKind::Texture,
+            Some(QuantityKind::Size),
+            "launch failed",
+        );
+        let d = diff(&a, &b);
+        assert!(d.changes.is_empty());
+        assert!(!d.is_empty(), "notes count");
+        let after: Vec<&str> = d.notes.iter().map(|c| c.after.as_str()).collect();
+        assert_eq!(
+            after,
+            [
+                "warning l2: disturbed: l2 latency",
+                "not measured texture (size): launch failed"
+            ]
+        );
+        assert!(d.notes.iter().all(|c| c.before == "-"));
+        assert!(d.to_string().contains("notes on one side only"), "{d}");
+        // Reversed, the same notes are the ones that went away.
+        assert!(diff(&b, &a).notes.iter().all(|c| c.after == "-"));
+        assert!(diff(&b, &b).is_empty());
+        // Info notes quote measured numbers: not compared.
+        let mut c = a.clone();
+        c.notes.push(Note {
+            severity: NoteSeverity::Info,
+            element: Some(ElementKind::L2),
+            quantity: None,
+            message: "levels: near hit p50 282 cycles".into(),
+        });
+        assert!(diff(&a, &c).is_empty());
+    }
+
+    #[test]
+    fn a_note_given_twice_on_one_side_is_one_difference() {
+        let mut a = gpu();
+        a.warn(None, "x");
+        let mut b = a.clone();
+        b.warn(None, "x");
+        assert_eq!(diff(&a, &b).notes.len(), 1);
+    }
+
+    #[test]
+    fn counts_within_their_tolerance_are_not_changes() {
+        let mut a = gpu();
+        a.element_mut(ElementKind::L1Data).count_per_sm =
+            Some(Count::new(1, Provenance::Benchmark));
+        let mut b = a.clone();
+        b.element_mut(ElementKind::L1Data).count_per_sm =
+            Some(Count::new(2, Provenance::Benchmark));
+        assert_eq!(diff(&a, &b).changes.len(), 1);
+        let loose = DiffOptions {
+            count_tolerance: 1,
+            ..DiffOptions::default()
+        };
+        let d = diff_with(&a, &b, loose);
+        assert!(d.is_empty(), "{d}");
+        assert_eq!(d.within_uncertainty, 1);
+    }
 }

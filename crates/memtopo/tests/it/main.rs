@@ -4,4 +4,6 @@ mod cli;
 mod driver_errors;
 mod no_driver;
 mod outputs;
+mod progress;
 mod shared_gpu;
+mod subcommands;

@@ -103,6 +103,7 @@ fn stricter_options_report_more() {
     let strict = DiffOptions {
         sigmas: 3.0,
         relative_tolerance: 0.005,
+        ..DiffOptions::default()
     };
     assert_eq!(diff_with(&a, &b, strict).changes.len(), 1);
 }

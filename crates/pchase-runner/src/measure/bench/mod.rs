@@ -29,8 +29,8 @@ use std::{collections::BTreeSet, fmt};
 use pchase_kernels::Kernel;
 use topology::{ElementKind, Topology};
 
-use super::{Measurements, Session};
-use crate::{error::RunnerError, sim::SimProfile};
+use super::{MeasureOptions, Measurements, Session};
+use crate::{device::DeviceInfo, error::RunnerError, sim::SimProfile};
 
 pub use sm_cache::constant_l1_line;
 
@@ -73,6 +73,28 @@ pub trait Benchmark: Sync {
     /// # Errors
     /// A sentence naming the quantity, the measured value and the truth.
     fn sim_check(&self, profile: &SimProfile, measured: &Measurements) -> Result<(), String>;
+
+    /// The progress steps it is expected to report in a session running `plan` on
+    /// `device` (an estimate for progress bars: a cache not found takes fewer).
+    fn expected_steps(
+        &self,
+        device: &DeviceInfo,
+        options: &MeasureOptions,
+        plan: &[&'static dyn Benchmark],
+    ) -> u64 {
+        let _ = (device, options, plan);
+        1
+    }
+}
+
+/// The progress steps a session with `options` on `device` is expected to report: the
+/// clock calibration and every planned benchmark's ([`Benchmark::expected_steps`]).
+pub fn expected_steps(device: &DeviceInfo, options: &MeasureOptions) -> u64 {
+    let plan = plan(&options.only);
+    1 + plan
+        .iter()
+        .map(|b| b.expected_steps(device, options, &plan))
+        .sum::<u64>()
 }
 
 impl fmt::Debug for dyn Benchmark {

@@ -7,7 +7,8 @@ use topology::{Count, ElementKind, Provenance, Topology};
 use super::{Benchmark, Info};
 use crate::{
     backend::LoadPath,
-    measure::{hierarchy, Measurements, Session, SizeFinding, COPY_WARPS},
+    device::DeviceInfo,
+    measure::{hierarchy, MeasureOptions, Measurements, Session, SizeFinding, COPY_WARPS},
     sim::SimProfile,
 };
 
@@ -126,6 +127,24 @@ fn first_cache(profile: &SimProfile, m: &Measurements, element: ElementKind) -> 
 impl Benchmark for Relation {
     fn info(&self) -> &Info {
         &self.info
+    }
+
+    /// A pair test per pair of planned caches, or one count per cache.
+    fn expected_steps(
+        &self,
+        _: &DeviceInfo,
+        _: &MeasureOptions,
+        plan: &[&'static dyn Benchmark],
+    ) -> u64 {
+        let n = plan
+            .iter()
+            .filter(|b| CACHES.contains(&b.info().name))
+            .count() as u64;
+        if self.sharing {
+            n * n.saturating_sub(1) / 2
+        } else {
+            n
+        }
     }
 
     fn run(&self, s: &mut Session<'_>) {

@@ -8,10 +8,12 @@ use topology::{ElementKind, Topology};
 use super::{Benchmark, Info};
 use crate::{
     backend::LoadPath,
+    device::DeviceInfo,
     measure::{
         carveout, hierarchy,
         probe::{SizeProbe, CONSTANT_BANK_BYTES},
-        report, search, Measurements, SearchRange, Session, SizeAtCarveout, SizeFinding,
+        report, search, MeasureOptions, Measurements, SearchRange, Session, SizeAtCarveout,
+        SizeFinding,
     },
     sim::{Associativity, Replacement, SimProfile},
 };
@@ -326,6 +328,25 @@ impl SmCache {
 impl Benchmark for SmCache {
     fn info(&self) -> &Info {
         &self.info
+    }
+
+    /// Cached (or the global-caching test), a search per setting, line, allocation line
+    /// and latency; the constant L1.5 without the lines (its size is usually a bound).
+    fn expected_steps(
+        &self,
+        device: &DeviceInfo,
+        options: &MeasureOptions,
+        _: &[&'static dyn Benchmark],
+    ) -> u64 {
+        if self.beyond_constant_l1 {
+            return 3;
+        }
+        let settings = if self.in_store {
+            carveout::settings(device, self.l1 && options.carveout_table).len()
+        } else {
+            carveout::settings_without_shared().len()
+        };
+        1 + settings as u64 + 3
     }
 
     fn run(&self, s: &mut Session<'_>) {

@@ -1,0 +1,285 @@
+//! The command line: clap's types for every subcommand, and the parsers of values clap
+//! cannot check by type (device indices, percentages, `--only`).
+//!
+//! `memtopo` without a subcommand measures (the flags of [`MeasureArgs`] at the top level,
+//! exactly as `memtopo measure`); a subcommand's flags cannot be mixed with them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use pchase_runner::measure::Selection;
+
+use crate::{output::Format, progress::ProgressMode, run::CliError};
+
+/// Discover the memory topology of an NVIDIA GPU by pointer-chase micro-benchmarks.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memtopo",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true,
+    after_help = "Without a command memtopo measures (`memtopo measure`); the other commands \
+                  work on saved results and need neither a GPU nor the CUDA driver. \
+                  Exit codes: docs/cli.md."
+)]
+pub struct Cli {
+    /// What to do (default: measure).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The flags of `measure`, when no subcommand is given.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure the GPU (the default when no subcommand is given).
+    Measure(MeasureArgs),
+    /// Render a saved result as a table, JSON, TOML, Markdown, SVG or MT4G JSON.
+    Render(RenderArgs),
+    /// Convert a saved result from one format to another (`render IN -o OUT`).
+    Convert(ConvertArgs),
+    /// Compare two saved results: exit 0 when equal within the tolerances, 1 when not.
+    Diff(DiffArgs),
+    /// Check saved results against the schema and the physical bounds: exit 0 when valid.
+    Validate(ValidateArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) on standard output: `memtopo man | man -l -`.
+    Man,
+}
+
+/// The flags of a measurement.
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    /// CUDA device index (0 to N-1 for N devices; `nvidia-smi -L` lists them).
+    #[arg(
+        long,
+        short = 'd',
+        default_value = "0",
+        value_name = "N",
+        value_parser = parse_device,
+        allow_negative_numbers = true
+    )]
+    pub device: u32,
+    /// Run only these benchmarks (comma-separated), with the ones they need.
+    #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
+    pub only: Vec<String>,
+    /// Run on a simulated GPU: a profile file (TOML) or a bundled name
+    /// (kepler, maxwell, volta, h100, h200).
+    #[arg(long, value_name = "PROFILE")]
+    pub simulate: Option<String>,
+    /// Write the topology to FILE; the format follows the extension: .json, .toml,
+    /// .md, .svg, or .mt4g.json (the JSON layout of MT4G v1.x); `-`: JSON on stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Vec<PathBuf>,
+    /// Print wall and GPU time per benchmark.
+    #[arg(long)]
+    pub timings: bool,
+    /// Write the raw latency curves as CSV and SVG plots into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub keep_raw: Option<PathBuf>,
+    /// Timed loads of the fine-grained benchmarks (latency distributions, fetch granularity).
+    #[arg(long, default_value_t = 768)]
+    pub samples: u32,
+    /// More log output (-v info, -vv debug, -vvv trace).
+    #[arg(short, long, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    pub verbose: u8,
+    /// No table and no progress bar; failures, warnings and errors still go to stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Progress on stderr: a bar on a terminal (auto), always a bar, JSON Lines for
+    /// programs (json), or none.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto, value_name = "MODE")]
+    pub progress: ProgressMode,
+    /// Measure even when other processes use the GPU; the result is marked as taken on
+    /// a busy GPU.
+    #[arg(long)]
+    pub allow_busy: bool,
+    /// Exit 10 when the self-check finds a raw-curve feature no reported level explains
+    /// (or a carveout row off its configuration); without it such findings are warnings.
+    #[arg(long)]
+    pub strict: bool,
+    /// Seconds to wait for another memtopo measuring the same GPU to finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub wait: f64,
+}
+
+/// `memtopo render`.
+#[derive(Debug, Clone, Args)]
+pub struct RenderArgs {
+    /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
+    pub input: PathBuf,
+    /// Write FILE; the format follows the extension (.json, .toml, .md, .svg,
+    /// .mt4g.json); `-`: standard output in --format (default JSON). Repeatable.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Vec<PathBuf>,
+    /// The format on standard output (without -o: default table; with `-o -`: default json).
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<Format>,
+}
+
+/// `memtopo convert`.
+#[derive(Debug, Clone, Args)]
+pub struct ConvertArgs {
+    /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
+    pub input: PathBuf,
+    /// The file to write, its format by its extension; `-`: standard output (--format,
+    /// default JSON).
+    pub output: PathBuf,
+    /// The format, instead of the extension's.
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<Format>,
+}
+
+/// `memtopo diff`.
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The first result (.json or .toml).
+    pub before: PathBuf,
+    /// The second result (.json or .toml).
+    pub after: PathBuf,
+    /// Latencies: how many combined standard errors the means must be apart.
+    #[arg(long, default_value_t = 3.0, value_name = "N", value_parser = parse_non_negative)]
+    pub sigmas: f64,
+    /// Latencies: the smallest relative change that counts, in percent.
+    #[arg(long, default_value = "2", value_name = "PERCENT", value_parser = parse_percent)]
+    pub latency_tolerance: f64,
+    /// Sizes: how far each side's interval is widened, in percent.
+    #[arg(long, default_value = "2", value_name = "PERCENT", value_parser = parse_percent)]
+    pub size_tolerance: f64,
+    /// Counts (copies per SM, L2 partitions): the largest difference that is not a change.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub count_tolerance: u32,
+    /// Do not count notes on one side only as differences (they are still listed).
+    #[arg(long)]
+    pub ignore_notes: bool,
+}
+
+/// `memtopo validate`.
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// The results (.json or .toml; `-` for standard input).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+/// A device index: a number from 0. Anything else (a negative number, a name) gets a
+/// message that says what indices are and how to list the devices.
+pub fn parse_device(text: &str) -> Result<u32, String> {
+    text.trim().parse::<u32>().map_err(|_| {
+        format!(
+            "`{text}` is not a device index: devices are numbered 0 to N-1 for a machine \
+             with N CUDA devices (`nvidia-smi -L` lists them)"
+        )
+    })
+}
+
+/// A percentage (`2`, `0.5`, `2%`) as a fraction (0.02).
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    parse_non_negative(number)
+        .map(|p| p / 100.0)
+        .map_err(|_| format!("`{text}` is not a percentage (a number from 0, e.g. 2 or 0.5%)"))
+}
+
+/// A finite number from 0.
+pub fn parse_non_negative(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("`{text}` is not a number from 0")),
+    }
+}
+
+/// The benchmarks `--only` names (every registered one when it is empty); the plan adds
+/// what they need (`constant-l15` brings `constant-l1`). The one place that reads `--only`.
+pub fn only_benchmarks(only: &[String]) -> Result<Selection, CliError> {
+    if only.is_empty() {
+        return Ok(Selection::All);
+    }
+    let selection = Selection::named(only).map_err(|e| CliError::Usage(e.to_string()))?;
+    for (added, by) in selection.added() {
+        log::info!("--only {by} needs {added}: measuring {added} too");
+    }
+    Ok(selection)
+}
+
+/// The registered benchmarks, each with its summary, as `--only`'s values.
+fn benchmark_names() -> clap::builder::PossibleValuesParser {
+    pchase_runner::measure::bench::REGISTRY
+        .iter()
+        .map(|b| clap::builder::PossibleValue::new(b.info().name).help(b.info().summary))
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// Output formats a subcommand can name with `--format`.
+impl ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Format::Table,
+            Format::Json,
+            Format::Toml,
+            Format::Markdown,
+            Format::Svg,
+            Format::Mt4g,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            Format::Table => PossibleValue::new("table").help("the terminal table"),
+            Format::Json => PossibleValue::new("json").help("the topology document"),
+            Format::Toml => PossibleValue::new("toml").help("the topology document"),
+            Format::Markdown => PossibleValue::new("md")
+                .alias("markdown")
+                .help("the Markdown report"),
+            Format::Svg => PossibleValue::new("svg").help("the diagram"),
+            Format::Mt4g => PossibleValue::new("mt4g")
+                .alias("mt4g.json")
+                .help("MT4G v1.x's JSON layout"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_indices_are_numbers_from_zero() {
+        assert_eq!(parse_device("3"), Ok(3));
+        let err = parse_device("-1").unwrap_err();
+        assert!(
+            err.contains("0 to N-1") && err.contains("nvidia-smi -L"),
+            "{err}"
+        );
+        assert!(parse_device("gpu0").is_err());
+    }
+
+    #[test]
+    fn percentages_are_fractions() {
+        assert_eq!(parse_percent("2"), Ok(0.02));
+        assert_eq!(parse_percent("50%"), Ok(0.5));
+        assert!(parse_percent("-1").is_err());
+        assert!(parse_percent("NaN").is_err());
+    }
+
+    #[test]
+    fn only_adds_dependencies_and_refuses_unknown_benchmarks() {
+        let selection = only_benchmarks(&["constant-l15".into()]).unwrap();
+        assert_eq!(selection.added(), [("constant-l1", "constant-l15")]);
+        assert!(matches!(
+            only_benchmarks(&["l3".into()]),
+            Err(CliError::Usage(_))
+        ));
+        assert_eq!(only_benchmarks(&[]).unwrap(), Selection::All);
+    }
+}

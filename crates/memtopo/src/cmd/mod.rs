@@ -1,0 +1,7 @@
+//! The subcommands that work on saved results; none of them needs a GPU or the CUDA
+//! driver. `measure` is [`crate::run`].
+
+pub mod diff;
+pub mod docs;
+pub mod render;
+pub mod validate;

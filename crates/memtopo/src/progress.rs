@@ -1,0 +1,304 @@
+//! What memtopo tells a person or a program on standard error while it runs: the
+//! progress of a measurement (a bar on a terminal, or JSON Lines with `--progress json`),
+//! and its messages (`memtopo: error: …`), which become JSON events too in that mode, so
+//! that every line on standard error is one JSON object (schema: `docs/cli.md`).
+//!
+//! The number of steps is an estimate made before the first benchmark from the registry's
+//! planned benchmarks and the device's shared-memory configurations ([`estimate_steps`]); a run
+//! that takes more steps raises it as it goes. The time left is linear in the steps.
+// TODO(issue 19): take the plan from the runner's benchmark registry instead.
+
+use std::{
+    fmt,
+    io::Write,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        OnceLock,
+    },
+    time::{Duration, Instant},
+};
+
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressStyle};
+use pchase_runner::{measure::MeasureOptions, DeviceInfo};
+use serde_json::{json, Value};
+
+/// How progress is shown while measuring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressMode {
+    /// A bar on a terminal; nothing when stderr is not a terminal.
+    Auto,
+    /// JSON Lines on stderr: progress, messages and logs, and a final summary.
+    Json,
+    /// Nothing.
+    None,
+}
+
+static JSON: AtomicBool = AtomicBool::new(false);
+static START: OnceLock<Instant> = OnceLock::new();
+
+/// Starts the clock of the events' `t` and chooses the form of every message.
+pub fn init(json: bool) {
+    JSON.store(json, Ordering::Relaxed);
+    START.get_or_init(Instant::now);
+}
+
+/// Whether messages are JSON events.
+pub fn json_mode() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+fn seconds(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e3).round() / 1e3
+}
+
+/// Writes one event, `{"event": kind, "t": seconds since start, ...fields}`, as a line on
+/// standard error.
+pub fn event(kind: &str, fields: Value) {
+    let mut object = serde_json::Map::new();
+    object.insert("event".into(), kind.into());
+    object.insert(
+        "t".into(),
+        seconds(START.get_or_init(Instant::now).elapsed()).into(),
+    );
+    if let Value::Object(fields) = fields {
+        object.extend(fields);
+    }
+    let mut line = Value::Object(object).to_string();
+    line.push('\n');
+    // Standard error closed: nothing left to tell.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// How much a message matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The run (or part of it) failed.
+    Error,
+    /// A result to distrust.
+    Warning,
+    /// A finding of `--strict`'s self-check.
+    SelfCheck,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::SelfCheck => "self-check",
+        })
+    }
+}
+
+/// Prints a message on standard error: `memtopo: LEVEL: TEXT`, or a `message` event.
+pub fn say(level: Level, text: impl fmt::Display) {
+    if json_mode() {
+        event(
+            "message",
+            json!({"level": level.to_string(), "message": text.to_string()}),
+        );
+    } else {
+        eprintln!("memtopo: {level}: {text}");
+    }
+}
+
+/// The logger: env_logger's lines, or `log` events in JSON mode.
+pub fn init_logger(default_level: &str) {
+    let mut builder =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_level));
+    builder.format_timestamp(None);
+    if json_mode() {
+        builder.format(|buf, record| {
+            let line = json!({
+                "event": "log",
+                "t": seconds(START.get_or_init(Instant::now).elapsed()),
+                "level": record.level().as_str().to_ascii_lowercase(),
+                "target": record.target(),
+                "message": record.args().to_string(),
+            });
+            writeln!(buf, "{line}")
+        });
+    }
+    builder.init();
+}
+
+/// The steps a run of `options` on `device` is expected to take, from the registry
+/// ([`pchase_runner::measure::bench::expected_steps`]).
+pub fn estimate_steps(device: &DeviceInfo, options: &MeasureOptions) -> u64 {
+    pchase_runner::measure::bench::expected_steps(device, options)
+}
+
+enum Shown {
+    Bar(ProgressBar),
+    Json,
+    Nothing,
+}
+
+/// The progress of one measurement.
+pub struct Reporter {
+    shown: Shown,
+    started: Instant,
+    step: u64,
+    steps: u64,
+    current: Option<(String, Instant)>,
+    /// The benchmarks that failed (`element: reason`), for the summary.
+    pub failed: Vec<String>,
+}
+
+impl Reporter {
+    /// Progress in `mode`; `quiet` hides the bar (not the JSON events).
+    pub fn new(mode: ProgressMode, quiet: bool) -> Self {
+        let shown = match mode {
+            ProgressMode::Json => Shown::Json,
+            ProgressMode::None => Shown::Nothing,
+            ProgressMode::Auto if quiet => Shown::Nothing,
+            // indicatif draws nothing when stderr is not a terminal.
+            ProgressMode::Auto => Shown::Bar(ProgressBar::hidden()),
+        };
+        Reporter {
+            shown,
+            started: Instant::now(),
+            step: 0,
+            steps: 0,
+            current: None,
+            failed: Vec::new(),
+        }
+    }
+
+    /// The measurement begins on `device`.
+    pub fn begin(&mut self, device: &DeviceInfo, options: &MeasureOptions) {
+        self.started = Instant::now();
+        self.steps = estimate_steps(device, options);
+        match &mut self.shown {
+            Shown::Bar(bar) => {
+                *bar = ProgressBar::new(self.steps);
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{spinner} [{elapsed}] {pos}/{len} {wide_msg} ~{eta} left",
+                    )
+                    .expect("static template")
+                    .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "),
+                );
+                bar.enable_steady_tick(Duration::from_millis(100));
+            }
+            Shown::Json => event(
+                "measure_started",
+                json!({"device": device.name, "steps": self.steps}),
+            ),
+            Shown::Nothing => {}
+        }
+    }
+
+    /// Seconds left, linear in the steps, once one step is done.
+    fn eta(&self) -> Option<f64> {
+        let done = self.step.saturating_sub(1);
+        (done > 0).then(|| {
+            let per_step = self.started.elapsed().as_secs_f64() / done as f64;
+            seconds(Duration::from_secs_f64(
+                per_step * (self.steps - done) as f64,
+            ))
+        })
+    }
+
+    /// The benchmark in progress ended.
+    fn finish_current(&mut self) {
+        if let (Some((name, since)), Shown::Json) = (self.current.take(), &self.shown) {
+            event(
+                "benchmark_finished",
+                json!({
+                    "benchmark": name,
+                    "step": self.step,
+                    "steps": self.steps,
+                    "wall_s": seconds(since.elapsed()),
+                }),
+            );
+        }
+    }
+
+    /// The benchmark `name` starts.
+    pub fn benchmark(&mut self, name: &str) {
+        self.finish_current();
+        self.step += 1;
+        self.steps = self.steps.max(self.step);
+        self.current = Some((name.to_owned(), Instant::now()));
+        match &self.shown {
+            Shown::Bar(bar) => {
+                bar.set_length(self.steps);
+                bar.set_position(self.step - 1);
+                bar.set_message(name.to_owned());
+            }
+            Shown::Json => event(
+                "benchmark_started",
+                json!({
+                    "benchmark": name,
+                    "step": self.step,
+                    "steps": self.steps,
+                    "elapsed_s": seconds(self.started.elapsed()),
+                    "eta_s": self.eta(),
+                }),
+            ),
+            Shown::Nothing => {}
+        }
+    }
+
+    /// The measurement ended (the bar is cleared).
+    pub fn end(&mut self) {
+        self.finish_current();
+        match &self.shown {
+            Shown::Bar(bar) => bar.finish_and_clear(),
+            Shown::Json => event(
+                "measure_finished",
+                json!({"steps": self.step, "elapsed_s": seconds(self.started.elapsed())}),
+            ),
+            Shown::Nothing => {}
+        }
+    }
+
+    /// The last event of a run: its exit code and, if it stopped on one, the error.
+    pub fn summary(&self, exit_code: u8, error: Option<&str>) {
+        if let Shown::Json = self.shown {
+            event(
+                "summary",
+                json!({
+                    "exit_code": exit_code,
+                    "error": error,
+                    "benchmarks": self.step,
+                    "failed": self.failed,
+                }),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pchase_runner::sim::{SimBackend, SimProfile};
+    use pchase_runner::Backend;
+
+    #[test]
+    fn the_estimate_counts_every_benchmark_of_a_full_simulated_run() {
+        // The Volta profile finds every element (the constant L1.5 as a bound): the
+        // estimate is exact there.
+        let mut backend = SimBackend::new(SimProfile::bundled("volta").unwrap()).unwrap();
+        let options = MeasureOptions::default();
+        let estimate = estimate_steps(backend.device(), &options);
+        let mut names = Vec::new();
+        pchase_runner::measure::Session::new(&mut backend, options)
+            .with_progress(|name| names.push(name.to_owned()))
+            .run()
+            .unwrap();
+        assert_eq!(estimate, names.len() as u64, "{names:#?}");
+    }
+
+    #[test]
+    fn one_element_is_few_steps() {
+        let backend = SimBackend::new(SimProfile::bundled("volta").unwrap()).unwrap();
+        let options = MeasureOptions {
+            only: pchase_runner::measure::Selection::named(&["shared"]).unwrap(),
+            ..MeasureOptions::default()
+        };
+        assert_eq!(estimate_steps(backend.device(), &options), 2);
+    }
+}
