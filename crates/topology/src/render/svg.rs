@@ -7,6 +7,9 @@ use std::fmt::Write as _;
 use crate::model::{ElementKind, QuantityKind, Topology};
 use crate::quantity::{Latency, Size};
 
+use super::number;
+use super::store::{draw_splits, splits_height, unified_store, Store};
+
 const WIDTH: f64 = 1000.0;
 const MARGIN: f64 = 40.0;
 const FONT: &str = "DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -27,6 +30,8 @@ struct Block {
     lines: Vec<String>,
     fill: &'static str,
     stroke: &'static str,
+    /// The configurations of a unified L1/shared store, drawn as bars below the lines.
+    store: Option<Store>,
 }
 
 impl Block {
@@ -44,7 +49,7 @@ impl Block {
     }
 
     fn height(&self) -> f64 {
-        30.0 + self.lines.len() as f64 * LINE_HEIGHT + 8.0
+        30.0 + self.lines.len() as f64 * LINE_HEIGHT + 8.0 + self.store.as_ref().map_or(0.0, splits_height)
     }
 
     fn draw(&self, out: &mut String, x: f64, y: f64, width: f64, height: f64) {
@@ -69,17 +74,22 @@ impl Block {
                 escape(line)
             );
         }
+        if let Some(store) = &self.store {
+            let top = y + 30.0 + self.lines.len() as f64 * LINE_HEIGHT;
+            draw_splits(out, store, x + 12.0, top, width - 24.0);
+        }
     }
 }
 
+/// The median latency in cycles and nanoseconds, to the one precision rule.
 fn latency_text(topo: &Topology, latency: &Latency) -> String {
     match topo.clock_for(latency) {
         Some(clock) => format!(
-            "{:.0} cy · {:.1} ns",
-            latency.mean.0,
-            latency.mean_ns(clock).0
+            "{} cy · {} ns",
+            number(latency.p50.0),
+            number(latency.p50.to_nanoseconds(clock).0)
         ),
-        None => format!("{:.0} cy", latency.mean.0),
+        None => format!("{} cy", number(latency.p50.0)),
     }
 }
 
@@ -145,6 +155,11 @@ fn count_suffix(topo: &Topology, kind: ElementKind) -> String {
 fn sm_blocks(topo: &Topology) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut drawn: Vec<ElementKind> = Vec::new();
+    if let Some(store) = unified_store(topo) {
+        let block = store_block(topo, store);
+        drawn.extend(block.1);
+        blocks.push(block.0);
+    }
     let private = [
         ElementKind::L1Data,
         ElementKind::Texture,
@@ -191,6 +206,7 @@ fn sm_blocks(topo: &Topology) -> Vec<Block> {
                 lines,
                 fill: "#dbeafe",
                 stroke: "#2563eb",
+                store: None,
             });
         } else {
             let (fill, stroke) = match kind {
@@ -203,10 +219,63 @@ fn sm_blocks(topo: &Topology) -> Vec<Block> {
                 lines: element_lines(topo, kind),
                 fill,
                 stroke,
+                store: None,
             });
         }
     }
     blocks
+}
+
+/// The L1's cache group and shared memory as the one store they are, with what the
+/// carveout splits; returns the block and the elements it shows.
+fn store_block(topo: &Topology, store: Store) -> (Block, Vec<ElementKind>) {
+    let names: Vec<&str> = store.caches.iter().map(|k| k.abbreviation()).collect();
+    let mut lines = Vec::new();
+    let l1 = topo.element(ElementKind::L1Data);
+    let mut cache = format!("{}: one cache", names.join(" + "));
+    if let Some(size) = l1.and_then(|e| e.size.as_ref()) {
+        let _ = write!(cache, ", up to {size}");
+    }
+    if let Some(line) = l1.and_then(|e| e.line_size.as_ref()) {
+        let _ = write!(cache, ", line {line}");
+    }
+    lines.push(cache);
+    let latencies: Vec<String> = store
+        .caches
+        .iter()
+        .filter_map(|k| {
+            let latency = topo.element(*k).and_then(|e| e.latency.as_ref())?;
+            Some(format!("{} {}", k.abbreviation(), latency_text(topo, latency)))
+        })
+        .collect();
+    if !latencies.is_empty() {
+        lines.push(format!("  latency: {}", latencies.join(" · ")));
+    }
+    let mut shown = store.caches.clone();
+    if present(topo, ElementKind::SharedMemory) {
+        let shared = topo.element(ElementKind::SharedMemory);
+        let mut text = "shared memory".to_owned();
+        if let Some(size) = shared.and_then(|e| e.size.as_ref()) {
+            let _ = write!(text, ": up to {size}");
+        }
+        if let Some(latency) = shared.and_then(|e| e.latency.as_ref()) {
+            let _ = write!(text, ", latency {}", latency_text(topo, latency));
+        }
+        lines.push(text);
+        shown.push(ElementKind::SharedMemory);
+    }
+    lines.push(store.summary());
+    let block = Block {
+        title: format!(
+            "One L1 / shared-memory store per SM{}",
+            count_suffix(topo, ElementKind::L1Data)
+        ),
+        lines,
+        fill: "#eff6ff",
+        stroke: "#2563eb",
+        store: Some(store),
+    };
+    (block, shown)
 }
 
 fn arrow(out: &mut String, x: f64, y1: f64, y2: f64, label: &str) {
@@ -352,6 +421,7 @@ pub fn svg(topo: &Topology) -> String {
             lines: element_lines(topo, ElementKind::ConstantL15),
             fill: "#f3e8ff",
             stroke: "#9333ea",
+            store: None,
         };
         let width = block.width();
         let height = block.height();
@@ -499,9 +569,11 @@ pub fn svg(topo: &Topology) -> String {
             if let (Some(penalty), Some(ratio)) = (p.far_penalty(), p.far_ratio()) {
                 let _ = writeln!(
                     body,
-                    r##"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="end" fill="#9a3412">far hit: +{penalty:.0} cy ({ratio:.2}× near)</text>"##,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="end" fill="#9a3412">far hit: +{} cy ({}× near)</text>"##,
                     MARGIN + inner_width - 16.0,
-                    y + 27.0
+                    y + 27.0,
+                    number(penalty),
+                    number(ratio)
                 );
             }
         }
@@ -562,19 +634,25 @@ pub fn svg(topo: &Topology) -> String {
         "nominal"
     };
     footer.push((
-        format!("latency: mean load latency in SM cycles; ns at the {clock} SM clock"),
+        format!("latency: median load latency in SM cycles; ns at the {clock} SM clock"),
         "#475569",
     ));
     if let Some(remark) = &topo.conditions.remark {
         footer.push((remark.clone(), "#475569"));
     }
+    // Wrapped to the diagram's width (about 6.6 px per character at 12 px).
+    let columns = (inner_width / 6.6) as usize;
     for (text, colour) in footer {
-        let _ = writeln!(
-            body,
-            r#"<text x="{MARGIN}" y="{y:.1}" font-size="12" fill="{colour}">{}</text>"#,
-            escape(&text)
-        );
-        y += 17.0;
+        for (i, line) in textwrap::wrap(&text, columns).iter().enumerate() {
+            let indent = if i == 0 { 0.0 } else { 12.0 };
+            let _ = writeln!(
+                body,
+                r#"<text x="{:.1}" y="{y:.1}" font-size="12" fill="{colour}">{}</text>"#,
+                MARGIN + indent,
+                escape(line)
+            );
+            y += 16.0;
+        }
     }
     let height = y + 10.0;
 
