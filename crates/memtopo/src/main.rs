@@ -37,7 +37,8 @@ pub struct Cli {
     #[arg(long, value_name = "PROFILE")]
     pub simulate: Option<String>,
     /// Write the topology to FILE; the format follows the extension: .json, .toml,
-    /// .md, .svg, or .mt4g.json (the JSON layout of MT4G v1.x).
+    /// .md, .svg, .html (a self-contained report with the raw curves), or .mt4g.json (the
+    /// JSON layout of MT4G v1.x).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Vec<PathBuf>,
     /// Print wall and GPU time per benchmark.

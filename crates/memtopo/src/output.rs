@@ -28,6 +28,8 @@ pub enum Format {
     Svg,
     /// `.mt4g.json`: MT4G's layout.
     Mt4g,
+    /// `.html`: the self-contained HTML report (with the run's raw curves).
+    Html,
 }
 
 impl Format {
@@ -41,6 +43,7 @@ impl Format {
             Some("toml") => Some(Format::Toml),
             Some("md") => Some(Format::Markdown),
             Some("svg") => Some(Format::Svg),
+            Some("html") => Some(Format::Html),
             _ => None,
         }
     }
@@ -90,7 +93,7 @@ pub fn check_output(path: &Path) -> Result<Format, Refusal> {
     let name = path.display().to_string();
     let format = Format::of(path).ok_or_else(|| {
         Refusal::UnknownFormat(format!(
-            "{name}: unknown output format; use .json, .toml, .md, .svg or .mt4g.json"
+            "{name}: unknown output format; use .json, .toml, .md, .svg, .html or .mt4g.json"
         ))
     })?;
     let unwritable = |reason: String| Refusal::Unwritable {
@@ -221,6 +224,7 @@ mod tests {
         assert_eq!(Format::of(Path::new("a.mt4g.json")), Some(Format::Mt4g));
         assert_eq!(Format::of(Path::new("a.json")), Some(Format::Json));
         assert_eq!(Format::of(Path::new("dir/a.md")), Some(Format::Markdown));
+        assert_eq!(Format::of(Path::new("report.html")), Some(Format::Html));
         assert_eq!(Format::of(Path::new("a.xlsx")), None);
     }
 

@@ -122,9 +122,14 @@ pub(crate) fn measure<B: Backend>(
     Ok(result?)
 }
 
-/// The text of `topo` in `format`.
-fn render(topo: &Topology, format: Format) -> Result<String, String> {
+/// The text of `topo` in `format`; the HTML report also draws `raw` (the run's curves).
+fn render(
+    topo: &Topology,
+    format: Format,
+    raw: Option<&topology::raw::RawData>,
+) -> Result<String, String> {
     Ok(match format {
+        Format::Html => topology::render::html(topo, raw),
         Format::Mt4g => topology::mt4g::export_string(topo),
         Format::Json => topo.to_json_string().map_err(|e| e.to_string())?,
         Format::Toml => topo.to_toml_string().map_err(|e| e.to_string())?,
@@ -209,8 +214,12 @@ fn write_files(
         eprintln!("memtopo: error: cannot write {}: {reason}", path.display());
         failed += 1;
     };
+    let raw_data = outputs
+        .iter()
+        .any(|(_, format)| *format == Format::Html)
+        .then(|| raw::report_data(&measured.curves, measured.l2.as_ref()));
     for (path, format) in outputs {
-        match render(topo, *format)
+        match render(topo, *format, raw_data.as_ref())
             .and_then(|text| output::write_file(path, text.as_bytes()).map_err(|e| e.to_string()))
         {
             Ok(()) => log::info!("wrote {}", path.display()),
@@ -289,7 +298,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode, CliError> {
         human(&timings_text(&measured, total));
     }
     if json_to_stdout {
-        match render(&topo, Format::Json) {
+        match render(&topo, Format::Json, None) {
             Ok(text) => stdout.print(&text),
             Err(reason) => {
                 eprintln!("memtopo: error: cannot write the JSON to standard output: {reason}");
