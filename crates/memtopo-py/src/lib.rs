@@ -254,7 +254,10 @@ impl Topology {
                 ("sector_size", &element.sector_size),
             ] {
                 row.set_item(format!("{name}_bytes"), size.as_ref().map(|s| s.value))?;
-                row.set_item(format!("{name}_bound"), size.as_ref().map(|s| s.bound.clone()))?;
+                row.set_item(
+                    format!("{name}_bound"),
+                    size.as_ref().map(|s| s.bound.clone()),
+                )?;
             }
             latency_columns(&row, element.latency.as_ref())?;
             row.set_item("count_per_sm", element.count_per_sm)?;
@@ -300,9 +303,15 @@ impl Topology {
         };
         for entry in &l1.size_per_carveout {
             let row = PyDict::new(py);
-            row.set_item("shared_memory_bytes", entry.shared_memory_bytes.map(|b| b.0))?;
+            row.set_item(
+                "shared_memory_bytes",
+                entry.shared_memory_bytes.map(|b| b.0),
+            )?;
             row.set_item("carveout_percent", entry.carveout_percent)?;
-            row.set_item("kernel_shared_bytes", entry.kernel_shared_bytes.map(|b| b.0))?;
+            row.set_item(
+                "kernel_shared_bytes",
+                entry.kernel_shared_bytes.map(|b| b.0),
+            )?;
             let size = Size::from(&entry.l1_size);
             row.set_item("l1_bytes", size.value)?;
             row.set_item("l1_bound", size.bound)?;
@@ -424,7 +433,10 @@ impl Diff {
     /// marked by `kind`.
     fn to_records<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for (kind, rows) in [("difference", &self.changes), ("condition", &self.conditions)] {
+        for (kind, rows) in [
+            ("difference", &self.changes),
+            ("condition", &self.conditions),
+        ] {
             for (path, before, after) in rows {
                 let row = PyDict::new(py);
                 row.set_item("kind", kind)?;
@@ -485,7 +497,8 @@ fn diff(
     sigmas: f64,
     relative_tolerance: f64,
 ) -> PyResult<Diff> {
-    if !(sigmas.is_finite() && sigmas >= 0.0) || !(relative_tolerance.is_finite() && relative_tolerance >= 0.0) {
+    let valid = |v: f64| v.is_finite() && v >= 0.0;
+    if !(valid(sigmas) && valid(relative_tolerance)) {
         return Err(PyValueError::new_err(
             "sigmas and relative_tolerance must be finite and ≥ 0",
         ));
@@ -511,9 +524,13 @@ fn diff(
 
 /// The `memtopo` Python module.
 #[pymodule]
-fn memtopo(m: &Bound<'_, PyModule>) -> PyResult<()> {
+#[pyo3(name = "memtopo")]
+fn memtopo_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("SCHEMA_VERSION", topology::SchemaVersion::CURRENT.to_string())?;
+    m.add(
+        "SCHEMA_VERSION",
+        topology::SchemaVersion::CURRENT.to_string(),
+    )?;
     m.add("TopologyError", m.py().get_type::<TopologyError>())?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;

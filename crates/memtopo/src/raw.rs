@@ -183,11 +183,14 @@ pub fn report_data(curves: &[RawCurve], l2: Option<&L2Findings>) -> topology::ra
         l2.points
             .iter()
             .flat_map(|point| {
-                point.samples.iter().map(|&cycles| topology::raw::LevelSample {
-                    bytes: point.bytes,
-                    cycles,
-                    level: level_of(l2, cycles).map(str::to_owned),
-                })
+                point
+                    .samples
+                    .iter()
+                    .map(|&cycles| topology::raw::LevelSample {
+                        bytes: point.bytes,
+                        cycles,
+                        level: level_of(l2, cycles).map(str::to_owned),
+                    })
             })
             .collect()
     });

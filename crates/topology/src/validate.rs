@@ -175,7 +175,10 @@ impl Checker {
         if let Some(p25) = latency.p25.filter(|q| q.0 > latency.p50.0) {
             self.fail(
                 format!("{path}.p25"),
-                format!("the 25th percentile {} is above the median {}", p25.0, latency.p50.0),
+                format!(
+                    "the 25th percentile {} is above the median {}",
+                    p25.0, latency.p50.0
+                ),
             );
         }
         if let Some(p75) = latency.p75 {

@@ -4,8 +4,8 @@
 //! number (or a typed error) that ignores shifts and scales with the square of a factor.
 
 use cpd::{
-    binseg, dynp, estimate_noise_variance, pelt, single_change_point, BinsegStop, CpdError,
-    L2Cost, NormalCost, RankCost, SearchOptions, SegmentCost, Segmentation,
+    binseg, dynp, estimate_noise_variance, pelt, single_change_point, BinsegStop, CpdError, L2Cost,
+    NormalCost, RankCost, SearchOptions, SegmentCost, Segmentation,
 };
 use proptest::prelude::*;
 
@@ -38,7 +38,10 @@ fn check_bounds(seg: &Segmentation, n: usize, min_size: usize) -> Result<(), Tes
     let mut start = 0;
     for &end in &seg.segment_ends {
         prop_assert!(end > start, "ends increase: {:?}", seg.segment_ends);
-        prop_assert!(end - start >= min_size, "segment {start}..{end} below {min_size}");
+        prop_assert!(
+            end - start >= min_size,
+            "segment {start}..{end} below {min_size}"
+        );
         start = end;
     }
     prop_assert_eq!(seg.segment_costs.len(), seg.segment_ends.len());

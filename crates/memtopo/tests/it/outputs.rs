@@ -159,5 +159,8 @@ fn an_html_report_carries_the_runs_curves_and_their_change_points() {
     assert!(!text.contains("<script"));
     // The curves come from the run itself, each with the change its sweep found.
     assert!(text.contains("<figure>"), "no curve in the report");
-    assert!(text.contains("change points (detected in this run)"), "{text}");
+    assert!(
+        text.contains("change points (detected in this run)"),
+        "{text}"
+    );
 }

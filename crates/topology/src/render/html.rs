@@ -112,7 +112,11 @@ fn table(
     for row in rows {
         out.push_str("<tr>");
         for (i, cell) in row.into_iter().enumerate() {
-            let class = if numeric.contains(&i) { " class=\"num\"" } else { "" };
+            let class = if numeric.contains(&i) {
+                " class=\"num\""
+            } else {
+                ""
+            };
             let _ = write!(out, "<td{class}>{}</td>", escape(&cell));
         }
         out.push_str("</tr>\n");
@@ -146,7 +150,11 @@ fn elements(out: &mut String, topo: &Topology) {
         .iter()
         .map(|g| {
             let names: Vec<&str> = g.members.iter().map(|k| k.display_name()).collect();
-            format!("one physical cache: {} ({})", names.join(", "), g.provenance)
+            format!(
+                "one physical cache: {} ({})",
+                names.join(", "),
+                g.provenance
+            )
         })
         .collect();
     let general = general_notes(topo);
@@ -241,7 +249,11 @@ fn latencies(out: &mut String, topo: &Topology) {
     for (latency, cells) in &rows {
         out.push_str("<tr>");
         for (i, cell) in cells.iter().enumerate() {
-            let class = if (1..9).contains(&i) { " class=\"num\"" } else { "" };
+            let class = if (1..9).contains(&i) {
+                " class=\"num\""
+            } else {
+                ""
+            };
             let _ = write!(out, "<td{class}>{}</td>", escape(cell));
         }
         let _ = writeln!(out, "<td>{}</td></tr>", strip_svg(latency, lo, hi));

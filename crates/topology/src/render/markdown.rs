@@ -243,7 +243,10 @@ pub(super) fn condition_rows(topo: &Topology) -> Vec<(&'static str, String)> {
             "shared-memory carveout",
             dash(c.shared_memory_carveout_percent.map(|p| format!("{p} %"))),
         ),
-        ("measured SM clock", dash(c.sm_clock_mhz.map(|v| v.to_string()))),
+        (
+            "measured SM clock",
+            dash(c.sm_clock_mhz.map(|v| v.to_string())),
+        ),
         ("date", dash(c.date.clone())),
         ("tool", dash(c.tool.clone())),
         ("tool version", dash(c.tool_version.clone())),

@@ -359,4 +359,3 @@ fn unreferenced_not_measured(topo: &Topology, notes: &mut Footnotes) {
         notes.reference(format!("{about}: not measured: {}", note.message));
     }
 }
-

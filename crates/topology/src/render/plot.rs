@@ -255,7 +255,11 @@ pub(crate) fn curve_svg(curve: &Curve, changes: &[u64]) -> String {
             frame.px(from),
             frame.px(to),
             frame.px(from) + 4.0,
-            if y - frame.top < 16.0 { y + 13.0 } else { y - 4.0 },
+            if y - frame.top < 16.0 {
+                y + 13.0
+            } else {
+                y - 4.0
+            },
             number(level)
         );
     }
@@ -296,7 +300,8 @@ pub(crate) fn histogram_svg(title: &str, values: &[f64]) -> String {
         out.push_str(r##"<text x="10" y="30" font-size="12">no samples</text></svg>"##);
         return out;
     }
-    let at = |q: f64| sorted[((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)];
+    let at =
+        |q: f64| sorted[((q * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)];
     let (lo, mut hi) = (at(0.005), at(0.995));
     if hi <= lo {
         hi = lo + 1.0;
@@ -454,19 +459,31 @@ mod tests {
 
     #[test]
     fn levels_are_the_medians_between_changes() {
-        let points: Vec<(f64, f64)> = [(1.0, 34.0), (2.0, 35.0), (3.0, 34.0), (4.0, 290.0), (5.0, 300.0)]
-            .into_iter()
-            .collect();
+        let points: Vec<(f64, f64)> = [
+            (1.0, 34.0),
+            (2.0, 35.0),
+            (3.0, 34.0),
+            (4.0, 290.0),
+            (5.0, 300.0),
+        ]
+        .into_iter()
+        .collect();
         let found = levels(&points, &[4]);
         assert_eq!(found, vec![(1.0, 4.0, 34.0), (4.0, 5.0, 295.0)]);
     }
 
     #[test]
     fn the_y_axis_is_fitted_to_the_data_not_from_zero() {
-        let svg = curve_svg(&curve(&[(1024, 300.0), (2048, 302.0), (4096, 310.0)]), &[2048]);
+        let svg = curve_svg(
+            &curve(&[(1024, 300.0), (2048, 302.0), (4096, 310.0)]),
+            &[2048],
+        );
         assert!(svg.contains("change 2 KiB"), "{svg}");
         assert!(!svg.contains(">0</text>"), "an axis from 0: {svg}");
-        assert!(svg.contains(">300</text>") || svg.contains(">302</text>"), "{svg}");
+        assert!(
+            svg.contains(">300</text>") || svg.contains(">302</text>"),
+            "{svg}"
+        );
     }
 
     #[test]

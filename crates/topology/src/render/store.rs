@@ -30,12 +30,20 @@ pub(crate) struct Store {
 impl Store {
     /// The largest L1 + shared memory of any configuration: the store as measured.
     pub fn total(&self) -> u64 {
-        self.splits.iter().map(|s| s.l1 + s.shared).max().unwrap_or(0)
+        self.splits
+            .iter()
+            .map(|s| s.l1 + s.shared)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The smallest L1 + shared memory of any configuration.
     pub fn least(&self) -> u64 {
-        self.splits.iter().map(|s| s.l1 + s.shared).min().unwrap_or(0)
+        self.splits
+            .iter()
+            .map(|s| s.l1 + s.shared)
+            .min()
+            .unwrap_or(0)
     }
 
     /// One line saying what the store holds and how the carveout splits it.
@@ -131,7 +139,11 @@ mod tests {
         let mut topo = Topology::new(DeviceInfo::new("H100", ComputeCapability::new(9, 0), 132));
         let l1 = topo.element_mut(ElementKind::L1Data);
         l1.set_size_at_carveout(row(8, 246_784));
-        assert_eq!(unified_store(&topo), None, "one configuration shows no split");
+        assert_eq!(
+            unified_store(&topo),
+            None,
+            "one configuration shows no split"
+        );
         let l1 = topo.element_mut(ElementKind::L1Data);
         l1.set_size_at_carveout(row(228, 21_504));
         l1.set_size_at_carveout(row(64, 189_440));
@@ -139,7 +151,11 @@ mod tests {
         assert_eq!(store.splits.first().map(|s| s.shared), Some(8192));
         assert_eq!(store.total(), 254_976);
         assert_eq!(store.least(), 254_976);
-        assert!(store.summary().contains("249 KiB in each of 3"), "{}", store.summary());
+        assert!(
+            store.summary().contains("249 KiB in each of 3"),
+            "{}",
+            store.summary()
+        );
         let mut svg = String::new();
         draw_splits(&mut svg, &store, 0.0, 0.0, 600.0);
         assert_eq!(svg.matches("<rect").count(), 6);

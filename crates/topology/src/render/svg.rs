@@ -49,7 +49,9 @@ impl Block {
     }
 
     fn height(&self) -> f64 {
-        30.0 + self.lines.len() as f64 * LINE_HEIGHT + 8.0 + self.store.as_ref().map_or(0.0, splits_height)
+        30.0 + self.lines.len() as f64 * LINE_HEIGHT
+            + 8.0
+            + self.store.as_ref().map_or(0.0, splits_height)
     }
 
     fn draw(&self, out: &mut String, x: f64, y: f64, width: f64, height: f64) {
@@ -245,7 +247,11 @@ fn store_block(topo: &Topology, store: Store) -> (Block, Vec<ElementKind>) {
         .iter()
         .filter_map(|k| {
             let latency = topo.element(*k).and_then(|e| e.latency.as_ref())?;
-            Some(format!("{} {}", k.abbreviation(), latency_text(topo, latency)))
+            Some(format!(
+                "{} {}",
+                k.abbreviation(),
+                latency_text(topo, latency)
+            ))
         })
         .collect();
     if !latencies.is_empty() {

@@ -48,15 +48,7 @@ fn table_has_one_row_per_element_with_thesis_columns() {
         .collect();
     assert_eq!(
         texture.iter().map(|c| c.trim()).collect::<Vec<_>>(),
-        [
-            "Texture",
-            "12.012 KiB",
-            "32 B",
-            "111",
-            "157",
-            "RO",
-            "4"
-        ]
+        ["Texture", "12.012 KiB", "32 B", "111", "157", "RO", "4"]
     );
     assert!(row("Constant L1.5").contains("not measured [1]"));
     assert!(text.contains("[1] Constant L1.5 latency: not measured: kernel launch failed"));
@@ -71,7 +63,10 @@ fn table_shows_l2_partitions_as_rows() {
         .find(|l| l.trim_start().starts_with("near partition"))
         .unwrap();
     // Medians with their interquartile ranges.
-    assert!(near.contains("25 MiB") && near.contains("222 [219–225]"), "{near}");
+    assert!(
+        near.contains("25 MiB") && near.contains("222 [219–225]"),
+        "{near}"
+    );
     let far = text
         .lines()
         .find(|l| l.trim_start().starts_with("far partition"))

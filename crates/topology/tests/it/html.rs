@@ -12,7 +12,10 @@ const H100: &str = concat!(
 
 #[test]
 fn html_of_h200_matches_golden() {
-    check_golden("h200-report.html", &render::html(&h200_illustrative(), None));
+    check_golden(
+        "h200-report.html",
+        &render::html(&h200_illustrative(), None),
+    );
 }
 
 /// Nothing in the report is fetched or run: no scripts, no external references.
@@ -63,7 +66,11 @@ fn without_raw_data_the_report_says_how_to_get_it() {
     assert!(!html.contains("<figure>"));
     // The quartile strips need the quartiles: one box per latency of the fixture.
     let topo = h200_illustrative();
-    let latencies = topo.elements.iter().filter(|(_, e)| e.latency.is_some()).count()
+    let latencies = topo
+        .elements
+        .iter()
+        .filter(|(_, e)| e.latency.is_some())
+        .count()
         + topo.l2_partitions().map_or(0, |p| {
             usize::from(p.near_latency.is_some()) + usize::from(p.far_latency.is_some())
         });
@@ -78,18 +85,29 @@ fn the_l2_samples_become_one_histogram_per_level() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut samples = String::from("bytes,sample,cycles,level\n");
     for k in 0..200 {
-        let (cycles, level) = if k % 4 == 0 { (450 + k % 7, "far hit") } else { (280 + k % 5, "near hit") };
+        let (cycles, level) = if k % 4 == 0 {
+            (450 + k % 7, "far hit")
+        } else {
+            (280 + k % 5, "near hit")
+        };
         samples.push_str(&format!("1048576,{k},{cycles}.0,{level}\n"));
     }
     std::fs::write(dir.join("l2-samples.csv"), samples).unwrap();
-    std::fs::write(dir.join("l2-line.csv"), "# not a curve\nload,offset_bytes,cycles,miss\n").unwrap();
+    std::fs::write(
+        dir.join("l2-line.csv"),
+        "# not a curve\nload,offset_bytes,cycles,miss\n",
+    )
+    .unwrap();
     let data = raw::load_dir(&dir).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(data.curves.is_empty());
     assert_eq!(data.level_samples.len(), 200);
     let html = render::html(&h200_illustrative(), Some(&data));
     assert_eq!(html.matches("class=\"histogram\"").count(), 2);
-    assert!(html.contains(">n = 150<") && html.contains(">n = 50<"), "counts per level");
+    assert!(
+        html.contains(">n = 150<") && html.contains(">n = 50<"),
+        "counts per level"
+    );
 }
 
 #[test]
