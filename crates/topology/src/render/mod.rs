@@ -13,6 +13,7 @@ mod number;
 mod plot;
 mod store;
 mod svg;
+mod svg_blocks;
 
 use std::fmt::Write as _;
 
