@@ -116,13 +116,16 @@ pub struct MeasureArgs {
 pub struct RenderArgs {
     /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
     pub input: PathBuf,
-    /// Write FILE; the format follows the extension (.json, .toml, .md, .svg,
+    /// Write FILE; the format follows the extension (.json, .toml, .md, .svg, .html,
     /// .mt4g.json); `-`: standard output in --format (default JSON). Repeatable.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Vec<PathBuf>,
     /// The format on standard output (without -o: default table; with `-o -`: default json).
     #[arg(long, short = 'f', value_enum)]
     pub format: Option<Format>,
+    /// A `--keep-raw` folder of the same run: the HTML report draws its curves.
+    #[arg(long, value_name = "DIR")]
+    pub raw: Option<PathBuf>,
 }
 
 /// `memtopo convert`.
@@ -229,6 +232,7 @@ impl ValueEnum for Format {
             Format::Markdown,
             Format::Svg,
             Format::Mt4g,
+            Format::Html,
         ]
     }
 
@@ -245,6 +249,7 @@ impl ValueEnum for Format {
             Format::Mt4g => PossibleValue::new("mt4g")
                 .alias("mt4g.json")
                 .help("MT4G v1.x's JSON layout"),
+            Format::Html => PossibleValue::new("html").help("the self-contained HTML report"),
         })
     }
 }

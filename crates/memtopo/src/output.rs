@@ -33,6 +33,8 @@ pub enum Format {
     Svg,
     /// `.mt4g.json`: MT4G's layout.
     Mt4g,
+    /// `.html`: the self-contained HTML report (with the run's raw curves).
+    Html,
 }
 
 impl Format {
@@ -46,15 +48,22 @@ impl Format {
             Some("toml") => Some(Format::Toml),
             Some("md") => Some(Format::Markdown),
             Some("svg") => Some(Format::Svg),
+            Some("html") => Some(Format::Html),
             _ => None,
         }
     }
 }
 
 /// The text of `topo` in `format`.
-pub fn text(topo: &Topology, format: Format) -> Result<String, String> {
+/// The HTML report also draws `raw` (the run's curves), where given.
+pub fn text(
+    topo: &Topology,
+    format: Format,
+    raw: Option<&topology::raw::RawData>,
+) -> Result<String, String> {
     Ok(match format {
         Format::Table => topology::render::table(topo),
+        Format::Html => topology::render::html(topo, raw),
         Format::Mt4g => topology::mt4g::export_string(topo),
         Format::Json => topo.to_json_string().map_err(|e| e.to_string())?,
         Format::Toml => topo.to_toml_string().map_err(|e| e.to_string())?,
@@ -105,7 +114,7 @@ fn can_create_in(dir: &Path) -> Result<(), String> {
 /// The message for a file name whose extension names no format.
 pub fn unknown_format(path: &Path) -> String {
     format!(
-        "{}: unknown output format; use .json, .toml, .md, .svg or .mt4g.json",
+        "{}: unknown output format; use .json, .toml, .md, .svg, .html or .mt4g.json",
         path.display()
     )
 }
@@ -242,6 +251,7 @@ mod tests {
         assert_eq!(Format::of(Path::new("a.mt4g.json")), Some(Format::Mt4g));
         assert_eq!(Format::of(Path::new("a.json")), Some(Format::Json));
         assert_eq!(Format::of(Path::new("dir/a.md")), Some(Format::Markdown));
+        assert_eq!(Format::of(Path::new("report.html")), Some(Format::Html));
         assert_eq!(Format::of(Path::new("a.xlsx")), None);
     }
 

@@ -135,15 +135,69 @@ pub fn write_l2_samples(dir: &Path, l2: &L2Findings) -> Result<(), String> {
     let mut out = String::from("bytes,sample,cycles,level\n");
     for point in &l2.points {
         for (k, &cycles) in point.samples.iter().enumerate() {
-            let level = l2
-                .levels
-                .iter()
-                .find(|l| l.distribution.contains(cycles, 0.0))
-                .map_or("", |l| l.kind.name());
+            let level = level_of(l2, cycles).unwrap_or("");
             let _ = writeln!(out, "{},{k},{cycles:.1},{level}", point.bytes);
         }
     }
     fs::write(dir.join("l2-samples.csv"), out).map_err(|e| e.to_string())
+}
+
+/// The L2 level a sampled load falls into, if any.
+fn level_of(l2: &L2Findings, cycles: f64) -> Option<&'static str> {
+    l2.levels
+        .iter()
+        .find(|l| l.distribution.contains(cycles, 0.0))
+        .map(|l| l.kind.name())
+}
+
+/// The run's curves (with the change each sweep found) and the L2 sweep's samples, for
+/// the HTML report (`-o report.html`): what `--keep-raw` writes, without the files.
+pub fn report_data(curves: &[RawCurve], l2: Option<&L2Findings>) -> topology::raw::RawData {
+    let curves = curves
+        .iter()
+        .map(|curve| topology::raw::Curve {
+            name: curve.name.clone(),
+            points: curve
+                .points
+                .iter()
+                .flat_map(|p| {
+                    p.values
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &mean_cycles)| topology::raw::RawPoint {
+                            bytes: p.bytes,
+                            replica: u32::try_from(i).unwrap_or(u32::MAX),
+                            smid: p.smids.get(i).copied(),
+                            mean_cycles,
+                        })
+                })
+                .collect(),
+            change_points: curve
+                .change_index
+                .and_then(|i| curve.points.get(i))
+                .map(|p| vec![p.bytes])
+                .unwrap_or_default(),
+        })
+        .collect();
+    let level_samples = l2.map_or_else(Vec::new, |l2| {
+        l2.points
+            .iter()
+            .flat_map(|point| {
+                point
+                    .samples
+                    .iter()
+                    .map(|&cycles| topology::raw::LevelSample {
+                        bytes: point.bytes,
+                        cycles,
+                        level: level_of(l2, cycles).map(str::to_owned),
+                    })
+            })
+            .collect()
+    });
+    topology::raw::RawData {
+        curves,
+        level_samples,
+    }
 }
 
 #[cfg(test)]

@@ -187,8 +187,12 @@ fn write_files(
         );
         failed += 1;
     };
+    let raw_data = outputs
+        .iter()
+        .any(|(_, format)| *format == Format::Html)
+        .then(|| raw::report_data(&measured.curves, measured.l2.as_ref()));
     for (path, format) in outputs {
-        match output::text(topo, *format)
+        match output::text(topo, *format, raw_data.as_ref())
             .and_then(|text| output::write_file(path, text.as_bytes()).map_err(|e| e.to_string()))
         {
             Ok(()) => log::info!("wrote {}", path.display()),
@@ -272,7 +276,7 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
         human(&timings_text(&measured, total));
     }
     if json_to_stdout {
-        match output::text(&topo, Format::Json) {
+        match output::text(&topo, Format::Json, None) {
             Ok(text) => stdout.print(&text),
             Err(reason) => {
                 progress::say(

@@ -27,7 +27,7 @@
 //! let mut a = Topology::new(device.clone());
 //! let mut b = Topology::new(device);
 //! let lat = |mean: f64| Latency::measured(LatencySummary {
-//!     mean: Cycles(mean), p50: Cycles(mean), p95: Cycles(mean + 2.0), stdev: Cycles(2.0), samples: 256,
+//!     mean: Cycles(mean), p25: None, p50: Cycles(mean), p75: None, p95: Cycles(mean + 2.0), stdev: Cycles(2.0), samples: 256,
 //! });
 //! a.element_mut(ElementKind::L2).set_latency(lat(220.0));
 //! b.element_mut(ElementKind::L2).set_latency(lat(220.3)); // noise

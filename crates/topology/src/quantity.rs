@@ -354,12 +354,19 @@ impl JsonSchema for Size {
 }
 
 /// A summary of a latency distribution, in cycles.
+///
+/// The quartiles are optional because results written before schema 1.4 lack them;
+/// [`LatencySummary::from_samples`] always sets them.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LatencySummary {
     /// The mean.
     pub mean: Cycles,
+    /// The 25th percentile (first quartile).
+    pub p25: Option<Cycles>,
     /// The median.
     pub p50: Cycles,
+    /// The 75th percentile (third quartile).
+    pub p75: Option<Cycles>,
     /// The 95th percentile.
     pub p95: Cycles,
     /// The standard deviation.
@@ -401,11 +408,18 @@ impl LatencySummary {
         };
         Some(LatencySummary {
             mean: Cycles(mean),
+            p25: Some(Cycles(rank(0.25))),
             p50: Cycles(rank(0.50)),
+            p75: Some(Cycles(rank(0.75))),
             p95: Cycles(rank(0.95)),
             stdev: Cycles(variance.sqrt()),
             samples: count,
         })
+    }
+
+    /// The interquartile range `p75 − p25`, where both quartiles are known.
+    pub fn iqr(&self) -> Option<Cycles> {
+        Some(Cycles(self.p75?.0 - self.p25?.0))
     }
 
     /// The standard error of the mean (stdev / √n).
@@ -427,8 +441,14 @@ pub struct Latency {
     pub unit: CycleUnit,
     /// The mean.
     pub mean: Cycles,
+    /// The 25th percentile (schema 1.4; absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p25: Option<Cycles>,
     /// The median.
     pub p50: Cycles,
+    /// The 75th percentile (schema 1.4; absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p75: Option<Cycles>,
     /// The 95th percentile.
     pub p95: Cycles,
     /// The standard deviation.
@@ -448,7 +468,9 @@ impl Latency {
         Latency {
             unit: CycleUnit,
             mean: summary.mean,
+            p25: summary.p25,
             p50: summary.p50,
+            p75: summary.p75,
             p95: summary.p95,
             stdev: summary.stdev,
             samples: summary.samples,
@@ -461,11 +483,18 @@ impl Latency {
     pub fn summary(&self) -> LatencySummary {
         LatencySummary {
             mean: self.mean,
+            p25: self.p25,
             p50: self.p50,
+            p75: self.p75,
             p95: self.p95,
             stdev: self.stdev,
             samples: self.samples,
         }
+    }
+
+    /// The interquartile range `p75 − p25`, where both quartiles are known.
+    pub fn iqr(&self) -> Option<Cycles> {
+        self.summary().iqr()
     }
 
     /// The mean in nanoseconds at `clock`.

@@ -155,12 +155,18 @@ impl Checker {
     }
 
     fn latency(&mut self, path: &str, latency: &Latency) {
+        let quartiles = [("p25", latency.p25), ("p75", latency.p75)]
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value?.0)));
         for (name, value) in [
             ("mean", latency.mean.0),
             ("p50", latency.p50.0),
             ("p95", latency.p95.0),
             ("stdev", latency.stdev.0),
-        ] {
+        ]
+        .into_iter()
+        .chain(quartiles)
+        {
             if !(value.is_finite() && value >= 0.0) {
                 self.fail(
                     format!("{path}.{name}"),
@@ -181,6 +187,27 @@ impl Checker {
                     latency.p95.0, latency.p50.0
                 ),
             );
+        }
+        // Schema 1.4's quartiles, where present: p25 ≤ p50 ≤ p75 ≤ p95.
+        if let Some(p25) = latency.p25.filter(|q| q.0 > latency.p50.0) {
+            self.fail(
+                format!("{path}.p25"),
+                format!(
+                    "the 25th percentile {} is above the median {}",
+                    p25.0, latency.p50.0
+                ),
+            );
+        }
+        if let Some(p75) = latency.p75 {
+            if p75.0 < latency.p50.0 || p75.0 > latency.p95.0 {
+                self.fail(
+                    format!("{path}.p75"),
+                    format!(
+                        "the 75th percentile {} lies outside [median {}, 95th percentile {}]",
+                        p75.0, latency.p50.0, latency.p95.0
+                    ),
+                );
+            }
         }
         if latency.samples == 0 {
             self.fail(

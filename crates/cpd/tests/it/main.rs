@@ -4,6 +4,7 @@
 mod bad_input;
 mod fast_paths;
 mod fixtures;
+mod invariants;
 mod ks;
 mod noise;
 mod oracle;

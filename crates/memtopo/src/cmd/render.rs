@@ -82,7 +82,7 @@ fn file_format(path: &Path, format: Option<Format>) -> Result<Format, CliError> 
 
 /// Writes `topo` to every target; a target that fails is reported and the others are
 /// still written. Exit 0, or 6 when one failed.
-fn write(topo: &Topology, targets: &[Target]) -> u8 {
+fn write(topo: &Topology, targets: &[Target], raw: Option<&topology::raw::RawData>) -> u8 {
     let mut stdout = Stdout::default();
     let mut failed = false;
     for target in targets {
@@ -90,7 +90,7 @@ fn write(topo: &Topology, targets: &[Target]) -> u8 {
             Target::Stdout(format) => ("standard output".to_owned(), *format),
             Target::File(path, format) => (path.display().to_string(), *format),
         };
-        let written = output::text(topo, format).and_then(|text| match target {
+        let written = output::text(topo, format, raw).and_then(|text| match target {
             Target::Stdout(_) => {
                 stdout.print(&text);
                 stdout.error().map_or(Ok(()), |e| Err(e.to_string()))
@@ -140,7 +140,14 @@ pub fn render(args: &RenderArgs) -> Result<u8, CliError> {
             .collect::<Result<Vec<_>, CliError>>()?
     };
     let topo = load(&args.input)?;
-    Ok(write(&topo, &targets))
+    let raw = match &args.raw {
+        Some(dir) => Some(topology::raw::load_dir(dir).map_err(|e| CliError::Input {
+            path: dir.display().to_string(),
+            reason: e.to_string(),
+        })?),
+        None => None,
+    };
+    Ok(write(&topo, &targets, raw.as_ref()))
 }
 
 /// `memtopo convert`.
@@ -151,5 +158,5 @@ pub fn convert(args: &ConvertArgs) -> Result<u8, CliError> {
         Target::File(args.output.clone(), file_format(&args.output, args.format)?)
     };
     let topo = load(&args.input)?;
-    Ok(write(&topo, &[target]))
+    Ok(write(&topo, &[target], None))
 }

@@ -141,3 +141,26 @@ fn a_full_standard_output_is_exit_code_6_after_the_files() {
     assert!(topology::Topology::load(&json).is_ok());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn an_html_report_carries_the_runs_curves_and_their_change_points() {
+    let dir = scratch("html");
+    let html = dir.join("report.html");
+    let out = memtopo()
+        .args(["--simulate", "volta", "--only", "l1", "-q", "-o"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    assert!(text.starts_with("<!DOCTYPE html>"), "{text}");
+    assert!(!text.contains("<script"));
+    // The curves come from the run itself, each with the change its sweep found.
+    assert!(text.contains("<figure>"), "no curve in the report");
+    assert!(
+        text.contains("change points (detected in this run)"),
+        "{text}"
+    );
+}

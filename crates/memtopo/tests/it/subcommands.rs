@@ -188,7 +188,9 @@ fn with_l2_latency(factor: f64) -> Topology {
     let mean = old.mean.0 * factor;
     let summary = LatencySummary {
         mean: topology::Cycles(mean),
+        p25: None,
         p50: topology::Cycles(mean),
+        p75: None,
         p95: topology::Cycles(mean + 2.0),
         stdev: old.stdev,
         samples: old.samples,

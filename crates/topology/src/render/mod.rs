@@ -1,17 +1,28 @@
-//! Renderers: a terminal table, a Markdown report and an SVG diagram.
+//! Renderers: a terminal table, a Markdown report, an SVG diagram and a self-contained
+//! HTML report.
 //!
-//! All renderers are pure functions of the topology and produce the same text
+//! All renderers are pure functions of their input and produce the same text
 //! for the same input, so their output is compared against golden files.
 //! A quantity that is absent shows as `not measured [n]` when a note explains
-//! why (the footnote gives the reason) and as `-` otherwise.
+//! why (the footnote gives the reason) and as `-` otherwise. Every number follows one
+//! precision rule ([`number`], [`p_value`], [`median_iqr`]).
 
+mod html;
+mod markdown;
+mod number;
+mod plot;
+mod store;
 mod svg;
+mod svg_blocks;
 
 use std::fmt::Write as _;
 
 use crate::model::{CarveoutRole, ElementKind, NoteSeverity, QuantityKind, Topology};
 use crate::quantity::{Latency, Size};
 
+pub use html::html;
+pub use markdown::{carveout_row_label, markdown};
+pub use number::{median_iqr, number, p_value, P_VALUE_FLOOR};
 pub use svg::svg;
 
 /// Collects the reasons shown as numbered footnotes.
@@ -44,8 +55,8 @@ const HEADERS: [&str; 7] = [
     "Element",
     "Size",
     "Line",
-    "Latency (cycles)",
-    "Latency (ns)",
+    "Latency (cycles): median [IQR]",
+    "Median (ns)",
     "Shared with",
     "#/SM",
 ];
@@ -79,13 +90,14 @@ fn size_cell(
 }
 
 fn cycles_cell(latency: &Latency) -> String {
-    format!("{:.1} ± {:.1}", latency.mean.0, latency.stdev.0)
+    median_iqr(latency)
 }
 
+/// The median in nanoseconds at the clock that applies.
 fn ns_cell(topo: &Topology, latency: &Latency) -> String {
     topo.clock_for(latency).map_or_else(
         || "-".to_owned(),
-        |clock| format!("{:.1}", latency.mean_ns(clock).0),
+        |clock| number(latency.p50.to_nanoseconds(clock).0),
     )
 }
 
@@ -346,318 +358,5 @@ fn unreferenced_not_measured(topo: &Topology, notes: &mut Footnotes) {
             (None, None) => "measurement".to_owned(),
         };
         notes.reference(format!("{about}: not measured: {}", note.message));
-    }
-}
-
-fn md_escape(text: &str) -> String {
-    text.replace('|', "\\|")
-}
-
-/// A Markdown report: device, conditions, the element table, L2 partitions,
-/// latency distributions, size evidence, relations and notes.
-///
-/// ```
-/// use topology::*;
-/// let topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(8, 6), 84));
-/// assert!(render::markdown(&topo).starts_with("# Memory topology of GPU"));
-/// ```
-pub fn markdown(topo: &Topology) -> String {
-    let d = &topo.device;
-    let mut out = String::new();
-    let _ = writeln!(out, "# Memory topology of {}\n", md_escape(&d.name));
-    let _ = writeln!(out, "{}\n", md_escape(&headline(topo)));
-    if let Some(banner) = busy_banner(topo) {
-        let _ = writeln!(out, "> **{}**\n", md_escape(&banner));
-    }
-
-    let _ = writeln!(out, "## Device\n\n| property | value |\n| --- | --- |");
-    let mut property = |name: &str, value: Option<String>| {
-        if let Some(value) = value {
-            let _ = writeln!(out, "| {name} | {} |", md_escape(&value));
-        }
-    };
-    property("compute capability", Some(d.compute_capability.to_string()));
-    property("SMs", Some(d.sm_count.to_string()));
-    property("cores per SM", d.cores_per_sm.map(|v| v.to_string()));
-    property("SM clock (nominal)", d.sm_clock_mhz.map(|v| v.to_string()));
-    property("memory clock", d.memory_clock_mhz.map(|v| v.to_string()));
-    property("device memory", d.memory_bytes.map(|v| v.to_string()));
-    property(
-        "memory bus width",
-        d.memory_bus_width_bits.map(|v| format!("{v} bit")),
-    );
-    property("L2 (API)", d.l2_bytes.map(|v| v.to_string()));
-    property("driver", d.driver_version.clone());
-    property(
-        "CUDA driver API",
-        d.cuda_driver_api_version.map(|v| v.to_string()),
-    );
-    property(
-        "CUDA runtime",
-        d.cuda_runtime_version.map(|v| v.to_string()),
-    );
-    let l = &d.limits;
-    property(
-        "shared memory per SM",
-        l.shared_memory_per_sm_bytes.map(|v| v.to_string()),
-    );
-    property(
-        "shared memory per block",
-        l.shared_memory_per_block_bytes.map(|v| v.to_string()),
-    );
-    property(
-        "shared memory per block (opt-in)",
-        l.shared_memory_per_block_optin_bytes.map(|v| v.to_string()),
-    );
-    property(
-        "reserved shared memory per block",
-        l.reserved_shared_memory_per_block_bytes
-            .map(|v| v.to_string()),
-    );
-    property(
-        "constant memory",
-        l.total_constant_memory_bytes.map(|v| v.to_string()),
-    );
-    property(
-        "persisting L2 max",
-        l.persisting_l2_max_bytes.map(|v| v.to_string()),
-    );
-    property(
-        "registers per SM",
-        l.registers_per_sm.map(|v| v.to_string()),
-    );
-    property(
-        "registers per block",
-        l.registers_per_block.map(|v| v.to_string()),
-    );
-    property(
-        "threads per SM",
-        l.max_threads_per_sm.map(|v| v.to_string()),
-    );
-    property(
-        "threads per block",
-        l.max_threads_per_block.map(|v| v.to_string()),
-    );
-    property("blocks per SM", l.max_blocks_per_sm.map(|v| v.to_string()));
-    property("warp size", l.warp_size.map(|v| v.to_string()));
-
-    let c = &topo.conditions;
-    let _ = writeln!(
-        out,
-        "\n## Conditions\n\n| condition | value |\n| --- | --- |"
-    );
-    let mut condition = |name: &str, value: Option<String>| {
-        let _ = writeln!(
-            out,
-            "| {name} | {} |",
-            md_escape(&value.unwrap_or_else(|| "-".into()))
-        );
-    };
-    condition(
-        "shared-memory carveout",
-        c.shared_memory_carveout_percent.map(|p| format!("{p} %")),
-    );
-    condition("measured SM clock", c.sm_clock_mhz.map(|v| v.to_string()));
-    condition("date", c.date.clone());
-    condition("tool", c.tool.clone());
-    condition("tool version", c.tool_version.clone());
-    condition("remark", c.remark.clone());
-    if let Some(run) = &topo.run {
-        let _ = writeln!(out, "\n## Run\n\n| condition | value |\n| --- | --- |");
-        for (name, value) in run.fields() {
-            if !value.is_empty() && value != "-" {
-                let _ = writeln!(out, "| {name} | {} |", md_escape(&value));
-            }
-        }
-    }
-
-    let mut notes = Footnotes {
-        entries: Vec::new(),
-    };
-    let rows = rows(topo, &mut notes);
-    let _ = writeln!(out, "\n## Elements\n");
-    let _ = writeln!(out, "| {} |", HEADERS.join(" | "));
-    let _ = writeln!(out, "|{}", " --- |".repeat(HEADERS.len()));
-    for row in &rows {
-        let cells: Vec<String> = row_cells(row)
-            .iter()
-            .map(|c| md_escape(c.trim_start()))
-            .collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
-    unreferenced_not_measured(topo, &mut notes);
-    if !notes.entries.is_empty() {
-        out.push('\n');
-        for (i, entry) in notes.entries.iter().enumerate() {
-            let _ = writeln!(out, "{}. \\[{}\\] {}", i + 1, i + 1, md_escape(entry));
-        }
-    }
-
-    if let Some(p) = topo.l2_partitions() {
-        let _ = writeln!(out, "\n## L2 partitions as one SM sees them\n");
-        if let Some(count) = p.count {
-            let _ = writeln!(out, "- partitions: {} ({})", count.value, count.provenance);
-        }
-        if let Some(each) = &p.size_each {
-            let _ = writeln!(out, "- size of each: {each} ({})", each.provenance);
-        }
-        if let Some(far) = &p.far_size {
-            let _ = writeln!(out, "- far side: {far} ({})", far.provenance);
-        }
-        if let Some(copies) = p.near_keeps_far_copies {
-            let _ = writeln!(
-                out,
-                "- the near partition {} copies of far lines",
-                if copies { "keeps" } else { "keeps no" }
-            );
-        }
-        if let (Some(penalty), Some(ratio)) = (p.far_penalty(), p.far_ratio()) {
-            let _ = writeln!(
-                out,
-                "- a far hit costs {penalty:.1} cycles more than a near one ({ratio:.2}×)"
-            );
-        }
-    }
-
-    let _ = writeln!(out, "\n## Latency distributions\n");
-    let _ = writeln!(
-        out,
-        "| element | mean (cycles) | p50 | p95 | stdev | samples | mean (ns) | provenance |"
-    );
-    let _ = writeln!(out, "| --- | --- | --- | --- | --- | --- | --- | --- |");
-    let mut latency_row = |name: &str, latency: &Latency| {
-        let _ = writeln!(
-            out,
-            "| {name} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
-            latency.mean.0,
-            latency.p50.0,
-            latency.p95.0,
-            latency.stdev.0,
-            latency.samples,
-            ns_cell(topo, latency),
-            latency.provenance
-        );
-    };
-    for (kind, element) in topo.elements.iter() {
-        if let Some(latency) = &element.latency {
-            latency_row(kind.display_name(), latency);
-        }
-        if let Some(p) = &element.partitions {
-            if let Some(latency) = &p.near_latency {
-                latency_row("L2 near partition", latency);
-            }
-            if let Some(latency) = &p.far_latency {
-                latency_row("L2 far partition", latency);
-            }
-        }
-    }
-
-    let _ = writeln!(out, "\n## Sizes and their evidence\n");
-    let _ = writeln!(
-        out,
-        "| element | quantity | value | provenance | confidence | p-value | statistic | method |"
-    );
-    let _ = writeln!(out, "| --- | --- | --- | --- | --- | --- | --- | --- |");
-    let number = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.4}"));
-    for (kind, element) in topo.elements.iter() {
-        let sizes = [
-            ("size", element.size.as_ref()),
-            ("line size", element.line_size.as_ref()),
-            ("fetch granularity", element.fetch_granularity.as_ref()),
-            ("sector size", element.sector_size.as_ref()),
-            (
-                "partition size",
-                element
-                    .partitions
-                    .as_ref()
-                    .and_then(|p| p.size_each.as_ref()),
-            ),
-            (
-                "far side size",
-                element
-                    .partitions
-                    .as_ref()
-                    .and_then(|p| p.far_size.as_ref()),
-            ),
-        ];
-        for (name, size) in sizes {
-            let Some(size) = size else { continue };
-            let e = size.evidence.clone().unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "| {} | {name} | {} | {} | {} | {} | {} | {} |",
-                kind.display_name(),
-                size,
-                size.provenance,
-                number(e.confidence),
-                number(e.p_value),
-                number(e.statistic),
-                md_escape(e.method.as_deref().unwrap_or("-"))
-            );
-        }
-        for entry in &element.size_per_carveout {
-            let _ = writeln!(
-                out,
-                "| {} | size at {} | {} | {} | - | - | - | - |",
-                kind.display_name(),
-                carveout_row_label(entry),
-                entry.l1_size,
-                entry.l1_size.provenance
-            );
-        }
-    }
-
-    let _ = writeln!(out, "\n## Relations\n");
-    if topo.shared_physical_caches.is_empty() {
-        let _ = writeln!(
-            out,
-            "- no logical caches were found to share a physical cache"
-        );
-    }
-    for group in &topo.shared_physical_caches {
-        let names: Vec<_> = group.members.iter().map(|k| k.display_name()).collect();
-        let _ = writeln!(
-            out,
-            "- one physical cache: {} ({})",
-            names.join(", "),
-            group.provenance
-        );
-    }
-    for (kind, element) in topo.elements.iter() {
-        if let Some(next) = element.backed_by {
-            let _ = writeln!(out, "- {kind} misses go to {next}");
-        }
-    }
-
-    let general = general_notes(topo);
-    if !general.is_empty() {
-        let _ = writeln!(out, "\n## Notes\n");
-        for note in general {
-            let _ = writeln!(out, "- {}", md_escape(&note));
-        }
-    }
-    out
-}
-
-/// How a row of the L1's carveout table is named: the shared memory in force, the carveout
-/// and shared bytes the kernel asked for, and what the row is.
-pub fn carveout_row_label(entry: &crate::model::CarveoutL1Size) -> String {
-    let mut parts = Vec::new();
-    if let Some(shared) = entry.shared_memory_bytes {
-        parts.push(format!("{} shared", shared));
-    }
-    match entry.carveout_percent {
-        Some(p) => parts.push(format!("carveout {p} % requested")),
-        None => parts.push("no carveout requested".to_string()),
-    }
-    if let Some(kernel) = entry.kernel_shared_bytes {
-        parts.push(format!("{kernel} per block"));
-    }
-    let what = parts.join(", ");
-    match entry.role {
-        Some(role) if role != CarveoutRole::Configuration => {
-            format!("{} ({what})", role.label())
-        }
-        _ => what,
     }
 }

@@ -1,213 +1,20 @@
-//! The SVG diagram of the hierarchy: one SM (standing for all of them) with its
+//! The SVG diagram of the hierarchy (its boxes: `svg_blocks.rs`): one SM (standing for all of them) with its
 //! private caches, the constant L1.5, the L2 split into near and far
 //! partitions, and device memory, each annotated with size, line and latency.
 
 use std::fmt::Write as _;
 
-use crate::model::{ElementKind, QuantityKind, Topology};
-use crate::quantity::{Latency, Size};
+use crate::model::{ElementKind, Topology};
+use crate::quantity::Size;
+
+use super::number;
+use super::svg_blocks::{
+    element_lines, escape, latency_text, present, sm_blocks, Block, LINE_HEIGHT,
+};
 
 const WIDTH: f64 = 1000.0;
 const MARGIN: f64 = 40.0;
 const FONT: &str = "DejaVu Sans, Helvetica, Arial, sans-serif";
-const LINE_HEIGHT: f64 = 17.0;
-/// A rough advance per character of the 13 px body font, to size boxes to text.
-const CHAR_WIDTH: f64 = 7.4;
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A box with a bold title and lines of text.
-struct Block {
-    title: String,
-    lines: Vec<String>,
-    fill: &'static str,
-    stroke: &'static str,
-}
-
-impl Block {
-    fn width(&self) -> f64 {
-        // The title is set larger and bold: about 1.25 times the body advance.
-        let title = self.title.chars().count() as f64 * CHAR_WIDTH * 1.25;
-        let body = self
-            .lines
-            .iter()
-            .map(|l| l.chars().count())
-            .max()
-            .unwrap_or(0) as f64
-            * CHAR_WIDTH;
-        (title.max(body) + 28.0).max(150.0)
-    }
-
-    fn height(&self) -> f64 {
-        30.0 + self.lines.len() as f64 * LINE_HEIGHT + 8.0
-    }
-
-    fn draw(&self, out: &mut String, x: f64, y: f64, width: f64, height: f64) {
-        let _ = writeln!(
-            out,
-            r#"<rect x="{x:.1}" y="{y:.1}" width="{width:.1}" height="{height:.1}" rx="8" fill="{}" stroke="{}" stroke-width="1.5"/>"#,
-            self.fill, self.stroke
-        );
-        let _ = writeln!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" font-size="15" font-weight="bold">{}</text>"#,
-            x + 12.0,
-            y + 22.0,
-            escape(&self.title)
-        );
-        for (i, line) in self.lines.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                r#"<text x="{:.1}" y="{:.1}" font-size="13">{}</text>"#,
-                x + 12.0,
-                y + 42.0 + i as f64 * LINE_HEIGHT,
-                escape(line)
-            );
-        }
-    }
-}
-
-fn latency_text(topo: &Topology, latency: &Latency) -> String {
-    match topo.clock_for(latency) {
-        Some(clock) => format!(
-            "{:.0} cy · {:.1} ns",
-            latency.mean.0,
-            latency.mean_ns(clock).0
-        ),
-        None => format!("{:.0} cy", latency.mean.0),
-    }
-}
-
-fn size_text(
-    topo: &Topology,
-    kind: ElementKind,
-    quantity: QuantityKind,
-    size: Option<&Size>,
-) -> Option<String> {
-    match size {
-        Some(size) => Some(size.to_string()),
-        None => topo
-            .not_measured_reason(kind, quantity)
-            .map(|_| "not measured".to_owned()),
-    }
-}
-
-/// Size, line and latency lines for one element.
-fn element_lines(topo: &Topology, kind: ElementKind) -> Vec<String> {
-    let element = topo.element(kind);
-    let mut lines = Vec::new();
-    if let Some(size) = size_text(
-        topo,
-        kind,
-        QuantityKind::Size,
-        element.and_then(|e| e.size.as_ref()),
-    ) {
-        lines.push(format!("size {size}"));
-    }
-    if let Some(line) = size_text(
-        topo,
-        kind,
-        QuantityKind::LineSize,
-        element.and_then(|e| e.line_size.as_ref()),
-    ) {
-        lines.push(format!("line {line}"));
-    }
-    match element.and_then(|e| e.latency.as_ref()) {
-        Some(latency) => lines.push(format!("latency {}", latency_text(topo, latency))),
-        None if topo
-            .not_measured_reason(kind, QuantityKind::Latency)
-            .is_some() =>
-        {
-            lines.push("latency not measured".to_owned());
-        }
-        None => {}
-    }
-    lines
-}
-
-fn present(topo: &Topology, kind: ElementKind) -> bool {
-    topo.element(kind).is_some() || topo.not_measured_reason(kind, QuantityKind::Size).is_some()
-}
-
-fn count_suffix(topo: &Topology, kind: ElementKind) -> String {
-    match topo.element(kind).and_then(|e| e.count_per_sm) {
-        Some(count) if count.value > 1 => format!(" ×{}", count.value),
-        _ => String::new(),
-    }
-}
-
-/// The SM-private blocks: one per physical cache group, one per other element.
-fn sm_blocks(topo: &Topology) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    let mut drawn: Vec<ElementKind> = Vec::new();
-    let private = [
-        ElementKind::L1Data,
-        ElementKind::Texture,
-        ElementKind::ReadOnly,
-        ElementKind::ConstantL1,
-        ElementKind::SharedMemory,
-    ];
-    for kind in private {
-        if drawn.contains(&kind) || !present(topo, kind) {
-            continue;
-        }
-        let group: Vec<ElementKind> = std::iter::once(kind)
-            .chain(topo.shared_with(kind))
-            .filter(|k| present(topo, *k))
-            .collect();
-        drawn.extend(&group);
-        if group.len() > 1 {
-            // One physical cache: the size and line once (from the first member
-            // that has them), then each logical path's latency.
-            let names: Vec<&str> = group.iter().map(|k| k.abbreviation()).collect();
-            let mut lines = Vec::new();
-            let first = |f: fn(&crate::model::Element) -> Option<&Size>| {
-                group.iter().find_map(|k| topo.element(*k).and_then(f))
-            };
-            if let Some(size) = first(|e| e.size.as_ref()) {
-                lines.push(format!("size {size}"));
-            }
-            if let Some(line) = first(|e| e.line_size.as_ref()) {
-                lines.push(format!("line {line}"));
-            }
-            for member in &group {
-                let text = match topo.element(*member).and_then(|e| e.latency.as_ref()) {
-                    Some(latency) => latency_text(topo, latency),
-                    None => "latency not measured".to_owned(),
-                };
-                lines.push(format!("{}: {text}", member.abbreviation()));
-            }
-            blocks.push(Block {
-                title: format!(
-                    "{} (one cache){}",
-                    names.join(" + "),
-                    count_suffix(topo, kind)
-                ),
-                lines,
-                fill: "#dbeafe",
-                stroke: "#2563eb",
-            });
-        } else {
-            let (fill, stroke) = match kind {
-                ElementKind::SharedMemory => ("#dcfce7", "#16a34a"),
-                ElementKind::ConstantL1 => ("#f3e8ff", "#9333ea"),
-                _ => ("#dbeafe", "#2563eb"),
-            };
-            blocks.push(Block {
-                title: format!("{}{}", kind.display_name(), count_suffix(topo, kind)),
-                lines: element_lines(topo, kind),
-                fill,
-                stroke,
-            });
-        }
-    }
-    blocks
-}
 
 fn arrow(out: &mut String, x: f64, y1: f64, y2: f64, label: &str) {
     let _ = writeln!(
@@ -352,6 +159,7 @@ pub fn svg(topo: &Topology) -> String {
             lines: element_lines(topo, ElementKind::ConstantL15),
             fill: "#f3e8ff",
             stroke: "#9333ea",
+            store: None,
         };
         let width = block.width();
         let height = block.height();
@@ -499,9 +307,11 @@ pub fn svg(topo: &Topology) -> String {
             if let (Some(penalty), Some(ratio)) = (p.far_penalty(), p.far_ratio()) {
                 let _ = writeln!(
                     body,
-                    r##"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="end" fill="#9a3412">far hit: +{penalty:.0} cy ({ratio:.2}× near)</text>"##,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="end" fill="#9a3412">far hit: +{} cy ({}× near)</text>"##,
                     MARGIN + inner_width - 16.0,
-                    y + 27.0
+                    y + 27.0,
+                    number(penalty),
+                    number(ratio)
                 );
             }
         }
@@ -562,19 +372,25 @@ pub fn svg(topo: &Topology) -> String {
         "nominal"
     };
     footer.push((
-        format!("latency: mean load latency in SM cycles; ns at the {clock} SM clock"),
+        format!("latency: median load latency in SM cycles; ns at the {clock} SM clock"),
         "#475569",
     ));
     if let Some(remark) = &topo.conditions.remark {
         footer.push((remark.clone(), "#475569"));
     }
+    // Wrapped to the diagram's width (about 6.6 px per character at 12 px).
+    let columns = (inner_width / 6.6) as usize;
     for (text, colour) in footer {
-        let _ = writeln!(
-            body,
-            r#"<text x="{MARGIN}" y="{y:.1}" font-size="12" fill="{colour}">{}</text>"#,
-            escape(&text)
-        );
-        y += 17.0;
+        for (i, line) in textwrap::wrap(&text, columns).iter().enumerate() {
+            let indent = if i == 0 { 0.0 } else { 12.0 };
+            let _ = writeln!(
+                body,
+                r#"<text x="{:.1}" y="{y:.1}" font-size="12" fill="{colour}">{}</text>"#,
+                MARGIN + indent,
+                escape(line)
+            );
+            y += 16.0;
+        }
     }
     let height = y + 10.0;
 

@@ -48,11 +48,27 @@ pub fn check_golden(name: &str, actual: &str) {
     check_golden_file(golden_dir().join(name), actual);
 }
 
+/// A latency as results before schema 1.4 hold it: no quartiles.
 pub fn latency(mean: f64, p50: f64, p95: f64, stdev: f64, samples: u32) -> Latency {
     Latency::measured(LatencySummary {
         mean: Cycles(mean),
+        p25: None,
         p50: Cycles(p50),
+        p75: None,
         p95: Cycles(p95),
+        stdev: Cycles(stdev),
+        samples,
+    })
+}
+
+/// A latency with its quartiles (schema 1.4): `[p25, p50, p75, p95]`.
+pub fn latency_q(mean: f64, q: [f64; 4], stdev: f64, samples: u32) -> Latency {
+    Latency::measured(LatencySummary {
+        mean: Cycles(mean),
+        p25: Some(Cycles(q[0])),
+        p50: Cycles(q[1]),
+        p75: Some(Cycles(q[2])),
+        p95: Cycles(q[3]),
         stdev: Cycles(stdev),
         samples,
     })
@@ -123,7 +139,7 @@ pub fn h200_illustrative() -> Topology {
         .set_size(change_point(238_848, 0.97, 1e-6, 0.81))
         .set_line_size(benchmark(128))
         .set_fetch_granularity(benchmark(32))
-        .set_latency(latency(38.2, 38.0, 39.0, 0.6, 256))
+        .set_latency(latency_q(38.2, [37.5, 38.0, 38.5, 39.0], 0.6, 256))
         .set_count_per_sm(Count::new(1, Provenance::Benchmark))
         .set_backed_by(ElementKind::L2)
         .set_global_loads_cached(true)
@@ -148,14 +164,14 @@ pub fn h200_illustrative() -> Topology {
         .set_size(change_point(243_456, 0.97, 2e-6, 0.79))
         .set_line_size(benchmark(128))
         .set_fetch_granularity(benchmark(32))
-        .set_latency(latency(38.8, 42.0, 42.0, 5.8, 256))
+        .set_latency(latency_q(38.8, [38.8, 42.0, 42.0, 42.0], 5.8, 256))
         .set_count_per_sm(Count::new(1, Provenance::Benchmark))
         .set_backed_by(ElementKind::L2);
     topo.element_mut(ElementKind::ReadOnly)
         .set_size(change_point(238_848, 0.97, 1e-6, 0.80))
         .set_line_size(benchmark(128))
         .set_fetch_granularity(benchmark(32))
-        .set_latency(latency(34.9, 34.0, 44.0, 2.5, 256))
+        .set_latency(latency_q(34.9, [33.5, 34.0, 37.3, 44.0], 2.5, 256))
         .set_count_per_sm(Count::new(1, Provenance::Benchmark))
         .set_backed_by(ElementKind::L2);
     topo.share_physical_cache(
@@ -170,32 +186,32 @@ pub fn h200_illustrative() -> Topology {
         .set_size(change_point(2112, 0.90, 1e-3, 0.55))
         .set_line_size(benchmark(64))
         .set_fetch_granularity(benchmark(64))
-        .set_latency(latency(20.7, 17.0, 76.0, 14.3, 256))
+        .set_latency(latency_q(20.7, [16.5, 17.0, 36.7, 76.0], 14.3, 256))
         .set_count_per_sm(Count::new(1, Provenance::Benchmark))
         .set_backed_by(ElementKind::ConstantL15);
     topo.element_mut(ElementKind::ConstantL15)
         .set_size(Size::at_least(Bytes::kib(64), Provenance::Benchmark))
         .set_line_size(benchmark(256))
         .set_fetch_granularity(benchmark(256))
-        .set_latency(latency(104.9, 106.0, 106.0, 8.7, 127))
+        .set_latency(latency_q(104.9, [104.9, 106.0, 106.0, 106.0], 8.7, 127))
         .set_backed_by(ElementKind::L2);
     topo.element_mut(ElementKind::SharedMemory)
         .set_size(Size::api(Bytes(233_472)))
-        .set_latency(latency(29.9, 30.0, 30.0, 0.5, 256))
+        .set_latency(latency_q(29.9, [29.5, 30.0, 30.0, 30.0], 0.5, 256))
         .set_count_per_sm(Count::new(1, Provenance::Api));
     let l2 = topo.element_mut(ElementKind::L2);
     l2.set_size(Size::api(Bytes::mib(50)))
         .set_line_size(benchmark(128))
         .set_fetch_granularity(benchmark(32))
-        .set_latency(latency(219.3, 222.0, 231.0, 11.6, 256))
+        .set_latency(latency_q(219.3, [219.3, 222.0, 225.0, 231.0], 11.6, 256))
         .set_backed_by(ElementKind::DeviceMemory);
     l2.bandwidth_mut().read = Some(Bandwidth::gib_per_second(4528.9, Provenance::Benchmark));
     l2.bandwidth_mut().write = Some(Bandwidth::gib_per_second(3494.6, Provenance::Benchmark));
     *l2.partitions_mut() = L2Partitions {
         count: Some(Count::new(2, Provenance::Derived)),
         size_each: Some(change_point(26_214_400, 0.93, 1e-4, 0.68)),
-        near_latency: Some(latency(219.3, 222.0, 231.0, 11.6, 256)),
-        far_latency: Some(latency(392.5, 394.0, 410.0, 14.2, 256)),
+        near_latency: Some(latency_q(219.3, [219.3, 222.0, 225.0, 231.0], 11.6, 256)),
+        far_latency: Some(latency_q(392.5, [392.5, 394.0, 399.3, 410.0], 14.2, 256)),
         far_size: Some(Size::exact(Bytes(24_117_248), Provenance::Benchmark)),
         near_keeps_far_copies: Some(true),
         sm_partition: (0..8).map(|sm| Some(u32::from(sm % 4 >= 2))).collect(),
@@ -203,7 +219,7 @@ pub fn h200_illustrative() -> Topology {
     };
     let dram = topo.element_mut(ElementKind::DeviceMemory);
     dram.set_size(Size::api(Bytes(150_754_820_096)))
-        .set_latency(latency(834.5, 864.0, 1126.4, 140.5, 2047));
+        .set_latency(latency_q(834.5, [834.5, 864.0, 951.5, 1126.4], 140.5, 2047));
     dram.bandwidth_mut().read = Some(Bandwidth::gib_per_second(4310.0, Provenance::Benchmark));
     dram.bandwidth_mut().write = Some(Bandwidth::gib_per_second(4105.0, Provenance::Benchmark));
     topo.warn(

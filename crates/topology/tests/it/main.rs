@@ -4,6 +4,7 @@ mod diff;
 mod fixtures;
 mod formats;
 mod golden;
+mod html;
 mod mt4g;
 mod proptests;
 mod raw;

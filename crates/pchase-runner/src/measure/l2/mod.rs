@@ -304,7 +304,9 @@ pub fn summary(d: &super::levels::Distribution) -> Result<LatencySummary, Runner
     }
     Ok(LatencySummary {
         mean: topology::Cycles(d.mean),
+        p25: Some(topology::Cycles(d.p25)),
         p50: topology::Cycles(d.p50),
+        p75: Some(topology::Cycles(d.p75)),
         p95: topology::Cycles(d.p95),
         stdev: topology::Cycles(d.stdev),
         samples: u32::try_from(d.samples).unwrap_or(u32::MAX),
