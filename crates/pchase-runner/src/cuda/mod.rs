@@ -6,6 +6,7 @@ mod driver;
 mod errors;
 mod ffi;
 mod handles;
+mod peer;
 
 use std::{os::raw::c_int, time::Duration};
 
@@ -25,6 +26,7 @@ use driver::{Arg, LaunchShape, LinearTexture, LoadedFunction, LoadedModule};
 use handles::{Context, DeviceBuffer, Event, Stream};
 
 pub use errors::{known_codes as known_error_codes, name as error_name};
+pub use peer::CudaNode;
 
 /// Chains of different blocks start this many elements apart at least (128 KiB), so that
 /// no two blocks share a cache line or a DRAM page's neighbourhood by accident.
