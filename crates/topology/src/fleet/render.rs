@@ -166,7 +166,7 @@ fn link_row(link: &PeerLink) -> Vec<String> {
     ]
 }
 
-fn parts(fleet: &Fleet) -> Vec<Part> {
+fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
     let mut parts = Vec::new();
     let mut headers = vec!["GPU", "node", "#", "model", "exit"];
     headers.extend(KEY_COLUMNS.iter().map(|(_, h)| *h));
@@ -248,8 +248,18 @@ fn parts(fleet: &Fleet) -> Vec<Part> {
     }
 
     for model in &fleet.models {
+        let name = format!("Spread over {} GPU(s) of {}", model.gpus.len(), model.model);
+        if let Some(note) = &model.note {
+            parts.push(Part::Lines(name, vec![note.clone()]));
+            continue;
+        }
         let mut spread = Grid::new(&["quantity", "GPUs", "median", "MAD", "min", "max", "flagged"]);
+        let mut equal = 0;
         for q in &model.quantities {
+            if !full && q.min == q.max {
+                equal += 1;
+                continue;
+            }
             let flagged = fleet
                 .flags
                 .iter()
@@ -265,11 +275,18 @@ fn parts(fleet: &Fleet) -> Vec<Part> {
                 flagged.to_string(),
             ]);
         }
-        let name = format!("Spread over {} GPU(s) of {}", model.gpus.len(), model.model);
-        if let Some(note) = &model.note {
-            parts.push(Part::Lines(name.clone(), vec![note.clone()]));
+        if equal > 0 {
+            parts.push(Part::Lines(
+                name.clone(),
+                vec![format!(
+                    "{equal} quantities are equal on every GPU (the Markdown and HTML reports \
+                     list them)"
+                )],
+            ));
         }
-        parts.push(Part::Grid(name, spread));
+        if !spread.rows.is_empty() {
+            parts.push(Part::Grid(name, spread));
+        }
     }
     if !fleet.notes.is_empty() {
         parts.push(Part::Lines("Notes".into(), fleet.notes.clone()));
@@ -286,7 +303,7 @@ fn parts(fleet: &Fleet) -> Vec<Part> {
 /// ```
 pub fn table(fleet: &Fleet) -> String {
     let mut out = format!("{}\n", title(fleet));
-    for part in parts(fleet) {
+    for part in parts(fleet, false) {
         match part {
             Part::Grid(name, grid) => {
                 let _ = write!(out, "\n{name}\n{}", grid.text());
@@ -305,7 +322,7 @@ pub fn table(fleet: &Fleet) -> String {
 /// The document as Markdown.
 pub fn markdown(fleet: &Fleet) -> String {
     let mut out = format!("# {}\n", title(fleet));
-    for part in parts(fleet) {
+    for part in parts(fleet, true) {
         match part {
             Part::Grid(name, grid) => {
                 let _ = write!(out, "\n## {name}\n\n{}", grid.markdown());
@@ -329,7 +346,7 @@ pub fn html(fleet: &Fleet) -> String {
          <style>{STYLE}</style></head>\n<body>\n<h1>{0}</h1>\n",
         escape(&name)
     );
-    for part in parts(fleet) {
+    for part in parts(fleet, true) {
         match part {
             Part::Grid(name, grid) => {
                 let _ = write!(out, "<h2>{}</h2>\n{}", escape(&name), grid.html());
