@@ -1,6 +1,7 @@
 //! Integration tests of the `topology` crate (one binary, topic modules).
 
 mod diff;
+mod fleet;
 mod fixtures;
 mod formats;
 mod golden;
