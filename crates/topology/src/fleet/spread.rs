@@ -137,14 +137,17 @@ impl Fleet {
     /// Joins results and documents into one fleet report. `sources` are (name, what it
     /// holds): a result becomes one GPU whose `file` is its name; a document brings its
     /// nodes, GPUs and failures. A GPU (by UUID) given twice is kept once, its missing
-    /// fields filled from the other; a note says so where their values differ. The
+    /// fields filled from the other (a node's document names the node and device index
+    /// over a result's host name); a note says so where their values differ. The
     /// spreads and flags are computed afresh with `options`.
     pub fn merge(sources: Vec<(String, Input)>, options: SpreadOptions) -> Fleet {
         let mut gpus: Vec<GpuEntry> = Vec::new();
         let mut nodes: Vec<Node> = Vec::new();
         let mut failures = Vec::new();
         let mut notes = Vec::new();
-        let mut add = |gpu: GpuEntry, source: &str, notes: &mut Vec<String>| {
+        // `placed`: the entry comes from a node's document, which knows the node and index
+        // better than a result's host name does.
+        let mut add = |gpu: GpuEntry, source: &str, placed: bool, notes: &mut Vec<String>| {
             let same = gpu
                 .uuid
                 .as_ref()
@@ -158,8 +161,13 @@ impl Fleet {
                             gpu.label()
                         ));
                     }
-                    kept.node = kept.node.take().or(gpu.node);
-                    kept.device_index = kept.device_index.or(gpu.device_index);
+                    if placed {
+                        kept.node = gpu.node.or(kept.node.take());
+                        kept.device_index = gpu.device_index.or(kept.device_index);
+                    } else {
+                        kept.node = kept.node.take().or(gpu.node);
+                        kept.device_index = kept.device_index.or(gpu.device_index);
+                    }
                     kept.file = kept.file.take().or(gpu.file);
                     kept.exit_code = kept.exit_code.or(gpu.exit_code);
                     kept.pci_bus_id = kept.pci_bus_id.take().or(gpu.pci_bus_id);
@@ -172,7 +180,7 @@ impl Fleet {
                 Input::Result(topo) => {
                     let mut gpu = GpuEntry::from_topology(&topo, None, None);
                     gpu.file = Some(name.clone());
-                    add(gpu, &name, &mut notes);
+                    add(gpu, &name, false, &mut notes);
                 }
                 Input::Fleet(doc) => {
                     for node in doc.nodes {
@@ -186,7 +194,7 @@ impl Fleet {
                         }
                     }
                     for gpu in doc.gpus {
-                        add(gpu, &name, &mut notes);
+                        add(gpu, &name, true, &mut notes);
                     }
                     failures.extend(doc.failures);
                     notes.extend(doc.notes);
