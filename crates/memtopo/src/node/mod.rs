@@ -71,6 +71,8 @@ impl Plan {
             .map(|p| select::expand(p, "", 0, node))
             .collect();
         for path in &cli.output {
+            // `{node}` is known now (a folder per node of a shared directory).
+            let path = &select::expand_node(path, node);
             if path.as_os_str() == "-" {
                 return Err(CliError::Usage(
                     "`-o -` writes one document; with several GPUs use -o DIR/ or a path \

@@ -221,6 +221,11 @@ pub fn expand(path: &Path, uuid: &str, index: u32, node: &str) -> PathBuf {
     )
 }
 
+/// An output path with `{node}` replaced (the GPU's names come later).
+pub fn expand_node(path: &Path, node: &str) -> PathBuf {
+    PathBuf::from(path.to_string_lossy().replace("{node}", node))
+}
+
 /// Whether `path` names one file per GPU.
 pub fn is_per_gpu(path: &Path) -> bool {
     let text = path.to_string_lossy();

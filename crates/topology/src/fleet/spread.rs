@@ -201,6 +201,8 @@ impl Fleet {
                 }
             }
         }
+        // By node, then device index (the inputs' order where those are unknown).
+        gpus.sort_by_key(|g| (g.node.clone(), g.device_index.unwrap_or(u32::MAX)));
         let mut fleet = Fleet::build(FleetKind::Fleet, gpus, failures, nodes, options);
         fleet.notes = notes;
         if fleet.gpus.is_empty() {
