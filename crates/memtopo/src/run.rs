@@ -217,10 +217,7 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
 }
 
 /// Measures the one GPU `cli` names; returns the exit code and the result.
-pub fn measure_gpu(
-    cli: &MeasureArgs,
-    progress: &mut Reporter,
-) -> Result<(u8, Topology), CliError> {
+pub fn measure_gpu(cli: &MeasureArgs, progress: &mut Reporter) -> Result<(u8, Topology), CliError> {
     let options = options(cli)?;
     if !(cli.wait.is_finite() && cli.wait >= 0.0) {
         return Err(CliError::Usage(format!(

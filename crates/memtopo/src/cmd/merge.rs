@@ -41,11 +41,16 @@ fn input_error(path: &Path, reason: String) -> CliError {
 
 /// Reads one input: a fleet document or a result (JSON), or a result (TOML).
 fn read(path: &Path) -> Result<Input, CliError> {
-    let is_toml = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    let is_toml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
     if is_toml {
         return super::render::load(path).map(Input::Result);
     }
-    if !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+    if !path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
         return Err(input_error(
             path,
             "use .json (results, node summaries, fleet reports) or .toml (results), or a folder"

@@ -17,9 +17,7 @@ use std::path::{Path, PathBuf};
 
 use topology::fleet::{Fleet, FleetKind, GpuEntry, GpuFailure, Node, SpreadOptions};
 
-pub use select::{
-    load_profile, parse_devices, simulated_specs, simulated_uuid, DeviceSelection,
-};
+pub use select::{load_profile, parse_devices, simulated_specs, simulated_uuid, DeviceSelection};
 
 use crate::{
     cli::MeasureArgs,
@@ -241,13 +239,15 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
         progress.failed.clear();
         match crate::run::measure_gpu(&args, progress) {
             Ok((code, topo)) => {
-                let mut entry = GpuEntry::from_topology(&topo, Some(gpu.uuid.clone()), Some(node.clone()));
+                let mut entry =
+                    GpuEntry::from_topology(&topo, Some(gpu.uuid.clone()), Some(node.clone()));
                 entry.device_index = Some(index);
                 entry.exit_code = Some(code);
                 entry.file = file_for_summary(&args.output, &plan.summaries);
                 gpus.push(entry);
                 codes.push(code);
-                failed_benchmarks.extend(progress.failed.iter().map(|f| format!("GPU {index}: {f}")));
+                failed_benchmarks
+                    .extend(progress.failed.iter().map(|f| format!("GPU {index}: {f}")));
                 measured.push(gpu);
             }
             Err(e) => fail(&mut failures, &mut codes, &node, index, Some(gpu.uuid), &e),
@@ -262,9 +262,7 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
     progress.failed = failed_benchmarks;
     let mut entry = Node {
         name: node.clone(),
-        host: crate::conditions::base_record()
-            .host
-            .filter(|h| *h != node),
+        host: crate::conditions::base_record().host.filter(|h| *h != node),
         devices_requested: Some(cli.device.to_string()),
         device_count: Some(count),
         schedule: Some("sequential".into()),
@@ -360,7 +358,8 @@ fn write_summaries(summary: &Fleet, paths: &[PathBuf]) -> bool {
             Some("html") => Ok(topology::fleet::html(summary)),
             _ => summary.to_json_string().map_err(|e| e.to_string()),
         };
-        let written = text.and_then(|t| output::write_file(path, t.as_bytes()).map_err(|e| e.to_string()));
+        let written =
+            text.and_then(|t| output::write_file(path, t.as_bytes()).map_err(|e| e.to_string()));
         if let Err(reason) = written {
             progress::say(
                 Level::Error,

@@ -123,7 +123,9 @@ fn factor(key: &str, text: &str) -> Result<f64, RunnerError> {
 }
 
 fn scaled(cycles: u32, by: f64) -> u32 {
-    (f64::from(cycles) * by).round().clamp(1.0, f64::from(u32::MAX)) as u32
+    (f64::from(cycles) * by)
+        .round()
+        .clamp(1.0, f64::from(u32::MAX)) as u32
 }
 
 /// Loads one simulated GPU: `PROFILE[:KEY=VALUE]...`, the profile a bundled name or a
@@ -174,7 +176,11 @@ pub fn load_profile(spec: &str) -> Result<SimProfile, RunnerError> {
         perturbed.push(part.trim());
     }
     if !perturbed.is_empty() {
-        profile.description = format!("{} (perturbed: {})", profile.description, perturbed.join(", "));
+        profile.description = format!(
+            "{} (perturbed: {})",
+            profile.description,
+            perturbed.join(", ")
+        );
     }
     profile.validate()?;
     Ok(profile)
@@ -246,10 +252,7 @@ mod tests {
     fn device_lists_parse_and_resolve() {
         assert_eq!(parse_devices("all"), Ok(DeviceSelection::All));
         assert_eq!(parse_devices("2"), Ok(DeviceSelection::One(2)));
-        assert_eq!(
-            parse_devices("0,3"),
-            Ok(DeviceSelection::List(vec![0, 3]))
-        );
+        assert_eq!(parse_devices("0,3"), Ok(DeviceSelection::List(vec![0, 3])));
         assert!(parse_devices("0,0").unwrap_err().contains("twice"));
         assert!(parse_devices("0,").unwrap_err().contains("empty"));
         assert!(parse_devices("0,-1").unwrap_err().contains("0 to N-1"));
@@ -272,8 +275,16 @@ mod tests {
         assert_eq!(slow.clock.sm_mhz, base.clock.sm_mhz * 0.5);
         assert_eq!(slow.l2.near_latency, base.l2.near_latency);
         assert!(slow.description.contains("perturbed"));
-        for bad in ["h100:memory", "h100:memory=fast", "h100:voltage=+1%", "h100:clock=-100%"] {
-            assert!(matches!(load_profile(bad), Err(RunnerError::Profile(_))), "{bad}");
+        for bad in [
+            "h100:memory",
+            "h100:memory=fast",
+            "h100:voltage=+1%",
+            "h100:clock=-100%",
+        ] {
+            assert!(
+                matches!(load_profile(bad), Err(RunnerError::Profile(_))),
+                "{bad}"
+            );
         }
         assert_eq!(
             load_profile("h100:uuid=GPU-1").unwrap().uuid.as_deref(),
@@ -304,7 +315,12 @@ mod tests {
 
     #[test]
     fn templates_expand() {
-        let p = expand(Path::new("out/{node}/{uuid}-{index}.json"), "GPU-x", 3, "n1");
+        let p = expand(
+            Path::new("out/{node}/{uuid}-{index}.json"),
+            "GPU-x",
+            3,
+            "n1",
+        );
         assert_eq!(p, PathBuf::from("out/n1/GPU-x-3.json"));
         assert!(is_per_gpu(Path::new("r/{index}.md")));
         assert!(!is_per_gpu(Path::new("r/{node}.md")));

@@ -78,7 +78,11 @@ fn a_simulated_node_gives_one_result_per_gpu_and_a_summary_with_the_odd_one_flag
         .iter()
         .all(|l| l.peer_access && l.latency_cold.is_some() && l.copy_gib_per_s.is_some()));
     // The same UUIDs on a second run: the same files again.
-    let again = node_run(&dir, "3xvolta,volta:clock=-20%", &["--device", "0,1", "--no-peers"]);
+    let again = node_run(
+        &dir,
+        "3xvolta,volta:clock=-20%",
+        &["--device", "0,1", "--no-peers"],
+    );
     assert_eq!(code(&again), Some(0), "{}", text(&again.stderr));
     let files = std::fs::read_dir(dir.join("res")).unwrap().count();
     assert_eq!(files, 5, "four results and the summary");
@@ -102,7 +106,11 @@ fn mixed_models_on_one_node_are_compared_only_with_their_own() {
         .output()
         .unwrap();
     assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("Kepler"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("Kepler"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 #[test]
@@ -134,14 +142,35 @@ fn several_gpus_need_per_gpu_file_names() {
     let dir = scratch("names");
     let one = dir.join("one.json");
     let out = memtopo(&dir)
-        .args(["--simulate", "2xvolta", "-d", "all", "--only", "shared", "-q", "-o"])
+        .args([
+            "--simulate",
+            "2xvolta",
+            "-d",
+            "all",
+            "--only",
+            "shared",
+            "-q",
+            "-o",
+        ])
         .arg(&one)
         .output()
         .unwrap();
     assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("{uuid}"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("{uuid}"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = memtopo(&dir)
-        .args(["--simulate", "2xvolta", "-d", "all", "--only", "shared", "-q"])
+        .args([
+            "--simulate",
+            "2xvolta",
+            "-d",
+            "all",
+            "--only",
+            "shared",
+            "-q",
+        ])
         .args(["-o", "-"])
         .output()
         .unwrap();
@@ -149,7 +178,16 @@ fn several_gpus_need_per_gpu_file_names() {
     // A template with {index} and an explicit summary in Markdown.
     let template = dir.join("gpu-{index}.json");
     let out = memtopo(&dir)
-        .args(["--simulate", "2xvolta", "-d", "all", "--only", "shared", "-q", "-o"])
+        .args([
+            "--simulate",
+            "2xvolta",
+            "-d",
+            "all",
+            "--only",
+            "shared",
+            "-q",
+            "-o",
+        ])
         .arg(&template)
         .arg("--summary")
         .arg(dir.join("{node}.md"))
@@ -176,7 +214,10 @@ fn a_gpu_that_fails_loses_nothing_of_the_others_and_the_node_exits_12() {
     );
     assert_eq!(code(&out), Some(12), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("GPU 1 (GPU-held): not measured"), "{stderr}");
+    assert!(
+        stderr.contains("GPU 1 (GPU-held): not measured"),
+        "{stderr}"
+    );
     let node = summary(&dir);
     assert_eq!(node.gpus.len(), 2);
     assert_eq!(node.failures.len(), 1);
@@ -185,9 +226,17 @@ fn a_gpu_that_fails_loses_nothing_of_the_others_and_the_node_exits_12() {
     // The links are measured between the GPUs that were.
     assert_eq!(node.nodes[0].links.len(), 2);
     // merge reports the failure: exit 1.
-    let out = memtopo(&dir).arg("merge").arg(dir.join("res")).output().unwrap();
+    let out = memtopo(&dir)
+        .arg("merge")
+        .arg(dir.join("res"))
+        .output()
+        .unwrap();
     assert_eq!(code(&out), Some(1), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("Not measured"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("Not measured"),
+        "{}",
+        text(&out.stdout)
+    );
     // Every GPU failing: the GPUs' own code.
     let out = node_run(&dir, "volta:uuid=GPU-held", &["-d", "all", "--wait", "0"]);
     assert_eq!(code(&out), Some(8), "{}", text(&out.stderr));
@@ -200,14 +249,27 @@ fn merge_joins_nodes_flags_across_them_and_writes_every_format() {
     for (node, spec) in [("n1", "2xvolta"), ("n2", "volta,volta:clock=-25%")] {
         let out = memtopo(&dir)
             .env("SLURMD_NODENAME", node)
-            .args(["--simulate", spec, "-d", "all", "--only", "shared", "-q", "--no-peers"])
+            .args([
+                "--simulate",
+                spec,
+                "-d",
+                "all",
+                "--only",
+                "shared",
+                "-q",
+                "--no-peers",
+            ])
             .arg("-o")
             .arg(dir.join(format!("shared/{node}/")))
             .output()
             .unwrap();
         assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
     }
-    let (json, md, html) = (dir.join("fleet.json"), dir.join("fleet.md"), dir.join("fleet.html"));
+    let (json, md, html) = (
+        dir.join("fleet.json"),
+        dir.join("fleet.md"),
+        dir.join("fleet.html"),
+    );
     let out = memtopo(&dir)
         .arg("merge")
         .arg(dir.join("shared"))
@@ -235,7 +297,10 @@ fn merge_joins_nodes_flags_across_them_and_writes_every_format() {
         .output()
         .unwrap();
     assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
-    assert!(Fleet::from_json_str(&text(&out.stdout)).unwrap().flags.is_empty());
+    assert!(Fleet::from_json_str(&text(&out.stdout))
+        .unwrap()
+        .flags
+        .is_empty());
 }
 
 #[test]
@@ -245,9 +310,17 @@ fn merge_refuses_bad_inputs_with_a_named_file() {
     std::fs::write(&broken, "{\"schema_version\": \"1.4\", \"device\": ").unwrap();
     let out = memtopo(&dir).arg("merge").arg(&broken).output().unwrap();
     assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("broken.json"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("broken.json"),
+        "{}",
+        text(&out.stderr)
+    );
     let fleet = dir.join("fleet.json");
-    std::fs::write(&fleet, "{\"fleet_schema_version\": \"1.0\", \"kind\": \"galaxy\"}").unwrap();
+    std::fs::write(
+        &fleet,
+        "{\"fleet_schema_version\": \"1.0\", \"kind\": \"galaxy\"}",
+    )
+    .unwrap();
     let out = memtopo(&dir).arg("merge").arg(&fleet).output().unwrap();
     assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("kind"), "{}", text(&out.stderr));
@@ -255,7 +328,11 @@ fn merge_refuses_bad_inputs_with_a_named_file() {
     std::fs::create_dir_all(&empty).unwrap();
     let out = memtopo(&dir).arg("merge").arg(&empty).output().unwrap();
     assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("no .json file"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no .json file"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = memtopo(&dir).arg("merge").output().unwrap();
     assert_eq!(code(&out), Some(2), "no input: usage");
     let out = memtopo(&dir)

@@ -43,8 +43,12 @@ extern "C" {
     #[link_name = "cuda_shim_raw_cuDeviceCanAccessPeer"]
     fn cuDeviceCanAccessPeer(can_access: *mut c_int, device: c_int, peer: c_int) -> CuResult;
     #[link_name = "cuda_shim_raw_cuDeviceGetP2PAttribute"]
-    fn cuDeviceGetP2PAttribute(value: *mut c_int, attribute: c_int, src: c_int, dst: c_int)
-        -> CuResult;
+    fn cuDeviceGetP2PAttribute(
+        value: *mut c_int,
+        attribute: c_int,
+        src: c_int,
+        dst: c_int,
+    ) -> CuResult;
     #[link_name = "cuda_shim_raw_cuCtxEnablePeerAccess"]
     fn cuCtxEnablePeerAccess(peer: ContextHandle, flags: c_uint) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemcpyPeerAsync"]
@@ -98,15 +102,17 @@ impl CudaNode {
     /// Makes `position`'s context current and returns it.
     fn enter(&mut self, position: u32) -> Result<&mut Member, RunnerError> {
         let count = self.members.len() as u32;
-        let member = self
-            .members
-            .get_mut(position as usize)
-            .ok_or(RunnerError::BadDeviceIndex {
-                index: position,
-                count,
-            })?;
+        let member =
+            self.members
+                .get_mut(position as usize)
+                .ok_or(RunnerError::BadDeviceIndex {
+                    index: position,
+                    count,
+                })?;
         // SAFETY: a live context of this node.
-        check("cuCtxSetCurrent", unsafe { cuCtxSetCurrent(member.context) })?;
+        check("cuCtxSetCurrent", unsafe {
+            cuCtxSetCurrent(member.context)
+        })?;
         Ok(member)
     }
 

@@ -72,7 +72,9 @@ impl SimNode {
     /// # Errors
     /// An invalid profile.
     pub fn new(profiles: Vec<SimProfile>) -> Result<SimNode, RunnerError> {
-        let seed = profiles.iter().fold(0x5eed, |s, p| s ^ p.seed.rotate_left(7));
+        let seed = profiles
+            .iter()
+            .fold(0x5eed, |s, p| s ^ p.seed.rotate_left(7));
         let gpus = profiles
             .into_iter()
             .map(SimBackend::new)
@@ -110,10 +112,12 @@ impl SimNode {
     }
 
     fn gpu(&self, position: u32) -> Result<&SimBackend, RunnerError> {
-        self.gpus.get(position as usize).ok_or(RunnerError::BadDeviceIndex {
-            index: position,
-            count: self.gpus.len() as u32,
-        })
+        self.gpus
+            .get(position as usize)
+            .ok_or(RunnerError::BadDeviceIndex {
+                index: position,
+                count: self.gpus.len() as u32,
+            })
     }
 
     /// The simulated GPU at `position`.
@@ -170,9 +174,8 @@ impl PeerBackend for SimNode {
         }
         let (reader, owner) = (self.gpu(from)?.profile(), self.gpu(to)?.profile());
         let reader_mhz = reader.clock.sm_mhz;
-        let in_reader_cycles = |owner_cycles: u32| {
-            f64::from(owner_cycles) * reader_mhz / owner.clock.sm_mhz
-        };
+        let in_reader_cycles =
+            |owner_cycles: u32| f64::from(owner_cycles) * reader_mhz / owner.clock.sm_mhz;
         let nodes = request.chain.nodes();
         let link_cycles = link.extra_latency_ns * reader_mhz / 1e3;
         let warm = in_reader_cycles(owner.l2.near_latency) + link_cycles;
@@ -182,7 +185,9 @@ impl PeerBackend for SimNode {
         let fits = request.chain.bytes <= owner.l2.size_bytes;
         let jitter = Normal::new(0.0, reader.noise.jitter_stdev_cycles.max(0.0)).ok();
         let overhead = f64::from(reader.clock.overhead_cycles);
-        let mut seen = request.warmup_steps.min(u32::try_from(nodes).unwrap_or(u32::MAX)) as u64;
+        let mut seen = request
+            .warmup_steps
+            .min(u32::try_from(nodes).unwrap_or(u32::MAX)) as u64;
         let mut out = Vec::with_capacity(request.steps as usize);
         for k in 0..u64::from(request.steps) {
             let node = (u64::from(request.warmup_steps) + k) % nodes;
@@ -247,7 +252,10 @@ mod tests {
             / owner.clock.sm_mhz
             + 1500.0 * reader.clock.sm_mhz / 1e3;
         let cold = link.latency_cold.unwrap().mean.get();
-        assert!((cold - expected_cold).abs() < 0.02 * expected_cold, "{cold} vs {expected_cold}");
+        assert!(
+            (cold - expected_cold).abs() < 0.02 * expected_cold,
+            "{cold} vs {expected_cold}"
+        );
         let gib = link.copy_gib_per_s.unwrap();
         assert!((gib - 24.0).abs() < 1.0, "{gib}");
     }

@@ -394,7 +394,11 @@ impl Fleet {
         for (i, gpu) in self.gpus.iter().enumerate() {
             for (path, value) in &gpu.values {
                 let numbers = [Some(value.value), value.high, value.error];
-                if numbers.into_iter().flatten().any(|x| !x.is_finite() || x < 0.0) {
+                if numbers
+                    .into_iter()
+                    .flatten()
+                    .any(|x| !x.is_finite() || x < 0.0)
+                {
                     violations.push(crate::error::Violation {
                         path: format!("gpus[{i}].values.{path}"),
                         message: "must be a finite number from 0".into(),

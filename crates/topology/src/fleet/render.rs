@@ -60,11 +60,19 @@ impl Grid {
         let cell = |c: &String| c.replace('|', "\\|");
         let mut out = format!(
             "| {} |\n|{}\n",
-            self.headers.iter().map(cell).collect::<Vec<_>>().join(" | "),
+            self.headers
+                .iter()
+                .map(cell)
+                .collect::<Vec<_>>()
+                .join(" | "),
             " --- |".repeat(self.headers.len())
         );
         for row in &self.rows {
-            let _ = writeln!(out, "| {} |", row.iter().map(cell).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(
+                out,
+                "| {} |",
+                row.iter().map(cell).collect::<Vec<_>>().join(" | ")
+            );
         }
         out
     }
@@ -92,10 +100,12 @@ fn cell(fleet: &Fleet, gpu: &GpuEntry, path: &str) -> String {
     let Some(value) = gpu.values.get(path) else {
         return "-".into();
     };
-    let flagged = fleet
-        .flags
-        .iter()
-        .any(|f| f.path == path && f.uuid == gpu.uuid && f.node == gpu.node && f.device_index == gpu.device_index);
+    let flagged = fleet.flags.iter().any(|f| {
+        f.path == path
+            && f.uuid == gpu.uuid
+            && f.node == gpu.node
+            && f.device_index == gpu.device_index
+    });
     if flagged {
         format!("{} ⚑", value.display())
     } else {
@@ -121,7 +131,11 @@ enum Part {
 }
 
 fn title(fleet: &Fleet) -> String {
-    let nodes = fleet.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>();
+    let nodes = fleet
+        .nodes
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect::<Vec<_>>();
     match fleet.kind {
         FleetKind::Node => format!(
             "Node {}: {} GPU(s) measured, {} failed, {} flag(s)",
@@ -141,7 +155,11 @@ fn title(fleet: &Fleet) -> String {
 }
 
 fn distinct_nodes(fleet: &Fleet) -> usize {
-    let mut names: Vec<&str> = fleet.gpus.iter().filter_map(|g| g.node.as_deref()).collect();
+    let mut names: Vec<&str> = fleet
+        .gpus
+        .iter()
+        .filter_map(|g| g.node.as_deref())
+        .collect();
     names.sort_unstable();
     names.dedup();
     names.len()
@@ -156,8 +174,10 @@ fn link_row(link: &PeerLink) -> Vec<String> {
     vec![
         format!("{} → {}", link.from, link.to),
         if link.peer_access { "yes" } else { "no" }.into(),
-        link.nvlink_links
-            .map_or_else(|| "-".into(), |n| if n == 0 { "none".into() } else { n.to_string() }),
+        link.nvlink_links.map_or_else(
+            || "-".into(),
+            |n| if n == 0 { "none".into() } else { n.to_string() },
+        ),
         latency(link.latency_warm.as_ref()),
         latency(link.latency_cold.as_ref()),
         link.copy_gib_per_s
@@ -175,7 +195,8 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
         let mut row = vec![
             gpu.label(),
             gpu.node.clone().unwrap_or_else(|| "-".into()),
-            gpu.device_index.map_or_else(|| "-".into(), |i| i.to_string()),
+            gpu.device_index
+                .map_or_else(|| "-".into(), |i| i.to_string()),
             gpu.model.clone(),
             gpu.exit_code.map_or_else(|| "-".into(), |c| c.to_string()),
         ];
@@ -184,20 +205,28 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
     }
     parts.push(Part::Grid("GPUs".into(), gpus));
 
-    let mut flags = Grid::new(&["GPU", "node", "quantity", "value", "median", "allowed", "the others"]);
+    let mut flags = Grid::new(&[
+        "GPU",
+        "node",
+        "quantity",
+        "value",
+        "median",
+        "allowed",
+        "the others",
+    ]);
     for f in &fleet.flags {
-        let others: Vec<String> = f
-            .siblings
-            .iter()
-            .map(|s| plain(f.kind, s.value))
-            .collect();
+        let others: Vec<String> = f.siblings.iter().map(|s| plain(f.kind, s.value)).collect();
         flags.rows.push(vec![
             f.uuid.clone().unwrap_or_else(|| "?".into()),
             f.node.clone().unwrap_or_else(|| "-".into()),
             f.path.clone(),
             plain(f.kind, f.value),
             plain(f.kind, f.median),
-            format!("{} … {}", plain(f.kind, f.allowed[0].max(0.0)), plain(f.kind, f.allowed[1])),
+            format!(
+                "{} … {}",
+                plain(f.kind, f.allowed[0].max(0.0)),
+                plain(f.kind, f.allowed[1])
+            ),
             others.join(", "),
         ]);
     }
@@ -227,7 +256,10 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
     for node in &fleet.nodes {
         if node.links.is_empty() {
             if !node.notes.is_empty() {
-                parts.push(Part::Lines(format!("Node {}", node.name), node.notes.clone()));
+                parts.push(Part::Lines(
+                    format!("Node {}", node.name),
+                    node.notes.clone(),
+                ));
             }
             continue;
         }
@@ -241,9 +273,15 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
             "notes",
         ]);
         links.rows.extend(node.links.iter().map(link_row));
-        parts.push(Part::Grid(format!("Interconnect of node {}", node.name), links));
+        parts.push(Part::Grid(
+            format!("Interconnect of node {}", node.name),
+            links,
+        ));
         if !node.notes.is_empty() {
-            parts.push(Part::Lines(format!("Node {}", node.name), node.notes.clone()));
+            parts.push(Part::Lines(
+                format!("Node {}", node.name),
+                node.notes.clone(),
+            ));
         }
     }
 

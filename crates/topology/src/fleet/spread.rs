@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Fleet, FleetKind, Flag, GpuEntry, GpuFailure, Input, KeyValue, ModelSpread, Node,
+    Flag, Fleet, FleetKind, GpuEntry, GpuFailure, Input, KeyValue, ModelSpread, Node,
     QuantitySpread, SiblingValue, ValueKind, FLEET_SCHEMA_VERSION,
 };
 use crate::diff::DiffOptions;
@@ -258,7 +258,10 @@ fn compare_model(
             .iter()
             .filter_map(|g| g.values.get(path).map(|v| (*g, v)))
             .collect();
-        let exact: Vec<f64> = present.iter().filter_map(|(_, v)| v.exact_value()).collect();
+        let exact: Vec<f64> = present
+            .iter()
+            .filter_map(|(_, v)| v.exact_value())
+            .collect();
         let Some((median, mad)) = robust_spread(&exact) else {
             continue;
         };

@@ -10,7 +10,9 @@ use crate::quantity::{Count, Latency, Provenance, Size, SizeBound};
 
 /// What kind of quantity a value is: sets its unit and which tolerance of
 /// [`crate::diff::DiffOptions`] is its floor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ValueKind {
     /// A latency's mean, cycles.
@@ -101,10 +103,7 @@ impl KeyValue {
             ValueBound::Exact => (self.value - error, self.value + error),
             ValueBound::AtLeast => (self.value - error, f64::INFINITY),
             ValueBound::AtMost => (0.0, self.value + error),
-            ValueBound::Between => (
-                self.value - error,
-                self.high.unwrap_or(self.value) + error,
-            ),
+            ValueBound::Between => (self.value - error, self.high.unwrap_or(self.value) + error),
         }
     }
 
@@ -162,7 +161,11 @@ impl KeyValue {
             ValueBound::AtLeast => format!("≥ {}", one(self.value)),
             ValueBound::AtMost => format!("≤ {}", one(self.value)),
             ValueBound::Between => {
-                format!("{} – {}", one(self.value), one(self.high.unwrap_or(self.value)))
+                format!(
+                    "{} – {}",
+                    one(self.value),
+                    one(self.high.unwrap_or(self.value))
+                )
             }
         }
     }
@@ -243,7 +246,10 @@ pub fn key_values(topo: &Topology) -> BTreeMap<String, KeyValue> {
                 "partitions.far_latency",
                 p.far_latency.as_ref().map(KeyValue::latency),
             );
-            put("partitions.far_size", p.far_size.as_ref().map(KeyValue::size));
+            put(
+                "partitions.far_size",
+                p.far_size.as_ref().map(KeyValue::size),
+            );
         }
     }
     out

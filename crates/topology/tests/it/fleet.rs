@@ -57,7 +57,10 @@ fn the_odd_gpu_of_eight_is_flagged_with_its_siblings_values() {
     let flag = &fleet.flags[0];
     assert_eq!(flag.value, 330.0);
     assert_eq!(flag.siblings.len(), 7);
-    assert!(flag.siblings.iter().all(|s| (283.0..286.0).contains(&s.value)));
+    assert!(flag
+        .siblings
+        .iter()
+        .all(|s| (283.0..286.0).contains(&s.value)));
     assert!(flag.allowed[1] < 330.0 && flag.allowed[0] < flag.median);
     assert!(flag.reason.contains("over 8 GPUs"), "{}", flag.reason);
     // The table and the reports show the values beside each other.
@@ -102,17 +105,26 @@ fn only_gpus_of_one_model_are_compared() {
 
 #[test]
 fn two_gpus_that_disagree_are_both_flagged_without_a_majority() {
-    let fleet = build(vec![entry("H100", "GPU-a", 283.0), entry("H100", "GPU-b", 330.0)]);
+    let fleet = build(vec![
+        entry("H100", "GPU-a", 283.0),
+        entry("H100", "GPU-b", 330.0),
+    ]);
     let mut got = flagged(&fleet);
     got.sort_unstable();
     assert_eq!(
         got,
-        [("GPU-a", "elements.l2.latency"), ("GPU-b", "elements.l2.latency")]
+        [
+            ("GPU-a", "elements.l2.latency"),
+            ("GPU-b", "elements.l2.latency")
+        ]
     );
     assert!(fleet.flags[0].reason.contains("no majority"));
-    assert!(build(vec![entry("H100", "GPU-a", 283.0), entry("H100", "GPU-b", 283.2)])
-        .flags
-        .is_empty());
+    assert!(build(vec![
+        entry("H100", "GPU-a", 283.0),
+        entry("H100", "GPU-b", 283.2)
+    ])
+    .flags
+    .is_empty());
 }
 
 #[test]
@@ -171,9 +183,15 @@ fn merge_keeps_a_gpu_once_and_fills_what_it_lacks() {
     );
     let merged = Fleet::merge(
         vec![
-            ("GPU-a.json".into(), Input::Result(gpu("H100", "GPU-a", 283.0))),
+            (
+                "GPU-a.json".into(),
+                Input::Result(gpu("H100", "GPU-a", 283.0)),
+            ),
             ("node-n1.json".into(), Input::Fleet(node)),
-            ("GPU-b.json".into(), Input::Result(gpu("H100", "GPU-b", 283.2))),
+            (
+                "GPU-b.json".into(),
+                Input::Result(gpu("H100", "GPU-b", 283.2)),
+            ),
         ],
         SpreadOptions::default(),
     );
@@ -196,7 +214,11 @@ fn merge_keeps_a_gpu_once_and_fills_what_it_lacks() {
         SpreadOptions::default(),
     );
     assert_eq!(twice.gpus.len(), 1);
-    assert!(twice.notes[0].contains("different values"), "{:?}", twice.notes);
+    assert!(
+        twice.notes[0].contains("different values"),
+        "{:?}",
+        twice.notes
+    );
     let empty = Fleet::merge(Vec::new(), SpreadOptions::default());
     assert!(empty.gpus.is_empty() && empty.notes[0].contains("no GPU"));
 }
@@ -211,7 +233,10 @@ fn documents_round_trip_and_bad_ones_name_the_field() {
     assert_eq!(Fleet::from_json_str(&json).unwrap(), fleet);
     assert!(matches!(Input::from_json_str(&json), Ok(Input::Fleet(_))));
     let result = h200_illustrative().to_json_string().unwrap();
-    assert!(matches!(Input::from_json_str(&result), Ok(Input::Result(_))));
+    assert!(matches!(
+        Input::from_json_str(&result),
+        Ok(Input::Result(_))
+    ));
 
     let mut tree: Value = serde_json::from_str(&json).unwrap();
     tree["fleet_schema_version"] = "2.0".into();
@@ -221,7 +246,8 @@ fn documents_round_trip_and_bad_ones_name_the_field() {
     tree["gpus"][1]["values"]["elements.l2.latency"]["value"] = (-1.0).into();
     let err = Fleet::from_json_str(&tree.to_string()).unwrap_err();
     assert!(
-        err.to_string().contains("gpus[1].values.elements.l2.latency"),
+        err.to_string()
+            .contains("gpus[1].values.elements.l2.latency"),
         "{err}"
     );
     let mut tree: Value = serde_json::from_str(&json).unwrap();
@@ -242,7 +268,10 @@ fn committed_fleet_schema_is_the_generated_one_and_documents_validate() {
     check_golden_file(fleet_schema_path(), &text);
     let schema: Value = serde_json::from_str(&text).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let fleet = build(vec![entry("H100", "GPU-a", 283.0), entry("H100", "GPU-b", 330.0)]);
+    let fleet = build(vec![
+        entry("H100", "GPU-a", 283.0),
+        entry("H100", "GPU-b", 330.0),
+    ]);
     let doc: Value = serde_json::from_str(&fleet.to_json_string().unwrap()).unwrap();
     let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:#?}");

@@ -1,8 +1,8 @@
 //! Integration tests of the `topology` crate (one binary, topic modules).
 
 mod diff;
-mod fleet;
 mod fixtures;
+mod fleet;
 mod formats;
 mod golden;
 mod html;
