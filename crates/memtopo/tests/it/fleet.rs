@@ -137,11 +137,9 @@ fn a_device_that_does_not_exist_is_exit_4_before_anything_is_measured() {
     }
 }
 
-#[test]
-fn several_gpus_need_per_gpu_file_names() {
-    let dir = scratch("names");
-    let one = dir.join("one.json");
-    let out = memtopo(&dir)
+/// Two simulated V100s, `--device all --only shared -q`, and `extra`.
+fn two_gpus(dir: &Path, extra: &[&str]) -> Output {
+    memtopo(dir)
         .args([
             "--simulate",
             "2xvolta",
@@ -150,53 +148,40 @@ fn several_gpus_need_per_gpu_file_names() {
             "--only",
             "shared",
             "-q",
-            "-o",
         ])
-        .arg(&one)
+        .args(extra)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn several_gpus_need_per_gpu_file_names() {
+    let dir = scratch("names");
+    let out = two_gpus(&dir, &["-o", p(&dir.join("one.json"))]);
     assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("{uuid}"),
         "{}",
         text(&out.stderr)
     );
-    let out = memtopo(&dir)
-        .args([
-            "--simulate",
-            "2xvolta",
-            "-d",
-            "all",
-            "--only",
-            "shared",
-            "-q",
-        ])
-        .args(["-o", "-"])
-        .output()
-        .unwrap();
+    let out = two_gpus(&dir, &["-o", "-"]);
     assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
     // A template with {index} and an explicit summary in Markdown.
-    let template = dir.join("gpu-{index}.json");
-    let out = memtopo(&dir)
-        .args([
-            "--simulate",
-            "2xvolta",
-            "-d",
-            "all",
-            "--only",
-            "shared",
-            "-q",
-            "-o",
-        ])
-        .arg(&template)
-        .arg("--summary")
-        .arg(dir.join("{node}.md"))
-        .output()
-        .unwrap();
+    let (template, md) = (dir.join("gpu-{index}.json"), dir.join("{node}.md"));
+    let out = two_gpus(&dir, &["-o", p(&template), "--summary", p(&md)]);
     assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
     assert!(dir.join("gpu-0.json").exists() && dir.join("gpu-1.json").exists());
     let md = std::fs::read_to_string(dir.join("testnode.md")).unwrap();
     assert!(md.starts_with("# Node testnode: 2 GPU(s) measured"), "{md}");
+    let out = two_gpus(
+        &dir,
+        &["-o", p(&template), "--summary", p(&dir.join("s.svg"))],
+    );
+    assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
 }
 
 #[test]

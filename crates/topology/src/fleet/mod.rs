@@ -342,10 +342,7 @@ pub struct Fleet {
 impl Fleet {
     /// Reads and checks a fleet document (JSON).
     pub fn from_json_str(text: &str) -> Result<Fleet, Error> {
-        let tree: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Syntax {
-            format: Format::Json,
-            message: crate::format::excerpt(&e.to_string()),
-        })?;
+        let tree = crate::format::json_tree(text)?;
         let version = tree
             .get("fleet_schema_version")
             .ok_or_else(|| Error::Field {
@@ -368,10 +365,7 @@ impl Fleet {
                 ),
             });
         }
-        let fleet: Fleet = serde_path_to_error::deserialize(tree).map_err(|e| Error::Field {
-            path: e.path().to_string(),
-            message: e.inner().to_string(),
-        })?;
+        let fleet: Fleet = crate::format::typed(tree)?;
         fleet.check()?;
         Ok(fleet)
     }

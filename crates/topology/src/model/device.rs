@@ -6,6 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Bytes, Megahertz};
+// Named by doc links only (rustdoc resolves them in this scope).
+#[cfg(doc)]
+use crate::quantity::Conditions;
 
 /// A CUDA compute capability, e.g. 9.0.
 #[derive(
@@ -85,7 +88,7 @@ pub struct DeviceInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores_per_sm: Option<u32>,
     /// The nominal (boost) SM clock in MHz. Nanoseconds use the *measured* clock
-    /// of [`Conditions::sm_clock_mhz`](crate::Conditions::sm_clock_mhz) and fall back to this one.
+    /// of [`Conditions::sm_clock_mhz`] and fall back to this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<Megahertz>,
     /// The memory clock in MHz.

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::quantity::{Bandwidth, Count, Latency, Size};
 use crate::units::Bytes;
+// Named by doc links only (rustdoc resolves them in this scope).
+#[cfg(doc)]
+use crate::model::Topology;
 
 /// A memory element of the GPU: the logical caches and memories a load can hit.
 #[derive(
@@ -277,7 +280,7 @@ pub struct Bandwidths {
 }
 
 /// One memory element and what is known about it. Every quantity is optional:
-/// a missing one is "not measured", with the reason in [`Topology::notes`](crate::Topology::notes).
+/// a missing one is "not measured", with the reason in [`Topology::notes`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Element {
     /// The capacity (of one copy, for per-SM elements).
