@@ -206,6 +206,10 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
         None => device_count()?,
     };
     let indices = cli.device.resolve(count)?;
+    // A bad profile is the command line's fault, not one GPU's: refused before measuring.
+    for spec in specs.iter().flatten() {
+        load_profile(spec)?;
+    }
     let plan = Plan::new(cli, &node)?;
     let mut gpus: Vec<GpuEntry> = Vec::new();
     let mut failures = Vec::new();

@@ -130,6 +130,11 @@ fn a_device_that_does_not_exist_is_exit_4_before_anything_is_measured() {
         .output()
         .unwrap();
     assert_eq!(code(&out), Some(4), "{}", text(&out.stderr));
+    // A bad profile anywhere in the node: exit 5 before anything is measured.
+    let out = node_run(&dir, "volta,volta:memory=fast", &["--device", "all"]);
+    assert_eq!(code(&out), Some(5), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("memory=fast"), "{}", text(&out.stderr));
+    assert!(!dir.join("res/node-testnode.json").exists());
     // Bad lists are usage errors.
     for bad in ["0,0", "0,", "all,1", "-1"] {
         let out = node_run(&dir, "volta,volta", &["--device", bad]);
