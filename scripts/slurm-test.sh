@@ -44,17 +44,23 @@ if [ -z "${MEMTOPO:-}" ]; then
 fi
 
 work=$(mktemp -d /tmp/memtopo-slurm.XXXXXX)
-pids=()
+# Stops the daemons this script started (by the pids in their pid files), waiting up to
+# 10 s for them to go before SIGKILL.
 cleanup() {
+    started_pids=()
     for pidfile in "$work"/*.pid; do
-        [ -f "$pidfile" ] || continue
-        pid=$(cat "$pidfile")
-        kill "$pid" 2>/dev/null
+        [ -f "$pidfile" ] && started_pids+=("$(cat "$pidfile")")
     done
-    sleep 1
-    for pidfile in "$work"/*.pid; do
-        [ -f "$pidfile" ] || continue
-        pid=$(cat "$pidfile")
+    [ ${#started_pids[@]} -gt 0 ] && kill "${started_pids[@]}" 2>/dev/null
+    for _ in $(seq 1 20); do
+        alive=0
+        for pid in "${started_pids[@]}"; do
+            kill -0 "$pid" 2>/dev/null && alive=1
+        done
+        [ $alive -eq 0 ] && break
+        sleep 0.5
+    done
+    for pid in "${started_pids[@]}"; do
         kill -9 "$pid" 2>/dev/null
     done
     [ -z "${SLURM_TEST_KEEP:-}" ] && rm -rf "$work"

@@ -136,7 +136,7 @@ fn a_device_that_does_not_exist_is_exit_4_before_anything_is_measured() {
     assert!(text(&out.stderr).contains("memory=fast"), "{}", text(&out.stderr));
     assert!(!dir.join("res/node-testnode.json").exists());
     // Bad lists are usage errors.
-    for bad in ["0,0", "0,", "all,1", "-1"] {
+    for bad in ["0,0", "0,", ",", "", "all,1", "-1"] {
         let out = node_run(&dir, "volta,volta", &["--device", bad]);
         assert_eq!(code(&out), Some(2), "{bad}: {}", text(&out.stderr));
     }
@@ -332,4 +332,51 @@ fn merge_refuses_bad_inputs_with_a_named_file() {
     assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
     let out = memtopo(&dir).args(["merge", "notes.txt"]).output().unwrap();
     assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
+}
+
+/// memtopo on the stand-in driver of `cargo xtask test` (`docs/building.md`), scripted by
+/// `script`; `None` where it is not loaded (plain `cargo test`, or a real driver).
+fn on_stand_in(dir: &Path, script: &str, args: &[&str]) -> Option<Output> {
+    let probe = memtopo(dir)
+        .args(["-q", "--only", "shared"])
+        .env("MEMTOPO_STAND_IN", "cuInit=101")
+        .output()
+        .unwrap();
+    if !text(&probe.stderr).contains("CUDA_ERROR_INVALID_DEVICE (101)") {
+        assert!(
+            std::env::var_os("MEMTOPO_STAND_IN_LOADED").is_none(),
+            "the stand-in is loaded but does not follow MEMTOPO_STAND_IN"
+        );
+        return None;
+    }
+    Some(
+        memtopo(dir)
+            .args(args)
+            .env("MEMTOPO_STAND_IN", script)
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn real_gpus_on_the_stand_in_driver_index_and_failure() {
+    let dir = scratch("stand-in");
+    let one_device = "cuInit=0,cuDeviceGetCount=0";
+    let Some(out) = on_stand_in(&dir, one_device, &["-q", "--device", "0,1"]) else {
+        return;
+    };
+    assert_eq!(code(&out), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("this machine has 1 CUDA device(s)"));
+    // The one GPU cannot be opened (an exclusive GPU another process holds): its run fails
+    // with 8, the summary says so, and the node's exit code is the GPU's.
+    let busy = "cuInit=0,cuDeviceGetCount=0,cuDeviceGet=0,cuDeviceGetUuid_v2=0,\
+                cuDeviceGetPCIBusId=0,cuCtxCreate_v2=46";
+    let res = dir.join("res/");
+    let out = on_stand_in(&dir, busy, &["-q", "--device", "all", "-o", p(&res)]).unwrap();
+    assert_eq!(code(&out), Some(8), "{}", text(&out.stderr));
+    let node = summary(&dir);
+    assert!(node.gpus.is_empty());
+    assert_eq!(node.failures.len(), 1);
+    assert_eq!(node.failures[0].exit_code, 8);
+    assert_eq!(node.failures[0].device_index, Some(0));
 }
