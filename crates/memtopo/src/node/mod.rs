@@ -26,9 +26,16 @@ use crate::{
     run::CliError,
 };
 
-/// Whether `cli` asks for several GPUs (a list or `all`; `--device N` is a single run).
+/// Whether `cli` is a node run: several GPUs (a list or `all`), or one GPU whose files are
+/// named per GPU (`{uuid}`, `{index}`, `-o DIR/`) or with a node summary (`--summary`).
+/// `--device N` with plain file names is the single run it always was.
 pub fn is_node_run(cli: &MeasureArgs) -> bool {
     cli.device.single().is_none()
+        || !cli.summary.is_empty()
+        || cli
+            .output
+            .iter()
+            .any(|p| select::is_per_gpu(p) || select::per_gpu_in(p).is_some())
 }
 
 /// One GPU that was measured: what the links and the summary need.

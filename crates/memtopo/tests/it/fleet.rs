@@ -133,7 +133,11 @@ fn a_device_that_does_not_exist_is_exit_4_before_anything_is_measured() {
     // A bad profile anywhere in the node: exit 5 before anything is measured.
     let out = node_run(&dir, "volta,volta:memory=fast", &["--device", "all"]);
     assert_eq!(code(&out), Some(5), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("memory=fast"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("memory=fast"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!dir.join("res/node-testnode.json").exists());
     // Bad lists are usage errors.
     for bad in ["0,0", "0,", ",", "", "all,1", "-1"] {
@@ -187,6 +191,15 @@ fn several_gpus_need_per_gpu_file_names() {
         &["-o", p(&template), "--summary", p(&dir.join("s.svg"))],
     );
     assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
+    // One GPU with a per-GPU name is a node of one: the name is expanded, no links.
+    let out = memtopo(&dir)
+        .args(["--simulate", "volta", "--only", "shared", "-q", "-o"])
+        .arg(dir.join("single/"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    let single = std::fs::read_dir(dir.join("single")).unwrap().count();
+    assert_eq!(single, 2, "the result and the summary");
 }
 
 #[test]
@@ -369,8 +382,8 @@ fn real_gpus_on_the_stand_in_driver_index_and_failure() {
     assert!(text(&out.stderr).contains("this machine has 1 CUDA device(s)"));
     // The one GPU cannot be opened (an exclusive GPU another process holds): its run fails
     // with 8, the summary says so, and the node's exit code is the GPU's.
-    let busy = "cuInit=0,cuDeviceGetCount=0,cuDeviceGet=0,cuDeviceGetUuid_v2=0,\
-                cuDeviceGetPCIBusId=0,cuCtxCreate_v2=46";
+    let busy = "cuInit=0,cuDeviceGetCount=0,cuDeviceGet=0,cuDeviceGetName=0,\
+                cuDeviceGetUuid_v2=0,cuDeviceGetPCIBusId=0,cuDriverGetVersion=0,cuCtxCreate_v2=46";
     let res = dir.join("res/");
     let out = on_stand_in(&dir, busy, &["-q", "--device", "all", "-o", p(&res)]).unwrap();
     assert_eq!(code(&out), Some(8), "{}", text(&out.stderr));
