@@ -77,7 +77,8 @@ pub struct MeasureArgs {
     #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
     pub only: Vec<String>,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name
-    /// (kepler, maxwell, volta, h100, h200).
+    /// (kepler, maxwell, volta, h100, h200); a simulated node: several, separated by
+    /// commas, `NxNAME` for N alike, each maybe perturbed (`3xh100,h100:memory=+25%`).
     #[arg(long, value_name = "PROFILE")]
     pub simulate: Option<String>,
     /// Write the topology to FILE; the format follows the extension: .json, .toml,
