@@ -30,12 +30,7 @@ impl Topology {
     /// Validates and writes the topology as pretty-printed JSON.
     pub fn to_json_string(&self) -> Result<String, Error> {
         self.validate()?;
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| Error::Serialize {
-            format: Format::Json,
-            message: e.to_string(),
-        })?;
-        text.push('\n');
-        Ok(text)
+        pretty_json(self)
     }
 
     /// Validates and writes the topology as TOML.
@@ -120,6 +115,16 @@ pub(crate) fn json_tree(text: &str) -> Result<serde_json::Value, Error> {
         format: Format::Json,
         message: excerpt(&e.to_string()),
     })
+}
+
+/// Pretty-printed JSON with a final newline.
+pub(crate) fn pretty_json<T: serde::Serialize>(value: &T) -> Result<String, Error> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Serialize {
+        format: Format::Json,
+        message: e.to_string(),
+    })?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// Deserialises a tree with the path of every field tracked, so an error names it.

@@ -44,7 +44,7 @@ pub use render::{html, markdown, table};
 pub use spread::{median, robust_spread, SpreadOptions};
 pub use values::{key_values, KeyValue, ValueBound, ValueKind};
 
-use crate::error::{Error, Format};
+use crate::error::Error;
 use crate::model::Topology;
 use crate::quantity::Latency;
 use crate::version::SchemaVersion;
@@ -373,12 +373,7 @@ impl Fleet {
     /// Checks and writes the document as pretty-printed JSON.
     pub fn to_json_string(&self) -> Result<String, Error> {
         self.check()?;
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| Error::Serialize {
-            format: Format::Json,
-            message: e.to_string(),
-        })?;
-        text.push('\n');
-        Ok(text)
+        crate::format::pretty_json(self)
     }
 
     /// Every value must be a finite number from 0: a broken value never becomes a
