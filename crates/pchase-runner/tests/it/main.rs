@@ -4,5 +4,6 @@ mod golden;
 mod gpu;
 mod levels;
 mod pipeline;
+mod search;
 mod sim;
 mod watch;
