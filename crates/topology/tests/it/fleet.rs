@@ -279,3 +279,42 @@ fn committed_fleet_schema_is_the_generated_one_and_documents_validate() {
     bad["kind"] = "cluster".into();
     assert!(!validator.is_valid(&bad));
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// GPUs within the latency tolerance of each other are never flagged, and one
+        /// GPU 20 % off always is, whatever the order of the GPUs.
+        #[test]
+        fn flags_follow_the_tolerance_not_the_order(
+            noise in proptest::collection::vec(-0.009f64..0.009, 3..12),
+            odd_at in 0usize..12,
+            rotate in 0usize..12,
+        ) {
+            let gpus: Vec<GpuEntry> = noise
+                .iter()
+                .enumerate()
+                .map(|(i, n)| entry("H100", &format!("GPU-{i}"), 283.0 * (1.0 + n)))
+                .collect();
+            prop_assert!(build(gpus.clone()).flags.is_empty());
+            let mut with_odd = gpus;
+            let odd = odd_at % with_odd.len();
+            let value = with_odd[odd].values["elements.l2.latency"].value * 1.2;
+            with_odd[odd]
+                .values
+                .get_mut("elements.l2.latency")
+                .unwrap()
+                .value = value;
+            let n = with_odd.len();
+            with_odd.rotate_left(rotate % n);
+            let fleet = build(with_odd);
+            let expected = format!("GPU-{odd}");
+            prop_assert_eq!(flagged(&fleet), vec![(expected.as_str(), "elements.l2.latency")]);
+        }
+    }
+}
