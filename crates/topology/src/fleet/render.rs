@@ -313,16 +313,15 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
                 flagged.to_string(),
             ]);
         }
-        if equal > 0 {
+        if spread.rows.is_empty() {
             parts.push(Part::Lines(
-                name.clone(),
-                vec![format!(
-                    "{equal} quantities are equal on every GPU (the Markdown and HTML reports \
-                     list them)"
-                )],
+                name,
+                vec![format!("all {equal} quantities are equal on every GPU")],
             ));
-        }
-        if !spread.rows.is_empty() {
+        } else if equal > 0 {
+            let name = format!("{name} ({equal} further quantities equal on every GPU)");
+            parts.push(Part::Grid(name, spread));
+        } else {
             parts.push(Part::Grid(name, spread));
         }
     }
