@@ -84,8 +84,9 @@ pub struct DeviceInfo {
     /// CUDA cores per SM, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores_per_sm: Option<u32>,
-    /// The nominal (boost) SM clock in MHz. Nanoseconds use the *measured* clock
-    /// of [`Conditions::sm_clock_mhz`] and fall back to this one.
+    /// The nominal (boost) SM clock in MHz. Nanoseconds use the *measured* clock of
+    /// [`Conditions::sm_clock_mhz`](crate::quantity::Conditions::sm_clock_mhz) and fall back
+    /// to this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<Megahertz>,
     /// The memory clock in MHz.

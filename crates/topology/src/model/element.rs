@@ -277,7 +277,7 @@ pub struct Bandwidths {
 }
 
 /// One memory element and what is known about it. Every quantity is optional:
-/// a missing one is "not measured", with the reason in [`Topology::notes`].
+/// a missing one is "not measured", with the reason in [`Topology::notes`](super::Topology::notes).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Element {
     /// The capacity (of one copy, for per-SM elements).
