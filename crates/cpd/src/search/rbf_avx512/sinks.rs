@@ -1,5 +1,5 @@
-//! The consumers of a pass's costs: up to [`MAX_FUSED`] fused layers of the dynamic
-//! programme ([`Layers`]) and PELT's one layer with its pruning test ([`Single`]).
+//! The consumers of a pass's costs: up to [`MAX_FUSED`](super::MAX_FUSED) fused layers of the
+//! dynamic programme ([`Layers`]) and PELT's one layer with its pruning test ([`Single`]).
 
 use std::arch::x86_64::{
     __m512d, __m512i, _mm512_add_pd, _mm512_cmp_pd_mask, _mm512_loadu_pd, _mm512_mask_blend_epi64,
@@ -9,7 +9,7 @@ use std::arch::x86_64::{
 
 use super::{first_minimiser, ChunkSink, Minimum, LANES, NO_MINIMUM, PAD};
 
-/// Up to [`MAX_FUSED`] layers of dynamic programming: per lane, the least
+/// Up to [`MAX_FUSED`](super::MAX_FUSED) layers of dynamic programming: per lane, the least
 /// `F_{k−1}(s) + c(s, end)` within the current group of chunks (one `min` per
 /// chunk), and across groups the least with the group where it occurred; the
 /// start itself is found afterwards in that group's stored costs.
