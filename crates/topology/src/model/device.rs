@@ -5,6 +5,10 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+// Only for doc links: the JSON schema's descriptions are these doc comments, so a link
+// keeps its short form there and resolves through this import.
+#[cfg(doc)]
+use crate::quantity::Conditions;
 use crate::units::{Bytes, Megahertz};
 
 /// A CUDA compute capability, e.g. 9.0.
@@ -84,9 +88,8 @@ pub struct DeviceInfo {
     /// CUDA cores per SM, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores_per_sm: Option<u32>,
-    /// The nominal (boost) SM clock in MHz. Nanoseconds use the *measured* clock of
-    /// [`Conditions::sm_clock_mhz`](crate::quantity::Conditions::sm_clock_mhz) and fall back
-    /// to this one.
+    /// The nominal (boost) SM clock in MHz. Nanoseconds use the *measured* clock
+    /// of [`Conditions::sm_clock_mhz`] and fall back to this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<Megahertz>,
     /// The memory clock in MHz.
