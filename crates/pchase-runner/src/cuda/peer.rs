@@ -16,7 +16,7 @@ use std::{
 };
 
 use super::{
-    checked_device,
+    device::checked_device,
     driver::{check, Arg, LaunchShape},
     ffi::{self, ContextHandle, CuResult, DevicePtr, StreamHandle},
     handles::{DeviceBuffer, Event},
