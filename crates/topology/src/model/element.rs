@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::quantity::{Bandwidth, Count, Latency, Size};
 use crate::units::Bytes;
+// Only for doc links: the JSON schema's descriptions are these doc comments, so a link
+// keeps its short form there and resolves through this import.
+#[cfg(doc)]
+use super::Topology;
 
 /// A memory element of the GPU: the logical caches and memories a load can hit.
 #[derive(
