@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use super::probe::CONSTANT_BANK_BYTES;
 use super::{
-    line_from_misses, ElementKind, ElementResult, LineFinding, Measurements, Session, SizeFinding,
+    line_from_misses_above, stats, ElementKind, ElementResult, LineFinding, Measurements, Session,
+    SizeFinding,
 };
 use crate::{
     backend::{Carveout, ChainSpec, LoadPath},
@@ -35,8 +36,8 @@ pub(crate) fn chain_beyond_constant_l1(
 impl Session<'_> {
     /// The constant L1.5's fetch granularity: the spacing of its misses in a chase whose
     /// every load misses the constant L1 (nodes `l1_line` apart, over twice the L1.5).
-    /// Loads slower than 1.5 × the median (an L1.5 hit) + 4 cycles are L1.5 misses, as in
-    /// [`line_from_misses`].
+    /// Loads slower than 1.5 × the fastest loads' latency (the 5th percentile: an L1.5
+    /// hit) + 4 cycles are L1.5 misses.
     pub(crate) fn constant_l15_line(
         &mut self,
         l15_bytes: u64,
@@ -47,9 +48,21 @@ impl Session<'_> {
         let steps = self.options.samples.max(512);
         let samples =
             self.fine_samples(LoadPath::Constant, chain, steps, Carveout::Percent(0), gpu)?;
-        // `line_from_misses` counts distances in 4-byte nodes; these nodes are a
+        // Misses are no minority here where the L1.5's line is few L1 lines (every second
+        // load with 128-byte L1.5 lines behind 64-byte L1 lines), so the threshold comes
+        // from the fastest loads (L1.5 hits), not the median.
+        let mut sorted: Vec<f64> = samples.iter().map(|&v| f64::from(v)).collect();
+        sorted.sort_by(f64::total_cmp);
+        let fast = stats::quantile(&sorted, 0.05);
+        let threshold = 1.5 * fast + 4.0;
+        if stats::quantile(&sorted, 0.99) <= threshold {
+            return Err(RunnerError::WrongResult(format!(
+                "no L1.5 misses visible beyond the constant L1 (fastest loads {fast} cycles)"
+            )));
+        }
+        // `line_from_misses_above` counts distances in 4-byte nodes; these nodes are a
         // constant-L1 line apart.
-        let found = line_from_misses(&samples)?;
+        let found = line_from_misses_above(&samples, threshold)?;
         Ok(LineFinding {
             bytes: found.bytes / 4 * u64::from(l1_line),
             ..found

@@ -1,5 +1,6 @@
 //! Integration tests of pchase-runner: one binary, one module per topic.
 
+mod geometry;
 mod golden;
 mod gpu;
 mod levels;
