@@ -275,7 +275,9 @@ pub enum L2Interleave {
     /// Every aligned group of `partitions` consecutive lines has one line in each partition
     /// (which one, a hash of the group), and a partition's set is the group number modulo
     /// its sets, as address-sliced hashes of real L2s keep partitions and sets even: an
-    /// array fills every partition and set alike.
+    /// array fills every partition and set alike. Copies of far lines in the near partition
+    /// are placed by line number (so that one group's lines do not share a set), which
+    /// fills the near partition's sets less evenly: meant for L2s without copies.
     Balanced,
 }
 
