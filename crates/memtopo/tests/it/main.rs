@@ -7,3 +7,4 @@ mod outputs;
 mod progress;
 mod shared_gpu;
 mod subcommands;
+mod visible_devices;
