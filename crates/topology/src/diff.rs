@@ -321,7 +321,8 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
         );
         // Schema 1.5: a disturbed element on either side is a change, and its values
         // below are marked, never shown plain.
-        let disturbed = |e: Option<&crate::Element>| e.and_then(|e| e.disturbed.as_ref().map(|_| true));
+        let disturbed =
+            |e: Option<&crate::Element>| e.and_then(|e| e.disturbed.as_ref().map(|_| true));
         d.exact(&field("disturbed"), disturbed(ea), disturbed(eb));
         let first = d.result.changes.len();
         let (pa, pb) = (

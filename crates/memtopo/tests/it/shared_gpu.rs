@@ -310,7 +310,12 @@ fn a_disturbed_value_is_never_written_plain() {
     let start = clean_launches("shared", &dir) / 2;
     let clean = profile(&dir, "", "");
     let clean_json = dir.join("clean.json");
-    let out = run_only("shared", &clean, &dir, &["-o", clean_json.to_str().unwrap()]);
+    let out = run_only(
+        "shared",
+        &clean,
+        &dir,
+        &["-o", clean_json.to_str().unwrap()],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stdout(&out).contains("[DISTURBED]"));
     let gpu = profile(
@@ -347,11 +352,17 @@ fn a_disturbed_value_is_never_written_plain() {
     // Only the disturbed benchmark's element is marked.
     for kind in topology::ElementKind::ALL {
         if kind != topology::ElementKind::SharedMemory {
-            assert!(topo.element(kind).is_none_or(|e| e.disturbed.is_none()), "{kind}");
+            assert!(
+                topo.element(kind).is_none_or(|e| e.disturbed.is_none()),
+                "{kind}"
+            );
         }
     }
     let toml = Topology::load(dir.join("t.toml")).unwrap();
-    assert_eq!(toml.element(topology::ElementKind::SharedMemory), Some(shared));
+    assert_eq!(
+        toml.element(topology::ElementKind::SharedMemory),
+        Some(shared)
+    );
     for (file, mark) in [
         ("t.md", "Shared memory [DISTURBED]"),
         ("t.svg", "Shared memory [DISTURBED]"),

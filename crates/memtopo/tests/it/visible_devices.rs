@@ -57,7 +57,12 @@ fn the_lock_follows_the_uuid_not_the_index() {
         .open(&lock_path)
         .expect("lock file opens");
     fs4::FileExt::try_lock(&held).expect("the test takes the lock");
-    for (device, visible) in [(0, Some("1")), (1, None), (1, Some("0,1")), (0, Some("1,0"))] {
+    for (device, visible) in [
+        (0, Some("1")),
+        (1, None),
+        (1, Some("0,1")),
+        (0, Some("1,0")),
+    ] {
         let out = memtopo(&dir, device, visible);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(

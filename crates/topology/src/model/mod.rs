@@ -226,8 +226,8 @@ impl Topology {
     /// plain.
     ///
     /// ```
-    /// use topology::{ElementKind, Topology};
-    /// let mut topo = Topology::default();
+    /// use topology::{ComputeCapability, DeviceInfo, ElementKind, Topology};
+    /// let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 132));
     /// assert_eq!(topo.label(ElementKind::L2), "L2");
     /// topo.element_mut(ElementKind::L2).disturbed = Some("L2-hit latency +40 %".into());
     /// assert_eq!(topo.label(ElementKind::L2), "L2 [DISTURBED]");

@@ -179,10 +179,14 @@ pub(super) fn sm_blocks(topo: &Topology) -> Vec<Block> {
             // that has them), then each logical path's latency.
             let names: Vec<String> = group
                 .iter()
-                .map(|k| match topo.element(*k).and_then(|e| e.disturbed.as_ref()) {
-                    Some(_) => format!("{} [{}]", k.abbreviation(), crate::Element::DISTURBED_MARK),
-                    None => k.abbreviation().to_owned(),
-                })
+                .map(
+                    |k| match topo.element(*k).and_then(|e| e.disturbed.as_ref()) {
+                        Some(_) => {
+                            format!("{} [{}]", k.abbreviation(), crate::Element::DISTURBED_MARK)
+                        }
+                        None => k.abbreviation().to_owned(),
+                    },
+                )
                 .collect();
             let mut lines = Vec::new();
             let first = |f: fn(&crate::model::Element) -> Option<&Size>| {
