@@ -17,6 +17,7 @@
 //!    (far median minus near median) of each must agree within 15 % + 10 cycles.
 //! 7. **Line and sector** ([`probes`]).
 
+pub mod confirm;
 pub mod identify;
 pub mod map;
 pub mod probes;
@@ -45,6 +46,9 @@ pub struct L2Findings {
     /// The bytes of one SM's array that stay in its own partition, and whether measured
     /// (`true`: where near hits stopped in the sweep) or derived (`false`: the API's size).
     pub near_capacity: Option<(u64, bool)>,
+    /// The array size up to which near hits kept their share (SM 0's array, before the
+    /// division by the partitions where there are no copies), bytes.
+    pub near_edge: Option<u64>,
     /// The array size up to which far hits persisted (SM 0's array), bytes.
     pub far_edge: Option<u64>,
     /// The bytes of far-homed lines the far partition(s) held at the far edge (the edge
@@ -289,6 +293,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
         levels: identified.levels.clone(),
         near,
         near_capacity,
+        near_edge,
         far_edge,
         far_capacity,
         far_capacity_range,
