@@ -113,6 +113,12 @@ fn check<B: Backend + ?Sized>(
     };
     let bytes = edge.bytes;
     let full = edge.full;
+    log::debug!(
+        "L2 {name} edge {bytes} B confirmation: {name} hits {:.1} % at {below} B, {:.1} % at {above} B (full share {:.1} %)",
+        100.0 * low,
+        100.0 * high,
+        100.0 * full
+    );
     if low < full {
         Some(format!(
             "L2 {name} edge {bytes} B not confirmed: at {below} B only {:.0} % of the loads are {name} hits (at least {:.0} % expected)",
