@@ -113,7 +113,7 @@ fn slow_threshold(baseline_sorted: &[f64]) -> f64 {
 ///
 /// The baseline is the same launch with a one-node evicting chain. A load is slow when it
 /// exceeds the baseline's 99th percentile by max(4 cycles, 10 %), or 1.5 × its median + 4
-/// cycles where that is lower ([`slow_threshold`]); B evicted A when, in each
+/// cycles where that is lower (a miss); B evicted A when, in each
 /// of three launches, the median block has at least 25 % more slow loads than the
 /// baseline; B did not when every launch shows less than 5 % more. Anything in between, or
 /// launches that disagree, is [`RunnerError::WrongResult`] ("undecided").
