@@ -100,6 +100,8 @@ const HAND_WRITTEN: &[&str] = &[
     "cuGetErrorName",
     "cuDeviceGetCount",
     "cuDeviceGet",
+    "cuDeviceGetUuid_v2",
+    "cuDeviceGetPCIBusId",
     "cuDriverGetVersion",
 ];
 
@@ -108,8 +110,13 @@ const HAND_WRITTEN: &[&str] = &[
 /// Every entry point answers `CUDA_ERROR_NO_DEVICE` (100), unless the environment
 /// variable `MEMTOPO_STAND_IN` lists it as `name=code` (comma-separated), e.g.
 /// `cuInit=0,cuDeviceGetCount=0,cuDeviceGet=0,cuCtxCreate_v2=46`: then it answers that
-/// code. Scripted to succeed, `cuDeviceGetCount` reports one device, `cuDeviceGet` the
-/// ordinal asked for and `cuDriverGetVersion` 12080; the others write nothing. The error
+/// code. Scripted to succeed, `cuDeviceGetCount` reports the GPUs visible,
+/// `cuDeviceGet` the physical GPU of the ordinal asked for, `cuDeviceGetUuid_v2` and
+/// `cuDeviceGetPCIBusId` that GPU's UUID (`a0 5a … 5a i`, i its physical index) and bus id
+/// (`00000000:0i:00.0`), and `cuDriverGetVersion` 12080; the others write nothing. The
+/// machine has `MEMTOPO_STAND_IN_GPUS` GPUs (default 1), of which `CUDA_VISIBLE_DEVICES`
+/// (indices, comma-separated) makes those listed visible, renumbered from 0 in its order,
+/// as the real driver does. The error
 /// text functions describe only code 100 and answer `CUDA_ERROR_INVALID_VALUE` for any
 /// other code, as a driver does for a code it does not know.
 pub fn stand_in_source(entry_points: &[String]) -> String {
@@ -140,15 +147,47 @@ pub fn stand_in_source(entry_points: &[String]) -> String {
          \x20   0\n\
          }\n\
          #[no_mangle]\n\
+         /// The physical GPUs visible, in CUDA's order (`CUDA_VISIBLE_DEVICES` renumbers).\n\
+         fn visible() -> Vec<c_int> {\n\
+         \x20   let gpus: c_int = std::env::var(\"MEMTOPO_STAND_IN_GPUS\").ok().and_then(|n| n.trim().parse().ok()).unwrap_or(1);\n\
+         \x20   match std::env::var(\"CUDA_VISIBLE_DEVICES\") {\n\
+         \x20       Ok(list) => list.split(',').map_while(|i| i.trim().parse::<c_int>().ok().filter(|i| (0..gpus).contains(i))).collect(),\n\
+         \x20       Err(_) => (0..gpus).collect(),\n\
+         \x20   }\n\
+         }\n\
+         #[no_mangle]\n\
          pub unsafe extern \"C\" fn cuDeviceGetCount(count: *mut c_int) -> u32 {\n\
          \x20   let code = answer(\"cuDeviceGetCount\");\n\
-         \x20   if code == 0 && !count.is_null() { unsafe { *count = 1 }; }\n\
+         \x20   if code == 0 && !count.is_null() { unsafe { *count = visible().len() as c_int }; }\n\
          \x20   code\n\
          }\n\
          #[no_mangle]\n\
          pub unsafe extern \"C\" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> u32 {\n\
          \x20   let code = answer(\"cuDeviceGet\");\n\
-         \x20   if code == 0 && !device.is_null() { unsafe { *device = ordinal }; }\n\
+         \x20   if code != 0 || device.is_null() { return code; }\n\
+         \x20   match usize::try_from(ordinal).ok().and_then(|o| visible().get(o).copied()) {\n\
+         \x20       Some(physical) => { unsafe { *device = physical }; 0 }\n\
+         \x20       None => 101,\n\
+         \x20   }\n\
+         }\n\
+         #[no_mangle]\n\
+         pub unsafe extern \"C\" fn cuDeviceGetUuid_v2(uuid: *mut u8, device: c_int) -> u32 {\n\
+         \x20   let code = answer(\"cuDeviceGetUuid_v2\");\n\
+         \x20   if code == 0 && !uuid.is_null() {\n\
+         \x20       let mut bytes = [0x5au8; 16];\n\
+         \x20       bytes[0] = 0xa0;\n\
+         \x20       bytes[15] = device as u8;\n\
+         \x20       unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), uuid, 16) };\n\
+         \x20   }\n\
+         \x20   code\n\
+         }\n\
+         #[no_mangle]\n\
+         pub unsafe extern \"C\" fn cuDeviceGetPCIBusId(bus: *mut c_char, len: c_int, device: c_int) -> u32 {\n\
+         \x20   let code = answer(\"cuDeviceGetPCIBusId\");\n\
+         \x20   let text = format!(\"00000000:{:02x}:00.0\\0\", device);\n\
+         \x20   if code == 0 && !bus.is_null() && len as usize >= text.len() {\n\
+         \x20       unsafe { std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), bus, text.len()) };\n\
+         \x20   }\n\
          \x20   code\n\
          }\n\
          #[no_mangle]\n\

@@ -128,15 +128,37 @@ pub fn watched<B: Backend>(
     options.watch = true;
     let (stride, replicas) = (options.search_stride, options.replicas);
     let before = sentinel::read(backend);
-    let measured = crate::run::measure(backend, options, progress)?;
+    let mut measured = crate::run::measure(backend, options, progress)?;
     record.disturbances.extend(sentinel::confirm_sizes(
         backend, &measured, stride, replicas,
     ));
+    confirm_l2(backend, &mut measured);
     let after = sentinel::read(backend);
     record
         .disturbances
         .extend(sentinel::compare(&before, &after));
     Ok(measured)
+}
+
+/// Probes the L2's near and far edges again (`measure::l2::confirm`); an edge that stays
+/// unconfirmed after its repeat is a disturbed L2 benchmark: its element is marked and the
+/// run exits 9, as for a benchmark the sentinels found disturbed.
+fn confirm_l2<B: Backend>(backend: &mut B, measured: &mut Measurements) {
+    let Some(l2) = measured.l2.as_ref() else {
+        return;
+    };
+    let overhead = f64::from(measured.clock_overhead.unwrap_or(0));
+    let findings = pchase_runner::measure::l2::confirm::confirm_l2(backend, l2, overhead);
+    if !findings.is_empty() {
+        measured
+            .disturbed
+            .push(pchase_runner::measure::Disturbance {
+                element: Some(topology::ElementKind::L2),
+                benchmark: "l2 size confirmation".into(),
+                findings,
+                cleared_by_repeat: false,
+            });
+    }
 }
 
 /// The simulated GPU seen as NVML would see it.

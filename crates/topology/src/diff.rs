@@ -319,6 +319,12 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
             ea.and_then(|e| e.global_loads_cached),
             eb.and_then(|e| e.global_loads_cached),
         );
+        // Schema 1.5: a disturbed element on either side is a change, and its values
+        // below are marked, never shown plain.
+        let disturbed =
+            |e: Option<&crate::Element>| e.and_then(|e| e.disturbed.as_ref().map(|_| true));
+        d.exact(&field("disturbed"), disturbed(ea), disturbed(eb));
+        let first = d.result.changes.len();
         let (pa, pb) = (
             ea.and_then(|e| e.partitions.as_ref()),
             eb.and_then(|e| e.partitions.as_ref()),
@@ -354,6 +360,15 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
                 pa.and_then(|p| p.near_keeps_far_copies),
                 pb.and_then(|p| p.near_keeps_far_copies),
             );
+        }
+        let mark = |value: &mut String, side: Option<&crate::Element>| {
+            if side.is_some_and(|e| e.disturbed.is_some()) && value != "-" {
+                value.push_str(&format!(" [{}]", crate::Element::DISTURBED_MARK));
+            }
+        };
+        for change in &mut d.result.changes[first..] {
+            mark(&mut change.before, ea);
+            mark(&mut change.after, eb);
         }
     }
 

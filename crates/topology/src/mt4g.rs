@@ -90,6 +90,11 @@ fn mt4g_name(kind: ElementKind) -> &'static str {
 /// The fields common to MT4G's cache objects.
 fn cache_object(topo: &Topology, kind: ElementKind, element: &Element) -> Map<String, Value> {
     let mut object = Map::new();
+    // memtopo's own key (schema 1.5): the benchmark stayed disturbed, every value below
+    // may be wrong.
+    if let Some(reason) = &element.disturbed {
+        object.insert("memtopoDisturbed".into(), reason.clone().into());
+    }
     if let Some(count) = element.count_per_sm {
         object.insert("amountPerMultiprocessor".into(), count.value.into());
     }
@@ -259,6 +264,12 @@ pub fn export(topo: &Topology) -> Value {
         .and_then(|e| e.latency.as_ref())
     {
         shared.insert("latency".into(), latency_value(latency));
+    }
+    if let Some(reason) = topo
+        .element(ElementKind::SharedMemory)
+        .and_then(|e| e.disturbed.as_ref())
+    {
+        shared.insert("memtopoDisturbed".into(), reason.clone().into());
     }
     insert_some(
         &mut shared,

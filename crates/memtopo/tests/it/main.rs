@@ -8,3 +8,4 @@ mod outputs;
 mod progress;
 mod shared_gpu;
 mod subcommands;
+mod visible_devices;

@@ -106,17 +106,30 @@ fn json_progress_reports_an_early_error_in_the_summary() {
 
 #[test]
 fn quiet_still_prints_failures_and_warnings() {
-    // The Maxwell profile's constant L1 copies-per-SM benchmark fails (exit 1).
+    // A Volta whose L1 does not serve texture loads: the texture benchmark fails (exit 1).
+    // (This used the Maxwell profile's constant-L1 copies probe, which failed until issue
+    // 12.6 made the probe decide in caches of low associativity.)
+    let volta =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/profiles/volta.toml");
+    let text = std::fs::read_to_string(volta).unwrap().replace(
+        r#"paths = ["global_ca", "global_nc", "texture"]"#,
+        r#"paths = ["global_ca", "global_nc"]"#,
+    );
+    let profile = std::env::temp_dir().join(format!("memtopo-notex-{}.toml", std::process::id()));
+    std::fs::write(&profile, text).unwrap();
     let out = memtopo()
-        .args(["--simulate", "maxwell", "-q"])
+        .arg("--simulate")
+        .arg(&profile)
+        .args(["--only", "texture", "-q"])
         .output()
         .unwrap();
+    let _ = std::fs::remove_file(&profile);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(out.stdout.is_empty(), "no table under -q");
     assert!(
         err.lines()
-            .any(|l| l.starts_with("memtopo: error: Constant L1: not measured: ")),
+            .any(|l| l.starts_with("memtopo: error: Texture: not measured: no SM cache serves")),
         "{err}"
     );
     // Volta's constant L1.5 is only a bound: a warning, also under -q.

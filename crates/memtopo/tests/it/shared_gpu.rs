@@ -301,3 +301,101 @@ fn a_benchmark_disturbed_after_its_repeat_is_marked_on_its_element() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Schema 1.5: the disturbed element itself is marked, in every output and in `diff`,
+/// so its values are never written plain (issue 13.3).
+#[test]
+fn a_disturbed_value_is_never_written_plain() {
+    let dir = scratch("plain");
+    let start = clean_launches("shared", &dir) / 2;
+    let clean = profile(&dir, "", "");
+    let clean_json = dir.join("clean.json");
+    let out = run_only(
+        "shared",
+        &clean,
+        &dir,
+        &["-o", clean_json.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("[DISTURBED]"));
+    let gpu = profile(
+        &dir,
+        "",
+        &format!("[co_tenant]\nvisible = false\nstart_launch = {start}\nlatency_factor = 1.5"),
+    );
+    let files = ["t.json", "t.toml", "t.md", "t.svg", "t.html", "t.mt4g.json"];
+    let mut args = Vec::new();
+    for f in files {
+        args.push("-o".to_owned());
+        args.push(dir.join(f).to_str().unwrap().to_owned());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_only("shared", &gpu, &dir, &args);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let table = stdout(&out);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("Shared memory"))
+        .unwrap_or_else(|| panic!("no shared-memory row: {table}"));
+    assert!(row.starts_with("Shared memory [DISTURBED]"), "{row}");
+    let topo = Topology::load(dir.join("t.json")).unwrap();
+    let shared = topo
+        .element(topology::ElementKind::SharedMemory)
+        .expect("shared memory");
+    assert!(
+        shared
+            .disturbed
+            .as_deref()
+            .is_some_and(|d| d.starts_with("shared latency: ")),
+        "{shared:?}"
+    );
+    // Only the disturbed benchmark's element is marked.
+    for kind in topology::ElementKind::ALL {
+        if kind != topology::ElementKind::SharedMemory {
+            assert!(
+                topo.element(kind).is_none_or(|e| e.disturbed.is_none()),
+                "{kind}"
+            );
+        }
+    }
+    let toml = Topology::load(dir.join("t.toml")).unwrap();
+    assert_eq!(
+        toml.element(topology::ElementKind::SharedMemory),
+        Some(shared)
+    );
+    for (file, mark) in [
+        ("t.md", "Shared memory [DISTURBED]"),
+        ("t.svg", "Shared memory [DISTURBED]"),
+        ("t.html", "Shared memory [DISTURBED]"),
+        ("t.mt4g.json", "memtopoDisturbed"),
+    ] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        assert!(text.contains(mark), "{file} lacks {mark}");
+    }
+    // The Markdown never names the element without the mark where it shows a value.
+    let md = std::fs::read_to_string(dir.join("t.md")).unwrap();
+    assert!(
+        md.lines()
+            .filter(|l| l.starts_with("| Shared memory"))
+            .all(|l| l.starts_with("| Shared memory [DISTURBED]")),
+        "{md}"
+    );
+    let diff = memtopo()
+        .arg("diff")
+        .arg(&clean_json)
+        .arg(dir.join("t.json"))
+        .output()
+        .unwrap();
+    let text = stdout(&diff);
+    assert!(
+        text.contains("elements.shared_memory.disturbed: - → true"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("elements.shared_memory.latency"))
+            .all(|l| l.ends_with("[DISTURBED]")),
+        "{text}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

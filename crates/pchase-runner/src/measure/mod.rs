@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod bench;
 pub mod carveout;
+mod constant_l15;
 mod fine;
 pub mod hierarchy;
 pub mod l2;

@@ -58,7 +58,7 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
 pub use profile::{
-    Associativity, CacheSpec, ClockSpec, L2Spec, MemorySpec, NoiseSpec, Replacement,
+    Associativity, CacheSpec, ClockSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec, Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
@@ -121,6 +121,8 @@ impl SimBackend {
             near_latency: l2spec.near_latency,
             far_latency: l2spec.far(),
             near_keeps_far_copies: l2spec.near_keeps_far_copies,
+            balanced_sets: (l2spec.interleave == L2Interleave::Balanced)
+                .then(|| (geometry.size / u64::from(geometry.line) / geometry.ways.max(1)).max(1)),
         };
         let sm_count = profile.device.sm_count as usize;
         Ok(SimBackend {

@@ -35,9 +35,49 @@ pub(super) struct L2 {
     pub(super) near_latency: u32,
     pub(super) far_latency: u32,
     pub(super) near_keeps_far_copies: bool,
+    /// With the balanced interleave ([`super::L2Interleave::Balanced`]): the sets of one
+    /// partition.
+    pub(super) balanced_sets: Option<u64>,
 }
 
 impl L2 {
+    /// The address the near partition keeps a copy of a far line under: the same, except
+    /// with the balanced interleave, where the copies of one group's lines go to different
+    /// sets (the line number in the set bits) and a marker above every home address keeps
+    /// their tags apart (placing them by group put a group's lines in one set, and evicting
+    /// it took all of them: the line probe read four lines as one).
+    #[inline]
+    fn copy_address(&self, addr: u64) -> u64 {
+        match self.balanced_sets {
+            Some(sets) => {
+                let marker = (self.partitions.len() as u64 * (sets << 32)) << self.line_shift;
+                addr + marker
+            }
+            None => addr,
+        }
+    }
+
+    /// The home partition of the line at `addr`, and the address a partition's cache
+    /// looks it up by (the same address, except with the balanced interleave: the group
+    /// number in the set bits, the position in the group far above them, so tags stay
+    /// distinct).
+    #[inline]
+    fn place(&self, addr: u64) -> (usize, u64) {
+        let count = self.partitions.len();
+        let line = addr >> self.line_shift;
+        match self.balanced_sets {
+            Some(sets) if count > 1 => {
+                let p = count as u64;
+                let (group, slot) = (line / p, line % p);
+                let home = ((slot + home_partition(group, count) as u64) % p) as usize;
+                let placed = group + slot * (sets << 32);
+                let offset = addr & ((1u64 << self.line_shift) - 1);
+                (home, (placed << self.line_shift) | offset)
+            }
+            _ => (home_partition(line, count), addr),
+        }
+    }
+
     /// Latency of a load of `addr` from an SM whose near partition is `near`, or `None`
     /// when it misses the L2 (device memory serves it). Fills what it passes.
     #[inline]
@@ -53,19 +93,20 @@ impl L2 {
                 .access(addr, rng)
                 .then_some(self.near_latency);
         }
-        let home = home_partition(addr >> self.line_shift, count);
+        let (home, placed) = self.place(addr);
         if home == near {
             return self.partitions[near]
-                .access(addr, rng)
+                .access(placed, rng)
                 .then_some(self.near_latency);
         }
         // The copy lookup also fills the copy on a miss, so far data the SM reuses is
         // then served near.
-        if self.near_keeps_far_copies && self.partitions[near].access(addr, rng) {
+        let copy = self.copy_address(addr);
+        if self.near_keeps_far_copies && self.partitions[near].access(copy, rng) {
             return Some(self.near_latency);
         }
         self.partitions[home]
-            .access(addr, rng)
+            .access(placed, rng)
             .then_some(self.far_latency)
     }
 
@@ -75,7 +116,7 @@ impl L2 {
     #[inline]
     pub(super) fn far_miss_extra(&self, near: usize, addr: u64) -> u32 {
         let count = self.partitions.len();
-        if count == 1 || home_partition(addr >> self.line_shift, count) == near {
+        if count == 1 || self.place(addr).0 == near {
             0
         } else {
             self.far_latency.saturating_sub(self.near_latency)
@@ -84,8 +125,10 @@ impl L2 {
 
     /// A store of `bytes` bytes from `addr` reaches the line's home partition.
     pub(super) fn write(&mut self, addr: u64, bytes: u64, rng: &mut Xoshiro256PlusPlus) {
-        let count = self.partitions.len();
-        let home = home_partition(addr >> self.line_shift, count);
+        let (home, addr) = match self.partitions.len() {
+            1 => (0, addr),
+            _ => self.place(addr),
+        };
         self.partitions[home].write(addr, bytes, rng);
     }
 

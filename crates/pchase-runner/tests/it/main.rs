@@ -1,7 +1,9 @@
 //! Integration tests of pchase-runner: one binary, one module per topic.
 
+mod geometry;
 mod golden;
 mod gpu;
+mod l2_confirm;
 mod levels;
 mod pipeline;
 mod search;

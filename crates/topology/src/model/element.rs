@@ -323,9 +323,25 @@ pub struct Element {
     /// L2 only: the partitions as one SM sees them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitions: Option<L2Partitions>,
+    /// Set when the benchmark behind this element was still disturbed after its repeat
+    /// (added in schema 1.5): every value of the element may be wrong. The text says what
+    /// the sentinels showed. Every output marks the element's values with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<String>,
 }
 
 impl Element {
+    /// The marker every output puts beside a disturbed element's values.
+    pub const DISTURBED_MARK: &'static str = "DISTURBED";
+
+    /// `name`, followed by ` [DISTURBED]` where the element's benchmark stayed disturbed.
+    pub fn label(&self, name: &str) -> String {
+        match self.disturbed {
+            Some(_) => format!("{name} [{}]", Self::DISTURBED_MARK),
+            None => name.to_owned(),
+        }
+    }
+
     /// Sets the size.
     pub fn set_size(&mut self, size: Size) -> &mut Self {
         self.size = Some(size);

@@ -220,4 +220,21 @@ impl Topology {
     pub fn l2_partitions(&self) -> Option<&L2Partitions> {
         self.element(ElementKind::L2)?.partitions.as_ref()
     }
+
+    /// The name every output gives `kind`: its display name, marked `[DISTURBED]` where
+    /// its benchmark stayed disturbed (schema 1.5), so a disturbed value is never shown
+    /// plain.
+    ///
+    /// ```
+    /// use topology::{ComputeCapability, DeviceInfo, ElementKind, Topology};
+    /// let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 132));
+    /// assert_eq!(topo.label(ElementKind::L2), "L2");
+    /// topo.element_mut(ElementKind::L2).disturbed = Some("L2-hit latency +40 %".into());
+    /// assert_eq!(topo.label(ElementKind::L2), "L2 [DISTURBED]");
+    /// ```
+    pub fn label(&self, kind: ElementKind) -> String {
+        let name = kind.display_name();
+        self.element(kind)
+            .map_or_else(|| name.to_owned(), |e| e.label(name))
+    }
 }

@@ -278,7 +278,7 @@ pub(super) fn latency_rows(topo: &Topology) -> Vec<(Latency, [String; 10])> {
     let mut rows = Vec::new();
     for (kind, element) in topo.elements.iter() {
         if let Some(latency) = &element.latency {
-            rows.push(row(kind.display_name(), latency));
+            rows.push(row(&topo.label(kind), latency));
         }
         if let Some(p) = &element.partitions {
             if let Some(latency) = &p.near_latency {
@@ -322,7 +322,7 @@ pub(super) fn evidence_rows(topo: &Topology) -> Vec<[String; 8]> {
             let Some(size) = size else { continue };
             let e = size.evidence.clone().unwrap_or_default();
             rows.push([
-                kind.display_name().to_owned(),
+                topo.label(kind),
                 name.to_owned(),
                 size.to_string(),
                 size.provenance.to_string(),
@@ -335,7 +335,7 @@ pub(super) fn evidence_rows(topo: &Topology) -> Vec<[String; 8]> {
         for entry in &element.size_per_carveout {
             let dash = || "-".to_owned();
             rows.push([
-                kind.display_name().to_owned(),
+                topo.label(kind),
                 format!("size at {}", carveout_row_label(entry)),
                 entry.l1_size.to_string(),
                 entry.l1_size.provenance.to_string(),

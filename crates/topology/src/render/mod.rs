@@ -117,7 +117,7 @@ fn rows(topo: &Topology, notes: &mut Footnotes) -> Vec<Row> {
         let latency = element.and_then(|e| e.latency.as_ref());
         let shared = topo.shared_with(kind);
         rows.push(Row {
-            element: kind.display_name().to_owned(),
+            element: topo.label(kind),
             size: size_cell(
                 topo,
                 kind,

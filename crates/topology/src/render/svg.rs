@@ -155,7 +155,7 @@ pub fn svg(topo: &Topology) -> String {
     // Constant L1.5, between the SMs and L2 on the constant path.
     if present(topo, ElementKind::ConstantL15) {
         let block = Block {
-            title: ElementKind::ConstantL15.display_name().to_owned(),
+            title: topo.label(ElementKind::ConstantL15),
             lines: element_lines(topo, ElementKind::ConstantL15),
             fill: "#f3e8ff",
             stroke: "#9333ea",

@@ -177,7 +177,17 @@ pub(super) fn sm_blocks(topo: &Topology) -> Vec<Block> {
         if group.len() > 1 {
             // One physical cache: the size and line once (from the first member
             // that has them), then each logical path's latency.
-            let names: Vec<&str> = group.iter().map(|k| k.abbreviation()).collect();
+            let names: Vec<String> = group
+                .iter()
+                .map(
+                    |k| match topo.element(*k).and_then(|e| e.disturbed.as_ref()) {
+                        Some(_) => {
+                            format!("{} [{}]", k.abbreviation(), crate::Element::DISTURBED_MARK)
+                        }
+                        None => k.abbreviation().to_owned(),
+                    },
+                )
+                .collect();
             let mut lines = Vec::new();
             let first = |f: fn(&crate::model::Element) -> Option<&Size>| {
                 group.iter().find_map(|k| topo.element(*k).and_then(f))
@@ -213,7 +223,7 @@ pub(super) fn sm_blocks(topo: &Topology) -> Vec<Block> {
                 _ => ("#dbeafe", "#2563eb"),
             };
             blocks.push(Block {
-                title: format!("{}{}", kind.display_name(), count_suffix(topo, kind)),
+                title: format!("{}{}", topo.label(kind), count_suffix(topo, kind)),
                 lines: element_lines(topo, kind),
                 fill,
                 stroke,

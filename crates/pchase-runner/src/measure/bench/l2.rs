@@ -8,7 +8,7 @@ use super::{Benchmark, Info};
 use crate::{
     backend::LoadPath,
     measure::{l2, report, Measurements, Session},
-    sim::SimProfile,
+    sim::{L2Interleave, SimProfile},
 };
 
 /// The L2 benchmark.
@@ -90,6 +90,7 @@ impl Benchmark for L2 {
             }
             Err(why) => return Err(format!("no L2 line: {why}")),
         }
+        check_partitions(profile, l2)?;
         match &l2.sector {
             Ok(found) if found.bytes == sector => Ok(()),
             Ok(found) => Err(format!(
@@ -98,5 +99,44 @@ impl Benchmark for L2 {
             )),
             Err(why) => Err(format!("no L2 sector: {why}")),
         }
+    }
+}
+
+/// The partitions (issue 12.6): where the map ran, the count is the profile's and so is
+/// whether a partition keeps copies; with the balanced interleave, whose partitions and
+/// sets fill evenly (and no copies), the near partition and the far side hold the
+/// profile's bytes to 1 %.
+fn check_partitions(profile: &SimProfile, l2: &l2::L2Findings) -> Result<(), String> {
+    let truth = profile.l2.partitions;
+    let Ok(map) = &l2.map else {
+        return Ok(());
+    };
+    if map.count != truth {
+        return Err(format!("L2 partitions: {}, truth {truth}", map.count));
+    }
+    let copies = (truth > 1).then_some(profile.l2.near_keeps_far_copies);
+    if l2.keeps_copies != copies {
+        return Err(format!(
+            "L2 copies of far lines: {:?}, truth {copies:?}",
+            l2.keeps_copies
+        ));
+    }
+    // Capacities where the model fills partitions and sets evenly: the balanced
+    // interleave without copies (with copies the near partition mixes its own lines, placed
+    // by group, with copies placed by line, which fill its sets unevenly).
+    if profile.l2.interleave != L2Interleave::Balanced || profile.l2.near_keeps_far_copies {
+        return Ok(());
+    }
+    let each = profile.l2.partition_bytes();
+    let close = |found: u64, truth: u64| found.abs_diff(truth) <= truth / 100;
+    match l2.near_capacity {
+        Some((near, true)) if close(near, each) => {}
+        near => return Err(format!("L2 near partition {near:?}, truth {each} B")),
+    }
+    let far = each * u64::from(truth - 1);
+    match (truth, l2.far_capacity_range) {
+        (1, _) => Ok(()),
+        (_, Some((low, high))) if close(low, far) || (low..=high).contains(&far) => Ok(()),
+        (_, range) => Err(format!("L2 far side {range:?}, truth {far} B")),
     }
 }

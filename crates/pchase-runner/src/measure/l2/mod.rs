@@ -17,6 +17,7 @@
 //!    (far median minus near median) of each must agree within 15 % + 10 cycles.
 //! 7. **Line and sector** ([`probes`]).
 
+pub mod confirm;
 pub mod identify;
 pub mod map;
 pub mod probes;
@@ -45,6 +46,9 @@ pub struct L2Findings {
     /// The bytes of one SM's array that stay in its own partition, and whether measured
     /// (`true`: where near hits stopped in the sweep) or derived (`false`: the API's size).
     pub near_capacity: Option<(u64, bool)>,
+    /// The array size up to which near hits kept their share (SM 0's array, before the
+    /// division by the partitions where there are no copies), bytes.
+    pub near_edge: Option<u64>,
     /// The array size up to which far hits persisted (SM 0's array), bytes.
     pub far_edge: Option<u64>,
     /// The bytes of far-homed lines the far partition(s) held at the far edge (the edge
@@ -182,11 +186,12 @@ pub fn measure_l2<B: Backend + ?Sized>(
         })?;
     }
     // The far partition(s) hold the array's far-homed lines, 1 − 1/P of it with P
-    // partitions (P from the map, else two): far hits end where that share of the array
-    // no longer fits. The range runs to the next size the refinement did not try.
+    // partitions (P from the map; two where there is no map but a far level): far hits end
+    // where that share of the array no longer fits. The range runs to the next size the
+    // refinement did not try.
     let partitions = match &map {
-        Ok(found) if found.count > 1 => f64::from(found.count),
-        _ => 2.0,
+        Ok(found) => f64::from(found.count.max(1)),
+        Err(_) => 2.0,
     };
     let far_homed = 1.0 - 1.0 / partitions;
     let far_capacity_range = far_edge.filter(|_| far_level.is_some()).map(|edge| {
@@ -213,6 +218,15 @@ pub fn measure_l2<B: Backend + ?Sized>(
         Ok(found) => found.keeps_copies,
         Err(_) => far_level.map(|far| far.share_at(0) == 0.0),
     };
+    // Without copies the near partition holds only the array's near-homed lines, 1/P of
+    // it: near hits stop when that share no longer fits, so the partition holds the edge
+    // over P (issue 12.6: a three-partition L2 without copies read as 2.5 of its 3 MiB
+    // in one partition, more than the L2 held with the other two).
+    let near_edge = near_capacity.map(|(bytes, _)| bytes);
+    if keeps_copies == Some(false) {
+        near_capacity =
+            near_capacity.map(|(bytes, measured)| ((bytes as f64 / partitions) as u64, measured));
+    }
     // 6. The far level by both methods.
     let far_check = far_level.map(|far| {
         let sweep_penalty = far.distribution.p50 - near_level.distribution.p50;
@@ -229,11 +243,10 @@ pub fn measure_l2<B: Backend + ?Sized>(
         }
     });
 
-    // 7. Line (85 % of the capacity one SM keeps near) and sector.
+    // 7. Line (85 % of the array one SM keeps near hits up to: without copies its lines
+    // fill every partition alike) and sector.
     let threshold = probes::line_threshold(&cold, fetch_granularity);
-    let capacity = near_capacity
-        .map(|(b, _)| b)
-        .or(near_last.map(|i| points[i].bytes));
+    let capacity = near_edge.or(near_last.map(|i| points[i].bytes));
     let line = match (fetch_granularity, capacity) {
         (Some(granularity), Some(capacity)) => {
             probes::l2_line(backend, capacity, granularity, threshold, gpu_time)?
@@ -280,6 +293,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
         levels: identified.levels.clone(),
         near,
         near_capacity,
+        near_edge,
         far_edge,
         far_capacity,
         far_capacity_range,

@@ -198,12 +198,14 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
         .level(LevelKind::FarHit)
         .and_then(|far| crate::measure::l2::summary(&far.distribution).ok())
         .map(|s| Latency::measured(s).with_conditions(loaded()));
-    partitions.count = match &l2.map {
-        Ok(map) => Some(Count::new(map.count, Provenance::Benchmark)),
-        Err(_) => l2
-            .level(LevelKind::FarHit)
-            .map(|_| Count::new(2, Provenance::Derived)),
-    };
+    // The count only from the map's direct measurement (the far share 1 − 1/P), never
+    // from the number of latency levels: a far level says there is more than one
+    // partition, not how many (issue 12.6).
+    partitions.count = l2
+        .map
+        .as_ref()
+        .ok()
+        .map(|map| Count::new(map.count, Provenance::Benchmark));
     let size = |(bytes, measured_here): (u64, bool)| {
         Size::exact(
             Bytes(bytes),

@@ -285,7 +285,26 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
         .set_size(Size::api(Bytes(info.total_memory_bytes)));
     topo.element_mut(ElementKind::SharedMemory)
         .set_count_per_sm(Count::new(1, Provenance::Api));
+    mark_disturbed(measured, &mut topo);
     topo
+}
+
+/// Marks every element whose benchmark stayed disturbed after its repeat (schema 1.5), so
+/// that no output shows its values plain; a benchmark of no element (the relations) and
+/// one its repeat cleared mark nothing here (the run's notes say what happened).
+fn mark_disturbed(measured: &Measurements, topo: &mut Topology) {
+    for d in measured.disturbed.iter().filter(|d| !d.cleared_by_repeat) {
+        let Some(element) = d.element else { continue };
+        let text = format!("{}: {}", d.benchmark, d.findings.join("; "));
+        let slot = &mut topo.element_mut(element).disturbed;
+        match slot {
+            Some(before) => {
+                before.push_str("; ");
+                before.push_str(&text);
+            }
+            None => *slot = Some(text),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -257,6 +257,34 @@ pub struct L2Spec {
     /// NVIDIA describes the A100's L2), so that far data the SM reuses is then served near.
     #[serde(default)]
     pub near_keeps_far_copies: bool,
+    /// How lines are spread over the partitions (issue 12.6): `"hash"` (the default) or
+    /// `"balanced"`.
+    #[serde(default, skip_serializing_if = "L2Interleave::is_hash")]
+    pub interleave: L2Interleave,
+}
+
+/// How the simulated L2 spreads lines over its partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum L2Interleave {
+    /// Every line's home is a hash of its line number, and a partition's set is the line
+    /// number modulo its sets: partitions and their sets fill unevenly, so without copies
+    /// an SM's near hits stop some way before the L2 is full.
+    #[default]
+    Hash,
+    /// Every aligned group of `partitions` consecutive lines has one line in each partition
+    /// (which one, a hash of the group), and a partition's set is the group number modulo
+    /// its sets, as address-sliced hashes of real L2s keep partitions and sets even: an
+    /// array fills every partition and set alike. Copies of far lines in the near partition
+    /// are placed by line number (so that one group's lines do not share a set), which
+    /// fills the near partition's sets less evenly: meant for L2s without copies.
+    Balanced,
+}
+
+impl L2Interleave {
+    fn is_hash(&self) -> bool {
+        *self == L2Interleave::Hash
+    }
 }
 
 impl L2Spec {

@@ -163,6 +163,7 @@ impl SimProfile {
                 near_latency,
                 far_latency: (partitions > 1).then_some(far_latency),
                 near_keeps_far_copies: partitions > 1 && rng.random_bool(0.5),
+                interleave: L2Interleave::Hash,
             },
             memory: MemorySpec {
                 latency: memory_latency,
