@@ -2,6 +2,7 @@
 //! the catalogue's kernels. Every driver call of the crate is in this module, through
 //! integer-typed declarations (`ffi`), never through cust's enum-typed `CUresult`.
 
+mod bandwidth;
 mod driver;
 mod errors;
 mod ffi;
@@ -18,6 +19,7 @@ use crate::{
         PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot, SmLineLatencies,
         TwoPhaseRequest,
     },
+    bandwidth::{BandwidthRequest, BandwidthRun},
     device::{ComputeCapability, DeviceInfo},
     error::RunnerError,
 };
@@ -112,6 +114,7 @@ pub fn describe_result(code: u32) -> String {
 #[derive(Debug)]
 pub struct CudaBackend {
     single_thread_fill: bool,
+    bandwidth_buffers: bandwidth::BandwidthBuffers,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -148,7 +151,9 @@ impl CudaBackend {
         let cc = pchase_kernels::ComputeCapability::from(info.compute_capability);
         let mut modules = Vec::new();
         for module in catalogue::modules() {
-            if module.supports(cc) {
+            if module.loaded_on_demand() {
+                log::debug!("PTX module {} loads on first use", module.name());
+            } else if module.supports(cc) {
                 log::debug!("loading PTX module {}", module.name());
                 modules.push(LoadedModule::load(module.name(), module.ptx())?);
             } else {
@@ -162,6 +167,7 @@ impl CudaBackend {
         }
         Ok(CudaBackend {
             single_thread_fill: false,
+            bandwidth_buffers: bandwidth::BandwidthBuffers::default(),
             chain_buffer: None,
             flush_buffer: None,
             modules,
@@ -968,6 +974,10 @@ impl Backend for CudaBackend {
         let mut host = to_host(&out)?;
         host.sort_unstable();
         Ok(host[host.len() / 2])
+    }
+
+    fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
+        self.run_bandwidth(request)
     }
 
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {

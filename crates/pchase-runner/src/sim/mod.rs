@@ -45,6 +45,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bandwidth;
 mod cache;
 mod model;
 mod profile;
@@ -61,6 +62,7 @@ pub use profile::{
     Associativity, CacheSpec, ClockSpec, L2Spec, MemorySpec, NoiseSpec, Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
+pub use bandwidth::{BandwidthSpec, LevelThroughput, ThroughputLevel};
 pub use tenant::{CoTenant, SimObservation};
 
 use crate::backend::{

@@ -89,6 +89,10 @@ pub struct SimProfile {
     /// Other work sharing the GPU (`docs/simulator.md`, "Co-tenants").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub co_tenant: Option<super::CoTenant>,
+    /// The throughput of each level, for the bandwidth benchmarks (`sim/bandwidth.rs`);
+    /// without it they report "not measured".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<super::BandwidthSpec>,
 }
 
 /// The SM clock and the cost of reading it.
@@ -492,6 +496,9 @@ impl SimProfile {
         if let Some(tenant) = &self.co_tenant {
             tenant.validate()?;
         }
+        if let Some(bandwidth) = &self.bandwidth {
+            bandwidth.validate()?;
+        }
         let d = &self.device;
         if d.sm_count == 0 {
             return err("device.sm_count: must be at least 1".into());
@@ -838,6 +845,7 @@ impl SimProfile {
             },
             uuid: None,
             co_tenant: None,
+            bandwidth: Some(super::bandwidth::random_spec(&mut rng)),
         }
     }
 }
