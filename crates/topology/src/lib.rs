@@ -46,6 +46,7 @@
 
 #![deny(missing_docs)]
 
+mod bandwidth;
 pub mod diff;
 mod error;
 mod format;
@@ -66,8 +67,9 @@ pub use model::{
     Element, ElementKind, Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
     ReplacementPolicy, SharedPhysicalCache, TlbLevel, Topology,
 };
+pub use bandwidth::{Bandwidth, BandwidthLaunch, BandwidthPeak};
 pub use quantity::{
-    Bandwidth, ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,
+    ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,
     SizeBound,
 };
 pub use run::{GpuProcess, GpuState, RunRecord};
