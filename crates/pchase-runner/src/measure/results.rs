@@ -110,6 +110,10 @@ pub struct Measurements {
     pub timings: Vec<Timing>,
     /// Benchmarks the sentinels found disturbed ([`MeasureOptions::watch`]).
     pub disturbed: Vec<Disturbance>,
+    /// The bandwidth of each level measured (issue 15).
+    pub bandwidth: Vec<super::bandwidth::BandwidthFinding>,
+    /// Levels whose bandwidth could not be measured, with the reason.
+    pub bandwidth_failures: Vec<(super::bandwidth::BandwidthLevel, String)>,
 }
 
 /// A benchmark after which the sentinels had moved from their first reading.

@@ -69,6 +69,7 @@ fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measurements {
         None => {
             m.sharing.clear();
             m.copies.clear();
+            m.bandwidth.clear();
         }
     }
     m
