@@ -11,7 +11,7 @@
 //! use pchase_runner::measure::bandwidth::{BandwidthLevel, LevelPlan};
 //! use pchase_runner::sim::SimProfile;
 //! let h100 = SimProfile::bundled("h100")?;
-//! let plan = LevelPlan::new(BandwidthLevel::MemoryRead, &h100.device, 1755.0)?;
+//! let plan = LevelPlan::new(BandwidthLevel::MemoryRead, &h100.device, 1755.0, None)?;
 //! assert_eq!(plan.region_bytes, 512 << 20); // 8 × 50 MiB, to the next power of two
 //! assert!(plan.space.shapes().len() > 100);
 //! # Ok::<(), pchase_runner::RunnerError>(())
@@ -44,8 +44,11 @@ pub const TUNING_REPETITIONS: u32 = 3;
 pub const FINAL_REPETITIONS: u32 = 5;
 /// The most shapes one level's search evaluates.
 pub const SEARCH_BUDGET: usize = 32;
-/// The L1 read's region per block: small enough that the blocks of one SM all fit its L1.
+/// The L1 read's largest region per block (the hand-written kernels reached the L1's peak
+/// with 8, 16 and 32 KiB alike on the H100).
 pub const L1_REGION: u64 = 8 << 10;
+/// The L1 read's smallest region per block.
+pub const L1_MIN_REGION: u64 = 4 << 10;
 /// The shared-memory read's region per block.
 pub const SHARED_REGION: u64 = 16 << 10;
 /// The peak of the L1 and shared memory from Volta on, bytes per clock per SM.
@@ -159,11 +162,20 @@ pub fn api_memory_peak(device: &DeviceInfo) -> Option<f64> {
 }
 
 impl LevelPlan {
-    /// The plan of `level` on `device`, whose SM clock is `sm_mhz`.
+    /// The plan of `level` on `device`, whose SM clock is `sm_mhz`. `sm_cache_bytes` is the
+    /// smallest SM cache of the global reads (L1 data, read-only) where the session measured
+    /// it; the L1 read sizes its regions and blocks by it (an eighth of it per block, from 4 to
+    /// 8 KiB, and the blocks of one SM within half of it). Without it the L1 is taken to be
+    /// 128 KiB from Volta on and 12 KiB before.
     ///
     /// # Errors
     /// [`RunnerError::InvalidRequest`] where the device cannot hold the level's buffers.
-    pub fn new(level: BandwidthLevel, device: &DeviceInfo, sm_mhz: f64) -> Result<Self, RunnerError> {
+    pub fn new(
+        level: BandwidthLevel,
+        device: &DeviceInfo,
+        sm_mhz: f64,
+        sm_cache_bytes: Option<u64>,
+    ) -> Result<Self, RunnerError> {
         use BandwidthOp::{Copy, Read, SharedRead, Write};
         let sms = f64::from(device.sm_count);
         let hz = sm_mhz * 1e6;
@@ -177,14 +189,24 @@ impl LevelPlan {
             .min(pow2_floor(device.total_memory_bytes / 8))
             .min(1 << 31);
         let partitions_hint = 2;
+        let l1 = sm_cache_bytes.unwrap_or(if device.compute_capability.major >= 7 {
+            128 << 10
+        } else {
+            12 << 10
+        });
+        let l1_region = pow2_floor(l1 / 8).clamp(L1_MIN_REGION, L1_REGION);
+        let l1_blocks: Vec<u32> = [1, 2, 4, 8]
+            .into_iter()
+            .filter(|&b| b == 1 || u64::from(b) * l1_region <= l1 / 2)
+            .collect();
         let (ops, layout, region, rate, blocks): (Vec<BandwidthOp>, _, u64, f64, Vec<u32>) =
             match level {
                 BandwidthLevel::L1 => (
                     vec![Read(ReadVariant::Ca), Read(ReadVariant::Nc)],
                     RegionLayout::PerBlock,
-                    L1_REGION,
+                    l1_region,
                     sm_peak,
-                    vec![1, 2, 4, 8],
+                    l1_blocks,
                 ),
                 BandwidthLevel::Shared => (
                     vec![SharedRead],
@@ -268,11 +290,12 @@ impl LevelPlan {
             .ok_or_else(|| {
                 RunnerError::InvalidRequest("no block size the search could try".into())
             })?;
+        let two_blocks = 2 * seed_threads <= max_threads_per_sm && space.blocks_per_sm.contains(&2);
         let seed = BandwidthShape {
             op: ops[0],
             vector_bytes: 16,
             unroll: 4,
-            blocks_per_sm: if 2 * seed_threads <= max_threads_per_sm { 2 } else { 1 },
+            blocks_per_sm: if two_blocks { 2 } else { 1 },
             threads: seed_threads,
         };
         Ok(LevelPlan {
@@ -338,6 +361,8 @@ pub struct BandwidthFinding {
     /// The theoretical peak, where one exists: bytes per second, how it is computed, and
     /// bytes per clock per SM where it is stated so.
     pub peak: Option<(f64, &'static str, Option<f64>)>,
+    /// The SM cache size the plan was sized by, where the session had measured it.
+    pub sm_cache_bytes: Option<u64>,
 }
 
 impl BandwidthFinding {
@@ -388,7 +413,12 @@ pub(crate) fn measure(
         .sm_clock_mhz
         .or_else(|| device.sm_clock_khz.map(|k| f64::from(k) / 1e3))
         .ok_or_else(|| RunnerError::InvalidRequest("no SM clock to size launches by".into()))?;
-    let plan = LevelPlan::new(level, &device, sm_mhz)?;
+    // The smallest measured SM cache of the global reads sizes the L1 read.
+    let sm_cache_bytes = [ElementKind::L1Data, ElementKind::ReadOnly]
+        .into_iter()
+        .filter_map(|e| s.exact_size(e))
+        .min();
+    let plan = LevelPlan::new(level, &device, sm_mhz, sm_cache_bytes)?;
     let sms = device.sm_count;
     let search = coordinate_search(&plan.space, plan.seed, SEARCH_BUDGET, |shape| {
         let request = plan.request(*shape, sms, TUNING_LAUNCH, TUNING_REPETITIONS);
@@ -428,5 +458,6 @@ pub(crate) fn measure(
         sm_clock_mhz: sm_mhz,
         sm_count: sms,
         peak: peak(level, &device, sm_mhz),
+        sm_cache_bytes,
     })
 }
