@@ -7,6 +7,7 @@
 //! why (the footnote gives the reason) and as `-` otherwise. Every number follows one
 //! precision rule ([`number`], [`p_value`], [`median_iqr`]).
 
+mod bandwidth;
 mod html;
 mod markdown;
 mod number;
@@ -313,6 +314,7 @@ pub fn table(topo: &Topology) -> String {
     for (i, entry) in notes.entries.iter().enumerate() {
         let _ = writeln!(out, "[{}] {entry}", i + 1);
     }
+    out.push_str(&bandwidth::text_table(topo));
     for note in general_notes(topo) {
         let _ = writeln!(out, "{note}");
     }
