@@ -178,11 +178,7 @@ impl BandwidthRequest {
         let mask = (self.region_bytes - 1) as u32;
         let (stride, phase, step) = match self.layout {
             RegionLayout::PerBlock => (self.region_bytes, 0, chunk),
-            RegionLayout::GridStride => (
-                0,
-                chunk,
-                chunk * u64::from(self.shape.blocks(sm_count)),
-            ),
+            RegionLayout::GridStride => (0, chunk, chunk * u64::from(self.shape.blocks(sm_count))),
         };
         let stride = match self.shape.op {
             BandwidthOp::SharedRead => 0,
@@ -237,7 +233,9 @@ pub fn check_bandwidth(request: &BandwidthRequest, device: &DeviceInfo) -> Resul
         ));
     }
     let warp = device.warp_size.max(1);
-    if shape.threads == 0 || shape.threads % warp != 0 || shape.threads > device.max_threads_per_block
+    if shape.threads == 0
+        || shape.threads % warp != 0
+        || shape.threads > device.max_threads_per_block
     {
         return bad(format!(
             "{} threads per block: a multiple of {warp} up to {}",

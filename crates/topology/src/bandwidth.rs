@@ -215,10 +215,7 @@ pub(crate) fn violations(path: &str, bandwidth: &Bandwidth) -> Vec<(String, Stri
         if peak.value > 0.0 && (peak.fraction - expected).abs() > 1e-6 * expected.max(1.0) {
             out.push((
                 format!("{path}.peak.fraction"),
-                format!(
-                    "{} is not value / peak ({expected})",
-                    peak.fraction
-                ),
+                format!("{} is not value / peak ({expected})", peak.fraction),
             ));
         }
     }
@@ -241,7 +238,10 @@ pub(crate) fn violations(path: &str, bandwidth: &Bandwidth) -> Vec<(String, Stri
             ("unroll", launch.unroll),
         ] {
             if value == 0 {
-                out.push((format!("{path}.launch.{field}"), "must be at least 1".into()));
+                out.push((
+                    format!("{path}.launch.{field}"),
+                    "must be at least 1".into(),
+                ));
             }
         }
         if !matches!(launch.vector_bytes, 1 | 2 | 4 | 8 | 16 | 32) {

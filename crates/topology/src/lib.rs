@@ -60,6 +60,7 @@ mod units;
 mod validate;
 mod version;
 
+pub use bandwidth::{Bandwidth, BandwidthLaunch, BandwidthPeak};
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
@@ -67,10 +68,8 @@ pub use model::{
     Element, ElementKind, Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
     ReplacementPolicy, SharedPhysicalCache, TlbLevel, Topology,
 };
-pub use bandwidth::{Bandwidth, BandwidthLaunch, BandwidthPeak};
 pub use quantity::{
-    ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,
-    SizeBound,
+    ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,
 };
 pub use run::{GpuProcess, GpuState, RunRecord};
 pub use units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};

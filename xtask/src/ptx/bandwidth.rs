@@ -74,7 +74,9 @@ pub fn entry(kernel: &'static Kernel, shape: BandwidthKernel) -> Result<String, 
     w.ins("mov.u32 %r_ntid, %ntid.x");
     w.ins("mov.u32 %r_ctaid, %ctaid.x");
     w.ins("mul.lo.u32 %r_pos, %r_ctaid, %r_phase");
-    w.ins(&format!("mad.lo.u32 %r_pos, %r_tid, {vector_bytes}, %r_pos"));
+    w.ins(&format!(
+        "mad.lo.u32 %r_pos, %r_tid, {vector_bytes}, %r_pos"
+    ));
     w.ins(&format!("mul.lo.u32 %r_lane, %r_ntid, {vector_bytes}"));
     for u in 1..unroll {
         w.ins(&format!("mul.lo.u32 %r_du{u}, %r_lane, {u}"));

@@ -24,7 +24,10 @@ fn every_shape_has_one_kernel_and_only_the_bandwidth_module_loads_on_demand() {
                 assert_eq!(found.is_some(), expected, "{op} v{vector} u{unroll}");
                 if let Some(kernel) = found {
                     let shape = bandwidth::shape_of(kernel).expect("a bandwidth kernel");
-                    assert_eq!((shape.op, shape.vector_bytes, shape.unroll), (op, vector, unroll));
+                    assert_eq!(
+                        (shape.op, shape.vector_bytes, shape.unroll),
+                        (op, vector, unroll)
+                    );
                     assert!(std::ptr::eq(kernel.module(), bandwidth::module()));
                 }
             }

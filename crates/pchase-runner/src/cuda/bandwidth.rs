@@ -130,9 +130,8 @@ impl CudaBackend {
         // shared reads the largest shared memory (as many blocks per SM as fit).
         let (dynamic, carveout) = match (shape.op, request.layout) {
             (BandwidthOp::SharedRead, _) => (
-                u32::try_from(request.region_bytes).map_err(|_| {
-                    RunnerError::InvalidRequest("shared region over 4 GiB".into())
-                })?,
+                u32::try_from(request.region_bytes)
+                    .map_err(|_| RunnerError::InvalidRequest("shared region over 4 GiB".into()))?,
                 Carveout::Percent(100),
             ),
             (BandwidthOp::Read(_), RegionLayout::PerBlock) => (0, Carveout::Percent(0)),
@@ -144,7 +143,12 @@ impl CudaBackend {
             threads: shape.threads,
             shared_bytes: dynamic,
         };
-        let args = launch_args(shape.op, request.iterations, (block_stride, block_phase, step, mask), [src, dst, sink]);
+        let args = launch_args(
+            shape.op,
+            request.iterations,
+            (block_stride, block_phase, step, mask),
+            [src, dst, sink],
+        );
         // One untimed launch first: it brings the data into the cache under test and the
         // clocks up; each repetition is then timed on its own.
         let mut gpu_time = self.timed_launch(&function, launch, &args)?;
@@ -172,8 +176,8 @@ impl CudaBackend {
 mod tests {
     use pchase_kernels::bandwidth::ReadVariant;
 
-    use crate::bandwidth::{BandwidthShape, BandwidthRequest, RegionLayout};
     use crate::backend::Backend;
+    use crate::bandwidth::{BandwidthRequest, BandwidthShape, RegionLayout};
 
     use super::*;
 

@@ -159,7 +159,8 @@ impl BandwidthSpec {
 /// A plausible throughput model for a random profile: peaks and latencies drawn in the
 /// ranges of the bundled GPUs, every variant at its full peak.
 pub(super) fn random_spec(rng: &mut Xoshiro256PlusPlus) -> BandwidthSpec {
-    let mut level = |peak: std::ops::RangeInclusive<u32>, latency: std::ops::RangeInclusive<u32>| {
+    let mut level = |peak: std::ops::RangeInclusive<u32>,
+                     latency: std::ops::RangeInclusive<u32>| {
         LevelThroughput {
             peak: f64::from(rng.random_range(peak)),
             latency_cycles: f64::from(rng.random_range(latency)),
@@ -247,8 +248,8 @@ impl SimProfile {
         let by_threads = max_threads / shape.threads.max(1);
         let by_shared = match shape.op {
             BandwidthOp::SharedRead => {
-                let per_block = request.region_bytes
-                    + self.device.reserved_shared_per_block_bytes.unwrap_or(0);
+                let per_block =
+                    request.region_bytes + self.device.reserved_shared_per_block_bytes.unwrap_or(0);
                 u32::try_from(self.device.shared_per_sm_bytes / per_block.max(1))
                     .unwrap_or(u32::MAX)
             }
@@ -315,10 +316,9 @@ impl SimBackend {
                     needed: "a profile with a [bandwidth] section".into(),
                     found: format!("profile `{}` without one", self.profile.name),
                 },
-                Some(_) => RunnerError::InvalidRequest(format!(
-                    "no block of {} fits an SM",
-                    request.shape
-                )),
+                Some(_) => {
+                    RunnerError::InvalidRequest(format!("no block of {} fits an SM", request.shape))
+                }
             })?;
         let bytes = request.bytes_per_launch(self.profile.device.sm_count);
         let ideal = Duration::from_secs_f64(bytes as f64 / rate);

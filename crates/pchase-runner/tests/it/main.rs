@@ -2,6 +2,7 @@
 
 mod golden;
 mod gpu;
+mod gpu_bandwidth;
 mod levels;
 mod pipeline;
 mod sim;

@@ -58,9 +58,7 @@ pub(super) fn rows(topo: &Topology) -> Vec<[String; 6]> {
                 b.bytes_per_clock_per_sm
                     .map_or("-".to_owned(), |v| format!("{v:.1}")),
                 peak_cell(b),
-                b.launch
-                    .as_ref()
-                    .map_or("-".to_owned(), |l| l.to_string()),
+                b.launch.as_ref().map_or("-".to_owned(), |l| l.to_string()),
             ]);
         }
     }

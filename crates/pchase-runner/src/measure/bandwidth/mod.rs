@@ -26,8 +26,7 @@ use topology::ElementKind;
 use super::Session;
 use crate::{
     bandwidth::{
-        BandwidthOp, BandwidthRequest, BandwidthShape, ReadVariant, RegionLayout,
-        MAX_BLOCKS_PER_SM,
+        BandwidthOp, BandwidthRequest, BandwidthShape, ReadVariant, RegionLayout, MAX_BLOCKS_PER_SM,
     },
     device::DeviceInfo,
     error::RunnerError,
@@ -317,7 +316,8 @@ impl LevelPlan {
         duration: Duration,
         repetitions: u32,
     ) -> BandwidthRequest {
-        let per_iteration = (u64::from(shape.blocks(sm_count)) * shape.block_iteration_bytes()).max(1);
+        let per_iteration =
+            (u64::from(shape.blocks(sm_count)) * shape.block_iteration_bytes()).max(1);
         let wanted = (self.sizing_rate * duration.as_secs_f64()) as u64;
         let mut iterations = wanted.div_ceil(per_iteration);
         if matches!(self.layout, RegionLayout::GridStride) {
@@ -386,13 +386,8 @@ pub fn peak(
             Some(SM_PEAK_BYTES_PER_CLOCK),
         )),
         BandwidthLevel::MemoryRead | BandwidthLevel::MemoryWrite | BandwidthLevel::MemoryCopy => {
-            api_memory_peak(device).map(|p| {
-                (
-                    p,
-                    "memory clock × bus width × 2, from the driver API",
-                    None,
-                )
-            })
+            api_memory_peak(device)
+                .map(|p| (p, "memory clock × bus width × 2, from the driver API", None))
         }
         _ => None,
     }
@@ -424,9 +419,9 @@ pub(crate) fn measure(
         let request = plan.request(*shape, sms, TUNING_LAUNCH, TUNING_REPETITIONS);
         let run = s.backend.bandwidth(&request)?;
         *gpu += run.gpu_time;
-        let best = run.best_bytes_per_second().ok_or_else(|| {
-            RunnerError::WrongResult(format!("{level}: {shape} was not timed"))
-        })?;
+        let best = run
+            .best_bytes_per_second()
+            .ok_or_else(|| RunnerError::WrongResult(format!("{level}: {shape} was not timed")))?;
         log::info!(
             "bandwidth {level}: {shape}: {:.1} GB/s (best of {TUNING_REPETITIONS})",
             best / 1e9
@@ -439,7 +434,9 @@ pub(crate) fn measure(
     let (best, median) = run
         .best_bytes_per_second()
         .zip(run.median_bytes_per_second())
-        .ok_or_else(|| RunnerError::WrongResult(format!("{level}: the final launches were not timed")))?;
+        .ok_or_else(|| {
+            RunnerError::WrongResult(format!("{level}: the final launches were not timed"))
+        })?;
     log::info!(
         "bandwidth {level}: {:.1} GB/s (median {:.1}) with {} after {} shapes",
         best / 1e9,

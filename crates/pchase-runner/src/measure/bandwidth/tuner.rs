@@ -102,7 +102,12 @@ impl Coordinate {
 
     /// `shape` with this coordinate moved `steps` places along its list, if that exists
     /// (none for the variant, whose list has no order).
-    fn moved(self, space: &SearchSpace, shape: &BandwidthShape, steps: isize) -> Option<BandwidthShape> {
+    fn moved(
+        self,
+        space: &SearchSpace,
+        shape: &BandwidthShape,
+        steps: isize,
+    ) -> Option<BandwidthShape> {
         let step = |list: &[u32], value: u32| -> Option<u32> {
             let at = list.iter().position(|&v| v == value)?;
             list.get(at.checked_add_signed(steps)?).copied()

@@ -58,7 +58,8 @@ fn ops_of(levels: &[BandwidthLevel]) -> Vec<BandwidthOp> {
 pub(crate) static BANDWIDTH_L1: BandwidthBench = BandwidthBench {
     info: Info {
         name: "bandwidth-l1",
-        summary: "L1: read bandwidth, bytes per clock per SM and whole GPU, tuned over launch shapes",
+        summary:
+            "L1: read bandwidth, bytes per clock per SM and whole GPU, tuned over launch shapes",
         element: None,
         needs: &[],
         automatic: false,
@@ -84,7 +85,8 @@ pub(crate) static BANDWIDTH_SHARED: BandwidthBench = BandwidthBench {
 pub(crate) static BANDWIDTH_L2: BandwidthBench = BandwidthBench {
     info: Info {
         name: "bandwidth-l2",
-        summary: "L2: read bandwidth of data in the near partition and spread over the whole L2, tuned",
+        summary:
+            "L2: read bandwidth of data in the near partition and spread over the whole L2, tuned",
         element: None,
         needs: &[],
         automatic: false,
@@ -134,7 +136,9 @@ fn bandwidth_of(f: &BandwidthFinding) -> Bandwidth {
             )),
             ..Conditions::default()
         });
-    b.median = Some(Bandwidth::from_bytes_per_second(f.median_bytes_per_second, Provenance::Benchmark).value);
+    b.median = Some(
+        Bandwidth::from_bytes_per_second(f.median_bytes_per_second, Provenance::Benchmark).value,
+    );
     b.repetitions = Some(f.repetitions);
     b.working_set = Some(Bytes(f.working_set_bytes));
     if f.level.per_sm() {
@@ -220,7 +224,9 @@ impl Benchmark for BandwidthBench {
                 }
                 Err(e) => {
                     log::info!("{step}: {e}");
-                    s.results.bandwidth_failures.push((level, format!("{step}: {e}")));
+                    s.results
+                        .bandwidth_failures
+                        .push((level, format!("{step}: {e}")));
                 }
             }
         }
@@ -238,7 +244,11 @@ impl Benchmark for BandwidthBench {
                 };
                 *slot = Some(bandwidth_of(f));
             }
-            for (_, reason) in measured.bandwidth_failures.iter().filter(|(l, _)| *l == level) {
+            for (_, reason) in measured
+                .bandwidth_failures
+                .iter()
+                .filter(|(l, _)| *l == level)
+            {
                 topo.notes.push(Note {
                     severity: NoteSeverity::Warning,
                     element: Some(level.element()),
