@@ -158,7 +158,7 @@ impl CudaBackend {
             gpu_time += time;
             elapsed.push(time);
         }
-        if elapsed.iter().any(|t| *t == Duration::ZERO) {
+        if elapsed.contains(&Duration::ZERO) {
             return Err(RunnerError::WrongResult(format!(
                 "a bandwidth launch ({}) took no measurable time",
                 shape
