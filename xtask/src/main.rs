@@ -4,7 +4,7 @@
 //! ```text
 //! cargo xtask test [ARGS]      all tests (no driver here: against a scriptable stand-in)
 //! cargo xtask run [ARGS]       memtopo on GPU 0 (release build), ARGS passed on
-//! cargo xtask lint             rustfmt --check, clippy -D warnings, rustdoc -D warnings
+//! cargo xtask lint             rustfmt --check, clippy, rustdoc (-D warnings), file lengths
 //! cargo xtask ptx [--check]    regenerate ptx/ (or check it is up to date)
 //! cargo xtask ptxas            assemble every PTX module with ptxas 12.9 for sm_50..sm_90
 //! cargo xtask shim [--check]   regenerate the CUDA driver entry points of crates/cuda-shim
@@ -14,6 +14,7 @@
 
 mod cuda_shim;
 mod cuda_stub;
+mod file_length;
 mod ptx;
 mod ptxas;
 
@@ -82,6 +83,7 @@ fn test(extra: &[String]) -> Result<(), String> {
 }
 
 fn lint() -> Result<(), String> {
+    file_length::check(&workspace_root())?;
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
         &[

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use pchase_kernels::bandwidth as kernels;
 
-use super::{driver::check, ffi, Arg, CudaBackend, DeviceBuffer, LaunchShape, LoadedModule};
+use super::driver::{check, Arg, LaunchShape};
+use super::{ffi, CudaBackend, DeviceBuffer, LoadedModule};
 use crate::{
     backend::Carveout,
     bandwidth::{check_bandwidth, BandwidthOp, BandwidthRequest, BandwidthRun, RegionLayout},

@@ -1,7 +1,7 @@
 //! The benchmarks of the thesis' chapter 4 and after, generic over [`Backend`]: whether
 //! L1 caches global loads; size, fetch granularity and latency of the L1 data, texture,
 //! read-only and constant caches; shared-memory latency; the L2's partitions and device-
-//! memory latency. Each benchmark is declared once, in [`bench`]'s registry.
+//! memory latency. Each benchmark is declared once, in [`bench`](mod@bench)'s registry.
 //!
 //! A failing benchmark does not lose the others: each element's result is either a
 //! measurement or the reason it is missing.

@@ -108,7 +108,8 @@ pub struct Measurements {
     pub l2: Option<l2::L2Findings>,
     /// Timings per benchmark.
     pub timings: Vec<Timing>,
-    /// Benchmarks the sentinels found disturbed ([`MeasureOptions::watch`]).
+    /// Benchmarks the sentinels found disturbed
+    /// ([`MeasureOptions::watch`](super::MeasureOptions::watch)).
     pub disturbed: Vec<Disturbance>,
     /// The bandwidth of each level measured (issue 15).
     pub bandwidth: Vec<super::bandwidth::BandwidthFinding>,

@@ -179,6 +179,71 @@ pub fn find_size<B: Backend + ?Sized>(
     }
 }
 
+/// Strides on each side of a predicted size in [`find_size_near`]'s one sweep.
+const PREDICTED_MARGIN: u64 = 12;
+
+/// Finds the size where it is predicted: one launch with the search start (the hit
+/// baseline) and a fine sweep of `2 × PREDICTED_MARGIN` strides around `predicted`,
+/// decided like [`find_size`]'s final sweep. A prediction is only a shortcut, never an
+/// answer: when the sweep does not show an accepted rise inside it (its first size
+/// already misses, it stays flat, or the test rejects the change), the full search runs.
+///
+/// Used for the L1 at the further shared-memory configurations, whose sizes the largest
+/// L1 and the configurations' steps predict; a configuration not in force puts the change
+/// outside the window, so the full search finds it where it is.
+pub fn find_size_near<B: Backend + ?Sized>(
+    backend: &mut B,
+    probe: &SizeProbe,
+    range: SearchRange,
+    predicted: u64,
+    alpha: f64,
+    gpu_time: &mut Duration,
+) -> Result<(SizeFinding, RawCurve), RunnerError> {
+    let stride = u64::from(probe.stride);
+    let round = |b: u64| (b / stride).max(1) * stride;
+    let start = round(range.start);
+    let centre = round(predicted);
+    let first = centre.saturating_sub(PREDICTED_MARGIN * stride);
+    let last = centre + PREDICTED_MARGIN * stride;
+    if first <= start || last > range.max {
+        return find_size(backend, probe, range, alpha, gpu_time);
+    }
+    let mut sizes = vec![start];
+    sizes.extend((0..).map(|k| first + k * stride).take_while(|&s| s <= last));
+    let mut samples = probe.run(backend, &sizes, gpu_time)?;
+    let points = samples.split_off(1);
+    let detector = ShiftDetector::new(&samples[0].values)
+        .ok_or_else(|| RunnerError::WrongResult("baseline without samples".into()))?;
+    let window_starts_hitting = !detector.changed(&points[0].values);
+    let window_ends_missing = points.last().is_some_and(|p| detector.changed(&p.values));
+    if window_starts_hitting && window_ends_missing {
+        let mut decision = decide_sweep(&points, alpha)?;
+        decision.accepted &= rise_is_real(&points, decision.change_index);
+        if decision.accepted {
+            decision.change_index = first_change(&points, decision.change_index);
+            let bytes = points[decision.change_index - 1].bytes;
+            let curve = RawCurve {
+                name: String::new(),
+                change_index: Some(decision.change_index),
+                points,
+            };
+            return Ok((
+                SizeFinding::Exact {
+                    bytes,
+                    resolution: stride,
+                    decision,
+                },
+                curve,
+            ));
+        }
+    }
+    log::debug!(
+        "{}: no accepted change within {first}..{last} B around the predicted {predicted} B; full search",
+        probe.path
+    );
+    find_size(backend, probe, range, alpha, gpu_time)
+}
+
 /// Narrows `lo..hi` (no change at `lo`, a change at `hi`) with as many sizes per launch
 /// as the SMs hold replicas of, until it spans at most `2 × SWEEP_MARGIN` strides.
 fn narrow<B: Backend + ?Sized>(

@@ -5,5 +5,6 @@ mod gpu;
 mod gpu_bandwidth;
 mod levels;
 mod pipeline;
+mod search;
 mod sim;
 mod watch;

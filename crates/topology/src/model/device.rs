@@ -5,6 +5,10 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+// Only for doc links: the JSON schema's descriptions are these doc comments, so a link
+// keeps its short form there and resolves through this import.
+#[cfg(doc)]
+use crate::quantity::Conditions;
 use crate::units::{Bytes, Megahertz};
 
 /// A CUDA compute capability, e.g. 9.0.

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 pub use crate::bandwidth::Bandwidths;
 use crate::quantity::{Count, Latency, Size};
 use crate::units::Bytes;
+// Only for doc links: the JSON schema's descriptions are these doc comments, so a link
+// keeps its short form there and resolves through this import.
+#[cfg(doc)]
+use super::Topology;
 
 /// A memory element of the GPU: the logical caches and memories a load can hit.
 #[derive(

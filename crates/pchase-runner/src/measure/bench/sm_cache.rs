@@ -237,8 +237,17 @@ impl SmCache {
         } else {
             carveout::settings_without_shared()
         };
+        // The largest L1's configuration and size, once exact: every further
+        // configuration's L1 is predicted to be smaller by the configurations' step.
+        let mut largest: Option<(u64, u64)> = None;
         for setting in settings {
             let (carveout, reserve) = (setting.carveout, setting.dynamic_shared_bytes);
+            let predicted = match (setting.role, setting.config_bytes, largest) {
+                (carveout::Role::Config, Some(config), Some((config0, l1_0))) => {
+                    (l1_0 + config0).checked_sub(config)
+                }
+                _ => None,
+            };
             let probe = SizeProbe {
                 path,
                 stride: s.options.search_stride,
@@ -255,10 +264,19 @@ impl SmCache {
             };
             let step = format!("{name} size ({label})");
             let alpha = s.options.alpha;
-            match s.timed(&step, |s, gpu| {
-                search::find_size(s.backend, &probe, range, alpha, gpu)
+            match s.timed(&step, |s, gpu| match predicted {
+                Some(bytes) => search::find_size_near(s.backend, &probe, range, bytes, alpha, gpu),
+                None => search::find_size(s.backend, &probe, range, alpha, gpu),
             }) {
                 Ok((finding, mut curve)) => {
+                    if let (
+                        carveout::Role::LargestL1,
+                        Some(config),
+                        SizeFinding::Exact { bytes, .. },
+                    ) = (setting.role, setting.config_bytes, &finding)
+                    {
+                        largest = Some((config, *bytes));
+                    }
                     curve.name = format!("{name}-size-{label}");
                     s.results.curves.push(curve);
                     let result = s.element_mut(element);

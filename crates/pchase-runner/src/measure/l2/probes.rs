@@ -139,6 +139,40 @@ pub(super) fn aligned_unit(runs: &[(usize, usize)]) -> (usize, f64) {
     best
 }
 
+/// The allocation line in fetch units from the runs of misses: the smallest power of two
+/// `u` (from 2 up to [`aligned_unit`]'s) that enough runs show *alone*, else
+/// [`aligned_unit`]'s, with the share of runs aligned to it.
+///
+/// Evicting a line takes all its fetch units, so a run of exactly `u` units starting on a
+/// multiple of `u` cannot come from a line larger than `u`; two neighbouring lines evicted
+/// together make a run of `2u` that is still aligned to `2u`, and where most evictions come
+/// in such pairs (the H100 and H200 at some densities: runs of 256 B beside isolated runs
+/// of 128 B) the largest aligned unit is twice the line. Stray slow loads also make short
+/// runs, but mostly of one unit: `u` is taken when at least 8 runs and 5 % of all runs are
+/// exactly `u` long and aligned, and they outnumber the runs shorter than `u` four to one.
+pub(super) fn line_unit(runs: &[(usize, usize)]) -> (usize, f64) {
+    let (largest, _) = aligned_unit(runs);
+    let share = |unit: usize| {
+        runs.iter()
+            .filter(|(start, len)| start % unit == 0 && len % unit == 0)
+            .count() as f64
+            / runs.len().max(1) as f64
+    };
+    let mut unit = 2;
+    while unit < largest {
+        let alone = runs
+            .iter()
+            .filter(|&&(start, len)| len == unit && start % unit == 0)
+            .count();
+        let shorter = runs.iter().filter(|&&(_, len)| len < unit).count();
+        if alone >= 8 && alone as f64 >= 0.05 * runs.len() as f64 && alone >= 4 * shorter {
+            return (unit, share(unit));
+        }
+        unit *= 2;
+    }
+    (largest, share(largest))
+}
+
 /// Nodes of the evicting chain are 33 lines of 128 B apart (an odd number of lines, so that
 /// they fall into sets and partitions all over the L2 whatever its hash).
 const EVICTING_SPACING: u32 = 33 * 128;
@@ -235,7 +269,7 @@ pub(super) fn l2_line<B: Backend + ?Sized>(
         ));
         let count = runs.len();
         if count >= 16 && best.as_ref().is_none_or(|b| count > b.runs) {
-            let (units, agreement) = aligned_unit(&runs);
+            let (units, agreement) = line_unit(&runs);
             *best = Some(L2Line {
                 bytes: units as u64 * granularity,
                 agreement,
@@ -441,6 +475,29 @@ mod tests {
         assert_eq!(aligned_unit(&runs), (2, 0.9));
         let runs = [(0, 2), (4, 2), (8, 2), (13, 1), (15, 1)];
         assert_eq!(aligned_unit(&runs).0, 1);
+    }
+
+    #[test]
+    fn isolated_runs_of_one_line_outvote_pairs_of_lines() {
+        // The H100's run 1 of docs/results/h100/issue-19 in miniature: most evictions
+        // take two neighbouring 128-byte lines (runs of 4 units of 64 B, aligned to 4),
+        // 14 of 180 take one (runs of 2): the line is 2 units, not 4.
+        let mut runs: Vec<(usize, usize)> = (0..166).map(|i| (8 * i, 4)).collect();
+        runs.extend((0..14).map(|i| (2000 + 8 * i + 2, 2)));
+        assert_eq!(aligned_unit(&runs).0, 4);
+        let (unit, share) = line_unit(&runs);
+        assert_eq!(unit, 2);
+        assert_eq!(share, 1.0);
+        // Pairs alone: nothing shows the smaller unit, the largest aligned unit stands.
+        let pairs: Vec<(usize, usize)> = (0..100).map(|i| (8 * i, 4)).collect();
+        assert_eq!(line_unit(&pairs).0, 4);
+        // Short runs that stray slow loads explain (as many single units as runs of 2)
+        // do not make a line.
+        let mut noisy: Vec<(usize, usize)> = (0..200).map(|i| (8 * i, 4)).collect();
+        noisy.extend((0..8).map(|i| (3000 + 8 * i, 2)));
+        noisy.extend((0..8).map(|i| (4001 + 8 * i, 1)));
+        assert_eq!(aligned_unit(&noisy).0, 4);
+        assert_eq!(line_unit(&noisy).0, 4);
     }
 
     #[test]

@@ -1,0 +1,244 @@
+//! The catalogue: every module and kernel of the workspace, with the one spelling of each
+//! entry name. The generator (`cargo xtask ptx`) writes the PTX from these descriptions, so
+//! entry names and parameter lists cannot drift apart from the embedded text.
+//!
+//! This file holds the modules and the look-ups; the entries are in `kernels` (the kernel
+//! descriptions, indexed by path and granularity or by path pair) and their parameter lists
+//! in `params`.
+
+mod kernels;
+mod params;
+
+use crate::kernel::{Granularity, Kernel, Module, ModuleGlobal, ParamType};
+use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
+use kernels::{
+    chase_index, two_phase_path_index, CHASE, CHASE_FINE_DSMEM, CHASE_PINNED_GLOBAL_CG,
+    CLOCK_OVERHEAD, INIT_CHAIN, L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
+};
+
+/// Module `pchase`: every kernel that runs from Maxwell on.
+static PCHASE: Module = Module {
+    name: "pchase",
+    file_name: "pchase.ptx",
+    ptx: include_str!("../../../../ptx/pchase.ptx"),
+    // ISA 7.0 is what CUDA 11.0 drivers JIT; `.target sm_50` lets every GPU from Maxwell on
+    // compile it.
+    ptx_isa: PtxIsaVersion::new(7, 0),
+    min_capability: ComputeCapability::SM_50,
+    min_driver_version: 11000,
+    description: "single-thread pointer chases over every load path, two-phase cache-sharing probes, chain construction and clock calibration",
+};
+
+/// Module `hopper`: kernels that need thread-block clusters.
+static HOPPER: Module = Module {
+    name: "hopper",
+    file_name: "hopper.ptx",
+    ptx: include_str!("../../../../ptx/hopper.ptx"),
+    // mapa, ld.shared::cluster, barrier.cluster and .reqnctapercluster all arrived in ISA 7.8.
+    ptx_isa: PtxIsaVersion::new(7, 8),
+    min_capability: ComputeCapability::SM_90,
+    min_driver_version: 11080,
+    description: "pointer chase through distributed shared memory of a thread-block cluster",
+};
+
+/// Module `l2map`: kernels whose waits sleep between polls (`nanosleep`, Volta and newer).
+static L2MAP: Module = Module {
+    name: "l2map",
+    file_name: "l2map.ptx",
+    ptx: include_str!("../../../../ptx/l2map.ptx"),
+    // nanosleep arrived in ISA 6.3 for sm_70; 7.0 keeps CUDA 11.0 drivers able to JIT it.
+    ptx_isa: PtxIsaVersion::new(7, 0),
+    min_capability: ComputeCapability::SM_70,
+    min_driver_version: 11000,
+    description:
+        "the L2 partition map: every SM times its own array after a reference SM loaded them all",
+};
+
+static MODULES: [&Module; 4] = [&PCHASE, &HOPPER, &L2MAP, &crate::bandwidth::BANDWIDTH];
+
+/// The 64 KiB constant array the constant-path chases read.
+static CONSTANT_CHAIN: ModuleGlobal = ModuleGlobal {
+    module: &PCHASE,
+    name: "memtopo_const_chain",
+    elem: ParamType::U32,
+    len: 16384,
+};
+
+/// Bytes of the pinned chase's shared bookkeeping before its sample timings: the claimed
+/// row (u32, then 4 unused), the warps' summed cycles (u64), one final index per warp
+/// (`u32[32]`).
+pub const PINNED_SHARED_HEADER: u32 = 144;
+
+/// Bytes of the partition map's shared scratch before its timings (the dependent store of
+/// each timed load).
+pub const MAP_SHARED_HEADER: u32 = 16;
+
+/// The load paths of the two-phase kernels, in the order of their index in the catalogue:
+/// [`two_phase`] has a kernel for every ordered pair of these (25 kernels). `GlobalCg`
+/// (L2 only) serves the L2's allocation-line probe.
+pub const TWO_PHASE_PATHS: [LoadPath; 5] = [
+    LoadPath::GlobalCa,
+    LoadPath::GlobalCg,
+    LoadPath::GlobalNc,
+    LoadPath::Texture,
+    LoadPath::Constant,
+];
+
+/// The chase kernel for a load path and granularity.
+///
+/// ```
+/// use pchase_kernels::{catalogue, Granularity, LoadPath};
+/// let kernel = catalogue::chase(LoadPath::GlobalCa, Granularity::Fine);
+/// assert_eq!(kernel.entry(), "chase_fine_global_ca");
+/// assert_eq!(kernel.params().len(), 8);
+/// ```
+pub fn chase(path: LoadPath, granularity: Granularity) -> &'static Kernel {
+    &CHASE[chase_index(path, granularity)]
+}
+
+/// The two-phase probe for chain A through `first` and chain B through `second`
+/// (thesis 4.5 and 4.6): in every block, thread `thread_a` warms chain A, `bar.sync 0`,
+/// thread `thread_b` warms chain B, `bar.sync 0`, then thread `thread_a` continues chain A
+/// and times `steps` loads fine-grained, with the timed loop of the `chase_fine_<first>`
+/// kernel. Every thread of the block reaches both barriers.
+///
+/// Both paths must be in [`TWO_PHASE_PATHS`] (GlobalCa, GlobalNc, Texture, Constant); for any
+/// other path (GlobalCg, Shared) the answer is [`Error::NoTwoPhaseKernel`]. It never panics.
+///
+/// ```
+/// use pchase_kernels::{catalogue, Error, LoadPath};
+/// let kernel = catalogue::two_phase(LoadPath::GlobalCa, LoadPath::Texture)?;
+/// assert_eq!(kernel.entry(), "two_phase_global_ca_texture");
+/// assert_eq!(kernel.param_index("chain_b"), Some(2));
+/// assert_eq!(kernel.dynamic_shared_bytes(100, 0)?, 800);
+/// assert_eq!(
+///     catalogue::two_phase(LoadPath::Shared, LoadPath::GlobalCa).unwrap_err(),
+///     Error::NoTwoPhaseKernel { first: LoadPath::Shared, second: LoadPath::GlobalCa }
+/// );
+/// # Ok::<(), pchase_kernels::Error>(())
+/// ```
+pub fn two_phase(first: LoadPath, second: LoadPath) -> Result<&'static Kernel, Error> {
+    match (two_phase_path_index(first), two_phase_path_index(second)) {
+        (Some(a), Some(b)) => Ok(&TWO_PHASE[TWO_PHASE_PATHS.len() * a + b]),
+        _ => Err(Error::NoTwoPhaseKernel { first, second }),
+    }
+}
+
+/// `init_chain`: builds strided chains on the device, one array per `grid.y`.
+pub fn init_chain() -> &'static Kernel {
+    &INIT_CHAIN
+}
+
+/// `clock_overhead`: the cost of the fine kernels' clock/store/clock sequence without a load.
+pub fn clock_overhead() -> &'static Kernel {
+    &CLOCK_OVERHEAD
+}
+
+/// `sm_clock`: `%clock64` and `%globaltimer` at both ends of a spin, for the SM clock rate.
+pub fn sm_clock() -> &'static Kernel {
+    &SM_CLOCK
+}
+
+/// `chase_pinned_global_cg`: coarse `.cg` chases pinned to chosen SMs, one chain per
+/// wanted SM, all starting together, each chased by the block's warps at once from
+/// evenly spaced nodes (the L2 size sweep: the hardware places ordinary blocks on SMs afresh
+/// at every launch, so a sweep could not otherwise keep to one SM); warp 0 can then time
+/// further loads one by one while the other warps go on chasing. Launch it with many more blocks than SMs, so that every wanted
+/// SM receives one; the dynamic shared memory is `PINNED_SHARED_HEADER` bytes plus 8 per
+/// sampled load.
+///
+/// ```
+/// use pchase_kernels::{catalogue, KernelKind, LoadPath};
+/// let kernel = catalogue::chase_pinned_global_cg();
+/// assert_eq!(kernel.kind(), KernelKind::ChasePinned { path: LoadPath::GlobalCg });
+/// assert_eq!(kernel.param_index("sms"), Some(2));
+/// ```
+pub fn chase_pinned_global_cg() -> &'static Kernel {
+    &CHASE_PINNED_GLOBAL_CG
+}
+
+/// `l2_partition_map`: which L2 partition serves which SM. One block on every SM; the
+/// reference SM loads every SM's array twice, then each SM in SM order times two passes over
+/// its own array, one load at a time, sleeping between polls while it waits (Volta and
+/// newer).
+///
+/// ```
+/// use pchase_kernels::{catalogue, KernelKind};
+/// let kernel = catalogue::l2_partition_map();
+/// assert_eq!(kernel.kind(), KernelKind::PartitionMap);
+/// assert_eq!(kernel.module().name(), "l2map");
+/// ```
+pub fn l2_partition_map() -> &'static Kernel {
+    &L2_PARTITION_MAP
+}
+
+/// `chase_fine_dsmem`: fine-grained chase through the shared memory of the other block of a
+/// two-block cluster (Hopper and newer).
+pub fn chase_fine_dsmem() -> &'static Kernel {
+    &CHASE_FINE_DSMEM
+}
+
+/// The module with every kernel that runs from Maxwell on.
+pub fn pchase_module() -> &'static Module {
+    &PCHASE
+}
+
+/// The module with the thread-block-cluster kernels (compute capability 9.0 and newer).
+pub fn hopper_module() -> &'static Module {
+    &HOPPER
+}
+
+/// The module with the L2 partition map (compute capability 7.0 and newer).
+pub fn l2map_module() -> &'static Module {
+    &L2MAP
+}
+
+/// The constant-memory array the `Constant` chases read; fill it before launching them.
+pub fn constant_chain() -> &'static ModuleGlobal {
+    &CONSTANT_CHAIN
+}
+
+/// Every module, `pchase` first.
+pub fn modules() -> &'static [&'static Module] {
+    &MODULES
+}
+
+/// Every kernel of every module, in catalogue order (chases by path and granularity,
+/// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
+/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`),
+/// then the bandwidth kernels ([`crate::bandwidth::kernels`]).
+///
+/// ```
+/// use pchase_kernels::{bandwidth, catalogue};
+/// assert_eq!(catalogue::kernels().count(), 43 + bandwidth::kernels().count());
+/// ```
+pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
+    CHASE
+        .iter()
+        .chain([&INIT_CHAIN, &CLOCK_OVERHEAD, &SM_CLOCK])
+        .chain(TWO_PHASE.iter())
+        .chain([
+            &CHASE_PINNED_GLOBAL_CG,
+            &CHASE_FINE_DSMEM,
+            &L2_PARTITION_MAP,
+        ])
+        .chain(crate::bandwidth::kernels())
+}
+
+/// The kernel with this entry name, if the catalogue has one (for tools that read names
+/// back, e.g. from `cuobjdump`; code that launches kernels uses the typed functions).
+pub fn kernel_by_entry(entry: &str) -> Option<&'static Kernel> {
+    kernels().find(|kernel| kernel.entry == entry)
+}
+
+/// The kernels of `module`, in catalogue order.
+///
+/// ```
+/// use pchase_kernels::catalogue;
+/// let hopper = catalogue::hopper_module();
+/// let entries: Vec<_> = catalogue::kernels_of(hopper).map(|k| k.entry()).collect();
+/// assert_eq!(entries, [catalogue::chase_fine_dsmem().entry()]);
+/// ```
+pub fn kernels_of(module: &'static Module) -> impl Iterator<Item = &'static Kernel> {
+    kernels().filter(move |kernel| std::ptr::eq(kernel.module(), module))
+}
