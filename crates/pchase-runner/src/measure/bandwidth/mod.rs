@@ -354,7 +354,8 @@ pub struct BandwidthFinding {
     pub working_set_bytes: u64,
     /// Shapes the search evaluated.
     pub shapes_tried: usize,
-    /// The SM clock the per-SM figures use, MHz.
+    /// The SM clock the per-SM figures use, MHz: for the L1 and shared memory read right
+    /// after the final launches, otherwise the calibration's.
     pub sm_clock_mhz: f64,
     /// The SM count the per-SM figures use.
     pub sm_count: u32,
@@ -437,6 +438,20 @@ pub(crate) fn measure(
         .ok_or_else(|| {
             RunnerError::WrongResult(format!("{level}: the final launches were not timed"))
         })?;
+    // Bytes per clock per SM need the clock the SMs ran at: read it right after the long
+    // launches, while the clocks are still where that load put them (the calibration's
+    // clock is from an idle GPU's spin).
+    let sm_mhz = if level.per_sm() {
+        match s.backend.quick_sm_clock_mhz() {
+            Ok(mhz) => mhz,
+            Err(e) => {
+                log::warn!("bandwidth {level}: SM clock after the launches not read ({e}); using the calibration's");
+                sm_mhz
+            }
+        }
+    } else {
+        sm_mhz
+    };
     log::info!(
         "bandwidth {level}: {:.1} GB/s (median {:.1}) with {} after {} shapes",
         best / 1e9,
