@@ -191,6 +191,47 @@ impl Bandwidths {
     }
 }
 
+/// How far (relative) two bandwidths of one element may differ without a change in
+/// `memtopo diff`: the tuned best of several launches moves by a percent or two between
+/// runs; 5 % is a real difference.
+pub const BANDWIDTH_TOLERANCE: f64 = 0.05;
+
+/// The bandwidths that differ between `a` and `b` beyond [`BANDWIDTH_TOLERANCE`] (or are
+/// on one side only): `(key, before, after)`. The launch shapes are not compared (the
+/// search may settle on another shape of the same bandwidth).
+pub(crate) fn changes(
+    a: Option<&Bandwidths>,
+    b: Option<&Bandwidths>,
+) -> Vec<(&'static str, String, String)> {
+    let empty = Bandwidths::default();
+    let (a, b) = (a.unwrap_or(&empty), b.unwrap_or(&empty));
+    let show =
+        |v: Option<&Bandwidth>| v.map_or("-".to_owned(), |v| format!("{:.1} GiB/s", v.value));
+    let mut out = Vec::new();
+    for (key, before, after) in [
+        ("read", &a.read, &b.read),
+        (
+            "read_near_partition",
+            &a.read_near_partition,
+            &b.read_near_partition,
+        ),
+        ("write", &a.write, &b.write),
+        ("copy", &a.copy, &b.copy),
+    ] {
+        let differs = match (before, after) {
+            (None, None) => false,
+            (Some(x), Some(y)) => {
+                (x.value - y.value).abs() > BANDWIDTH_TOLERANCE * x.value.abs().max(y.value.abs())
+            }
+            _ => true,
+        };
+        if differs {
+            out.push((key, show(before.as_ref()), show(after.as_ref())));
+        }
+    }
+    out
+}
+
 /// What is wrong with `bandwidth` (at `path`): `(field path, message)` pairs.
 pub(crate) fn violations(path: &str, bandwidth: &Bandwidth) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -258,4 +299,43 @@ pub(crate) fn violations(path: &str, bandwidth: &Bandwidth) -> Vec<(String, Stri
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(gib: f64) -> Bandwidths {
+        Bandwidths {
+            read: Some(Bandwidth::gib_per_second(gib, Provenance::Benchmark)),
+            ..Bandwidths::default()
+        }
+    }
+
+    #[test]
+    fn bandwidths_change_beyond_five_percent_or_when_one_side_lacks_them() {
+        assert!(changes(Some(&read(1000.0)), Some(&read(1040.0))).is_empty());
+        let moved = changes(Some(&read(1000.0)), Some(&read(1060.0)));
+        assert_eq!(moved.len(), 1);
+        assert_eq!(moved[0].0, "read");
+        assert_eq!(changes(None, Some(&read(1.0)))[0].1, "-");
+        assert!(changes(None, None).is_empty());
+    }
+
+    #[test]
+    fn validation_names_the_bad_fields() {
+        let mut b = Bandwidth::gib_per_second(100.0, Provenance::Benchmark)
+            .with_peak(BandwidthPeak::from_bytes_per_second(200.0 * GIB, "test"));
+        assert!(violations("x", &b).is_empty());
+        assert!((b.peak.as_ref().unwrap().fraction - 0.5).abs() < 1e-12);
+        b.median = Some(120.0);
+        b.repetitions = Some(0);
+        if let Some(p) = b.peak.as_mut() {
+            p.fraction = 0.9;
+        }
+        let paths: Vec<String> = violations("x", &b).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(paths, ["x.peak.fraction", "x.median", "x.repetitions"]);
+        b.value = f64::NAN;
+        assert!(violations("x", &b).iter().any(|(p, _)| p == "x.value"));
+    }
 }
