@@ -25,6 +25,7 @@
 
 use std::fmt;
 
+use crate::catalogue::params::param;
 use crate::kernel::{Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
 use crate::{ComputeCapability, PtxIsaVersion};
 
@@ -158,10 +159,6 @@ pub struct BandwidthKernel {
 pub const VECTOR_BYTES: [u32; 3] = [4, 8, 16];
 /// Unroll factors the catalogue has kernels for.
 pub const UNROLLS: [u32; 4] = [1, 2, 4, 8];
-
-const fn param(name: &'static str, ty: ParamType, meaning: &'static str) -> Param {
-    Param { name, ty, meaning }
-}
 
 const BLOCK_STRIDE: Param = param(
     "block_stride",

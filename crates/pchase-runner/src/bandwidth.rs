@@ -33,6 +33,8 @@
 
 use std::{fmt, time::Duration};
 
+use topology::ElementKind;
+
 pub use pchase_kernels::bandwidth::{BandwidthOp, ReadVariant};
 use pchase_kernels::{bandwidth, Kernel};
 
@@ -44,6 +46,78 @@ pub const MAX_BLOCKS_PER_SM: u32 = 16;
 
 /// The most timed repetitions of one request.
 pub const MAX_REPETITIONS: u32 = 64;
+
+/// A level whose bandwidth is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BandwidthLevel {
+    /// Global reads served by the L1 (each block re-reads its region).
+    L1,
+    /// Shared-memory reads.
+    Shared,
+    /// Reads of a buffer small enough for the near L2 partition to hold.
+    L2Near,
+    /// Reads of a buffer spread over the whole L2.
+    L2,
+    /// Device-memory reads.
+    MemoryRead,
+    /// Device-memory writes.
+    MemoryWrite,
+    /// Device-memory copies (bytes read plus bytes written).
+    MemoryCopy,
+}
+
+impl BandwidthLevel {
+    /// Every level, from the SM outwards.
+    pub const ALL: [BandwidthLevel; 7] = [
+        BandwidthLevel::L1,
+        BandwidthLevel::Shared,
+        BandwidthLevel::L2Near,
+        BandwidthLevel::L2,
+        BandwidthLevel::MemoryRead,
+        BandwidthLevel::MemoryWrite,
+        BandwidthLevel::MemoryCopy,
+    ];
+
+    /// The element whose bandwidth it is.
+    pub fn element(self) -> ElementKind {
+        match self {
+            BandwidthLevel::L1 => ElementKind::L1Data,
+            BandwidthLevel::Shared => ElementKind::SharedMemory,
+            BandwidthLevel::L2Near | BandwidthLevel::L2 => ElementKind::L2,
+            _ => ElementKind::DeviceMemory,
+        }
+    }
+
+    /// The key of its slot in the element's bandwidths.
+    pub fn key(self) -> &'static str {
+        match self {
+            BandwidthLevel::L1 | BandwidthLevel::Shared | BandwidthLevel::L2 => "read",
+            BandwidthLevel::L2Near => "read_near_partition",
+            BandwidthLevel::MemoryRead => "read",
+            BandwidthLevel::MemoryWrite => "write",
+            BandwidthLevel::MemoryCopy => "copy",
+        }
+    }
+
+    /// Whether bytes per clock per SM is its natural unit (SM-local levels).
+    pub fn per_sm(self) -> bool {
+        matches!(self, BandwidthLevel::L1 | BandwidthLevel::Shared)
+    }
+}
+
+impl fmt::Display for BandwidthLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BandwidthLevel::L1 => "L1 read",
+            BandwidthLevel::Shared => "shared read",
+            BandwidthLevel::L2Near => "L2 near-partition read",
+            BandwidthLevel::L2 => "L2 read",
+            BandwidthLevel::MemoryRead => "memory read",
+            BandwidthLevel::MemoryWrite => "memory write",
+            BandwidthLevel::MemoryCopy => "memory copy",
+        })
+    }
+}
 
 /// Everything the tuner varies: the kernel (operation, vector width, unroll) and the grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -7,7 +7,7 @@
 //! in `params`.
 
 mod kernels;
-mod params;
+pub(crate) mod params;
 
 use crate::kernel::{Granularity, Kernel, Module, ModuleGlobal, ParamType};
 use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};

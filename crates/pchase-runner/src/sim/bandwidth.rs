@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 use crate::bandwidth::{
-    check_bandwidth, BandwidthOp, BandwidthRequest, BandwidthRun, ReadVariant, RegionLayout,
+    check_bandwidth, BandwidthLevel, BandwidthOp, BandwidthRequest, BandwidthRun, ReadVariant,
+    RegionLayout,
 };
 
 /// One level's throughput: its peak, the latency its bytes stay in flight under load, and
@@ -97,25 +98,6 @@ pub struct BandwidthSpec {
     pub noise: f64,
 }
 
-/// The levels of a [`BandwidthSpec`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ThroughputLevel {
-    /// The SM cache of the path.
-    L1,
-    /// Shared memory.
-    Shared,
-    /// The near L2 partition.
-    L2Near,
-    /// The whole L2.
-    L2,
-    /// Device-memory reads.
-    MemoryRead,
-    /// Device-memory writes.
-    MemoryWrite,
-    /// Device-memory copies.
-    MemoryCopy,
-}
-
 impl BandwidthSpec {
     /// Checks every level; the message names the first bad field.
     ///
@@ -143,15 +125,15 @@ impl BandwidthSpec {
     }
 
     /// The spec of `level`.
-    pub fn level(&self, level: ThroughputLevel) -> &LevelThroughput {
+    pub fn level(&self, level: BandwidthLevel) -> &LevelThroughput {
         match level {
-            ThroughputLevel::L1 => &self.l1,
-            ThroughputLevel::Shared => &self.shared,
-            ThroughputLevel::L2Near => &self.l2_near,
-            ThroughputLevel::L2 => &self.l2,
-            ThroughputLevel::MemoryRead => &self.memory_read,
-            ThroughputLevel::MemoryWrite => &self.memory_write,
-            ThroughputLevel::MemoryCopy => &self.memory_copy,
+            BandwidthLevel::L1 => &self.l1,
+            BandwidthLevel::Shared => &self.shared,
+            BandwidthLevel::L2Near => &self.l2_near,
+            BandwidthLevel::L2 => &self.l2,
+            BandwidthLevel::MemoryRead => &self.memory_read,
+            BandwidthLevel::MemoryWrite => &self.memory_write,
+            BandwidthLevel::MemoryCopy => &self.memory_copy,
         }
     }
 }
@@ -192,13 +174,13 @@ fn variant_name(op: BandwidthOp) -> &'static str {
 
 impl SimProfile {
     /// The level that serves `request`'s data (see the module documentation).
-    pub fn throughput_level(&self, request: &BandwidthRequest) -> ThroughputLevel {
+    pub fn throughput_level(&self, request: &BandwidthRequest) -> BandwidthLevel {
         let sms = self.device.sm_count.max(1);
         let footprint = request.footprint_bytes(sms);
         let variant = match request.shape.op {
-            BandwidthOp::SharedRead => return ThroughputLevel::Shared,
-            BandwidthOp::Write => return ThroughputLevel::MemoryWrite,
-            BandwidthOp::Copy => return ThroughputLevel::MemoryCopy,
+            BandwidthOp::SharedRead => return BandwidthLevel::Shared,
+            BandwidthOp::Write => return BandwidthLevel::MemoryWrite,
+            BandwidthOp::Copy => return BandwidthLevel::MemoryCopy,
             BandwidthOp::Read(v) => v,
         };
         let path = match variant {
@@ -227,13 +209,13 @@ impl SimProfile {
         });
         let partition = self.l2.size_bytes / u64::from(self.l2.partitions.max(1));
         if in_sm_cache {
-            ThroughputLevel::L1
+            BandwidthLevel::L1
         } else if footprint <= partition / 2 {
-            ThroughputLevel::L2Near
+            BandwidthLevel::L2Near
         } else if footprint <= self.l2.size_bytes / 4 * 3 {
-            ThroughputLevel::L2
+            BandwidthLevel::L2
         } else {
-            ThroughputLevel::MemoryRead
+            BandwidthLevel::MemoryRead
         }
     }
 
@@ -288,7 +270,7 @@ impl SimProfile {
         // A copy moves two bytes for every byte in flight as a load.
         let moved = shape.op.bytes_per_access(1) as f64;
         let rate = match level {
-            ThroughputLevel::L1 | ThroughputLevel::Shared => {
+            BandwidthLevel::L1 | BandwidthLevel::Shared => {
                 per_sm_clock.min(throughput.peak * factor) * sms * hz
             }
             _ => (per_sm_clock * moved * sms * hz).min(throughput.peak * factor * 1e9),

@@ -58,7 +58,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
-pub use bandwidth::{BandwidthSpec, LevelThroughput, ThroughputLevel};
+pub use bandwidth::{BandwidthSpec, LevelThroughput};
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, L2Spec, MemorySpec, NoiseSpec, Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,

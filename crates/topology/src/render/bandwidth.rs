@@ -3,8 +3,6 @@
 //! in), the median, bytes per clock per SM where that is the natural unit, the share of the
 //! theoretical peak, and the launch that reached it.
 
-use std::fmt::Write as _;
-
 use crate::{Bandwidth, ElementKind, Topology};
 
 /// Column heads of the bandwidth table.
@@ -106,29 +104,9 @@ pub(super) fn text_table(topo: &Topology) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut widths = HEADERS.map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::from("\n");
-    let mut line = |cells: &[&str]| {
-        let mut text = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if i > 0 {
-                text.push_str("  ");
-            }
-            text.push_str(cell);
-            text.extend(std::iter::repeat_n(' ', w - cell.chars().count()));
-        }
-        let _ = writeln!(out, "{}", text.trim_end());
-    };
-    line(&HEADERS);
-    let rule = widths.map(|w| "─".repeat(w));
-    line(&rule.each_ref().map(String::as_str));
-    for row in &rows {
-        line(&row.each_ref().map(String::as_str));
-    }
-    out
+    let cells: Vec<Vec<&str>> = rows
+        .iter()
+        .map(|r| r.iter().map(String::as_str).collect())
+        .collect();
+    format!("\n{}", super::aligned(&HEADERS, &cells))
 }

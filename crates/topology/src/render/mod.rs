@@ -281,35 +281,13 @@ pub fn table(topo: &Topology) -> String {
         entries: Vec::new(),
     };
     let rows = rows(topo, &mut notes);
-    let mut widths = HEADERS.map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row_cells(row)) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
     let mut out = headline(topo);
     out.push('\n');
     if let Some(banner) = busy_banner(topo) {
         let _ = writeln!(out, "{banner}");
     }
-    let line = |cells: [&str; 7], out: &mut String| {
-        let mut text = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if i > 0 {
-                text.push_str("  ");
-            }
-            text.push_str(cell);
-            text.extend(std::iter::repeat_n(' ', w - cell.chars().count()));
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(HEADERS, &mut out);
-    let rule = widths.map(|w| "─".repeat(w));
-    line(rule.each_ref().map(String::as_str), &mut out);
-    for row in &rows {
-        line(row_cells(row), &mut out);
-    }
+    let cells: Vec<Vec<&str>> = rows.iter().map(|r| row_cells(r).to_vec()).collect();
+    out.push_str(&aligned(&HEADERS, &cells));
     unreferenced_not_measured(topo, &mut notes);
     for (i, entry) in notes.entries.iter().enumerate() {
         let _ = writeln!(out, "[{}] {entry}", i + 1);
@@ -322,6 +300,37 @@ pub fn table(topo: &Topology) -> String {
         for line in run.summary() {
             let _ = writeln!(out, "{line}");
         }
+    }
+    out
+}
+
+/// Columns padded to their widest cell, two spaces apart, under a rule of `─`: the text
+/// tables' layout.
+pub(super) fn aligned(headers: &[&str], rows: &[Vec<&str>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
+        let mut text = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            text.push_str(cell);
+            text.extend(std::iter::repeat_n(' ', w - cell.chars().count()));
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(headers);
+    let rule: Vec<String> = widths.iter().map(|&w| "─".repeat(w)).collect();
+    line(&rule.iter().map(String::as_str).collect::<Vec<_>>());
+    for row in rows {
+        line(row);
     }
     out
 }

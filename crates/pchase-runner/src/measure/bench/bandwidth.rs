@@ -15,7 +15,7 @@ use crate::{
         bandwidth::{self as bw, BandwidthFinding, BandwidthLevel, LevelPlan},
         Measurements, Session,
     },
-    sim::{SimProfile, ThroughputLevel},
+    sim::SimProfile,
 };
 
 /// A bandwidth benchmark: the levels it measures, one step each.
@@ -152,19 +152,6 @@ fn bandwidth_of(f: &BandwidthFinding) -> Bandwidth {
     b
 }
 
-/// The level of the simulator's model that `level` must be served by.
-fn served_by(level: BandwidthLevel) -> ThroughputLevel {
-    match level {
-        BandwidthLevel::L1 => ThroughputLevel::L1,
-        BandwidthLevel::Shared => ThroughputLevel::Shared,
-        BandwidthLevel::L2Near => ThroughputLevel::L2Near,
-        BandwidthLevel::L2 => ThroughputLevel::L2,
-        BandwidthLevel::MemoryRead => ThroughputLevel::MemoryRead,
-        BandwidthLevel::MemoryWrite => ThroughputLevel::MemoryWrite,
-        BandwidthLevel::MemoryCopy => ThroughputLevel::MemoryCopy,
-    }
-}
-
 /// Checks one level's finding against the profile's throughput model: the data was served
 /// by the level, and the value is the model's best over the plan's whole space (the search
 /// visits a few of its shapes).
@@ -176,9 +163,9 @@ fn check_level(profile: &SimProfile, f: &BandwidthFinding) -> Result<(), String>
     let served = profile.throughput_level(&request);
     // With one L2 partition the near partition is the whole L2.
     let single = profile.l2.partitions <= 1
-        && matches!(served, ThroughputLevel::L2 | ThroughputLevel::L2Near)
+        && matches!(served, BandwidthLevel::L2 | BandwidthLevel::L2Near)
         && matches!(f.level, BandwidthLevel::L2 | BandwidthLevel::L2Near);
-    if served != served_by(f.level) && !single {
+    if served != f.level && !single {
         return Err(format!(
             "{}: the best shape ({}) was served by {served:?}",
             f.level, f.shape
