@@ -52,8 +52,10 @@ impl Module {
         self.description
     }
 
-    /// Whether a runner loads the module only when one of its kernels is first launched,
-    /// not when it starts: the bandwidth module (most runs would pay its JIT for nothing).
+    /// Whether a runner loads the module's kernels only when each is first launched, not
+    /// when it starts: the bandwidth module, kernel by kernel
+    /// ([`crate::bandwidth::kernel_ptx`]), so that only the shapes a search visits are
+    /// JIT-compiled.
     pub fn loaded_on_demand(&self) -> bool {
         std::ptr::eq(self, crate::bandwidth::module())
     }

@@ -101,3 +101,19 @@ fn the_shared_region_is_passed_in_words() {
     assert_eq!(kernel.dynamic_shared_bytes(0, 8192).unwrap(), 32768);
     assert_eq!(kernel.param_index("mask"), Some(2));
 }
+
+#[test]
+fn each_kernel_cut_alone_is_the_module_header_and_its_entry() {
+    let ptx = bandwidth::module().ptx();
+    let header_end = ptx.find("\n.visible .entry ").expect("an entry") + 1;
+    for kernel in bandwidth::kernels() {
+        let alone = bandwidth::kernel_ptx(kernel).expect("cut");
+        assert!(alone.starts_with(&ptx[..header_end]), "{}", kernel.entry());
+        assert_eq!(alone.matches(".entry ").count(), 1, "{}", kernel.entry());
+        let entry = &alone[header_end..];
+        assert!(entry.starts_with(&format!(".visible .entry {}(", kernel.entry())));
+        assert!(entry.ends_with("\n}\n"));
+        assert!(ptx.contains(entry));
+    }
+    assert!(bandwidth::kernel_ptx(catalogue::init_chain()).is_none());
+}

@@ -1,13 +1,14 @@
-//! The CUDA launch of a [`BandwidthRequest`]: the `bandwidth` module loaded on first use,
+//! The CUDA launch of a [`BandwidthRequest`]: each bandwidth kernel JIT-compiled as a module
+//! of its own the first time it is launched (`pchase_kernels::bandwidth::kernel_ptx`),
 //! buffers kept between requests, one untimed launch, then every repetition timed with
 //! events.
 
 use std::time::{Duration, Instant};
 
-use pchase_kernels::bandwidth as kernels;
+use pchase_kernels::{bandwidth as kernels, Kernel};
 
 use super::driver::{check, Arg, LaunchShape};
-use super::{ffi, CudaBackend, DeviceBuffer, LoadedModule};
+use super::{ffi, CudaBackend, DeviceBuffer, LoadedFunction, LoadedModule};
 use crate::{
     backend::Carveout,
     bandwidth::{check_bandwidth, BandwidthOp, BandwidthRequest, BandwidthRun, RegionLayout},
@@ -18,10 +19,12 @@ use crate::{
 /// system could shortcut the reads of a page it knows to be zero.
 const FILL_BYTE: u8 = 0xa5;
 
-/// Device memory of the bandwidth benchmarks, kept between requests (the tuner launches
-/// dozens of shapes over one buffer).
+/// The bandwidth benchmarks' kernels and device memory, kept between requests (the tuner
+/// launches dozens of shapes over one buffer).
 #[derive(Debug, Default)]
-pub(super) struct BandwidthBuffers {
+pub(super) struct BandwidthState {
+    /// The kernels loaded so far, each its own module, by entry name.
+    modules: Vec<(&'static str, LoadedModule)>,
     /// The buffer read (and a copy's source).
     src: Option<DeviceBuffer<u32>>,
     /// The buffer written (and a copy's destination).
@@ -78,21 +81,44 @@ fn launch_args(
 }
 
 impl CudaBackend {
-    /// Loads the module of the bandwidth kernels the first time one is launched.
-    fn ensure_bandwidth_module(&mut self) -> Result<(), RunnerError> {
-        let module = kernels::module();
-        if self.modules.iter().any(|m| m.name() == module.name()) {
-            return Ok(());
+    /// The function of `kernel`, JIT-compiling it alone the first time it is asked for.
+    fn bandwidth_function(
+        &mut self,
+        kernel: &'static Kernel,
+    ) -> Result<LoadedFunction, RunnerError> {
+        kernel
+            .check_supported(self.info.compute_capability.into())
+            .map_err(|_| RunnerError::Unsupported {
+                kernel: kernel.entry(),
+                needed: kernel.min_capability().to_string(),
+                found: self.info.compute_capability.to_string(),
+            })?;
+        let loaded = &mut self.bandwidth.modules;
+        if let Some((_, module)) = loaded.iter().find(|(entry, _)| *entry == kernel.entry()) {
+            return module.function(kernel);
         }
+        let ptx = kernels::kernel_ptx(kernel).ok_or_else(|| {
+            RunnerError::InvalidRequest(format!("{} is not a bandwidth kernel", kernel.entry()))
+        })?;
         let started = Instant::now();
-        self.modules
-            .push(LoadedModule::load(module.name(), module.ptx())?);
+        let module = LoadedModule::load(kernels::module().name(), &ptx)?;
         log::debug!(
-            "loaded PTX module {} on demand in {:.1} ms",
-            module.name(),
+            "JIT-compiled {} in {:.1} ms",
+            kernel.entry(),
             started.elapsed().as_secs_f64() * 1e3
         );
-        Ok(())
+        let function = module.function(kernel)?;
+        loaded.push((kernel.entry(), module));
+        Ok(function)
+    }
+
+    /// Names of the bandwidth kernels loaded so far (each a module of its own).
+    pub fn loaded_bandwidth_kernels(&self) -> Vec<&'static str> {
+        self.bandwidth
+            .modules
+            .iter()
+            .map(|(entry, _)| *entry)
+            .collect()
     }
 
     /// Runs a bandwidth request (`Backend::bandwidth`).
@@ -102,15 +128,14 @@ impl CudaBackend {
     ) -> Result<BandwidthRun, RunnerError> {
         check_bandwidth(request, &self.info)?;
         let kernel = request.kernel()?;
-        self.ensure_bandwidth_module()?;
-        let function = self.function(kernel)?;
+        let function = self.bandwidth_function(kernel)?;
         let sm_count = self.info.sm_count;
         let shape = &request.shape;
         let blocks = shape.blocks(sm_count);
         let (block_stride, block_phase, step, mask) = request.addressing(sm_count);
         let buffer = request.buffer_bytes(sm_count);
         let threads = u64::from(blocks) * u64::from(shape.threads);
-        let buffers = &mut self.bandwidth_buffers;
+        let buffers = &mut self.bandwidth;
         let (src, dst, sink) = match shape.op {
             BandwidthOp::Read(_) => (ensure(&mut buffers.src, buffer)?, 0, 0),
             BandwidthOp::Write => (0, ensure(&mut buffers.dst, buffer)?, 0),

@@ -54,7 +54,7 @@ pub fn describe_result(code: u32) -> String {
 #[derive(Debug)]
 pub struct CudaBackend {
     single_thread_fill: bool,
-    bandwidth_buffers: bandwidth::BandwidthBuffers,
+    bandwidth: bandwidth::BandwidthState,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -92,7 +92,10 @@ impl CudaBackend {
         let mut modules = Vec::new();
         for module in catalogue::modules() {
             if module.loaded_on_demand() {
-                log::debug!("PTX module {} loads on first use", module.name());
+                log::debug!(
+                    "PTX module {}: each kernel loads on first use",
+                    module.name()
+                );
             } else if module.supports(cc) {
                 log::debug!("loading PTX module {}", module.name());
                 modules.push(LoadedModule::load(module.name(), module.ptx())?);
@@ -107,7 +110,7 @@ impl CudaBackend {
         }
         Ok(CudaBackend {
             single_thread_fill: false,
-            bandwidth_buffers: bandwidth::BandwidthBuffers::default(),
+            bandwidth: bandwidth::BandwidthState::default(),
             chain_buffer: None,
             flush_buffer: None,
             modules,

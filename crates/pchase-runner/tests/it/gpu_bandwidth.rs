@@ -1,4 +1,4 @@
-//! On a GPU: the bandwidth module loads on the first bandwidth request, every operation
+//! On a GPU: bandwidth kernels load one by one, on their first request, every operation
 //! runs, and what it reports is physically possible (device memory below the API's peak,
 //! the L1 and shared memory below 128 B per clock per SM). Without a GPU it says it skipped.
 
@@ -19,6 +19,7 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
         return;
     };
     assert!(!gpu.loaded_modules().contains(&"bandwidth"));
+    assert!(gpu.loaded_bandwidth_kernels().is_empty());
     let device = gpu.device().clone();
     let mhz = gpu.measure_sm_clock_mhz().expect("clock");
     for level in BandwidthLevel::ALL {
@@ -53,7 +54,13 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
         }
         assert!(best > 1e9, "{level}: {best} B/s is implausibly slow");
     }
-    assert!(gpu.loaded_modules().contains(&"bandwidth"));
+    // Only the kernels launched were compiled, each alone.
+    let loaded = gpu.loaded_bandwidth_kernels();
+    assert!(
+        !loaded.is_empty() && loaded.len() <= BandwidthLevel::ALL.len(),
+        "{loaded:?}"
+    );
+    assert!(!gpu.loaded_modules().contains(&"bandwidth"));
 }
 
 #[test]
