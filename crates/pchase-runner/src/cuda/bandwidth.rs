@@ -86,13 +86,7 @@ impl CudaBackend {
         &mut self,
         kernel: &'static Kernel,
     ) -> Result<LoadedFunction, RunnerError> {
-        kernel
-            .check_supported(self.info.compute_capability.into())
-            .map_err(|_| RunnerError::Unsupported {
-                kernel: kernel.entry(),
-                needed: kernel.min_capability().to_string(),
-                found: self.info.compute_capability.to_string(),
-            })?;
+        self.check_kernel(kernel)?;
         let loaded = &mut self.bandwidth.modules;
         if let Some((_, module)) = loaded.iter().find(|(entry, _)| *entry == kernel.entry()) {
             return module.function(kernel);

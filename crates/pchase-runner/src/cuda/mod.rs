@@ -132,14 +132,19 @@ impl CudaBackend {
         self.modules.iter().map(LoadedModule::name).collect()
     }
 
-    fn module_of(&self, kernel: &'static Kernel) -> Result<&LoadedModule, RunnerError> {
+    /// Checks that this device can run `kernel`.
+    fn check_kernel(&self, kernel: &'static Kernel) -> Result<(), RunnerError> {
         kernel
             .check_supported(self.info.compute_capability.into())
             .map_err(|_| RunnerError::Unsupported {
                 kernel: kernel.entry(),
                 needed: kernel.min_capability().to_string(),
                 found: self.info.compute_capability.to_string(),
-            })?;
+            })
+    }
+
+    fn module_of(&self, kernel: &'static Kernel) -> Result<&LoadedModule, RunnerError> {
+        self.check_kernel(kernel)?;
         self.modules
             .iter()
             .find(|m| m.name() == kernel.module().name())
