@@ -49,6 +49,7 @@
 mod bandwidth;
 pub mod diff;
 mod error;
+pub mod fleet;
 mod format;
 mod model;
 pub mod mt4g;

@@ -2,6 +2,7 @@
 
 mod diff;
 mod fixtures;
+mod fleet;
 mod formats;
 mod golden;
 mod html;
