@@ -1,5 +1,6 @@
 //! The typed description of PTX modules, kernels and their parameters.
 
+use crate::bandwidth::BandwidthKernel;
 use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
 
 /// One PTX module: a file under `ptx/`, embedded in this crate.
@@ -49,6 +50,14 @@ impl Module {
     /// One sentence on what the module holds.
     pub fn description(&self) -> &'static str {
         self.description
+    }
+
+    /// Whether a runner loads the module's kernels only when each is first launched, not
+    /// when it starts: the bandwidth module, kernel by kernel
+    /// ([`crate::bandwidth::kernel_ptx`]), so that only the shapes a search visits are
+    /// JIT-compiled.
+    pub fn loaded_on_demand(&self) -> bool {
+        std::ptr::eq(self, crate::bandwidth::module())
     }
 
     /// Whether a device of compute capability `device` can load the module.
@@ -161,6 +170,8 @@ pub enum KernelKind {
     /// The L2 partition map: one block per SM; a reference SM loads every SM's array, then
     /// each SM in turn times two passes over its own array, fine-grained.
     PartitionMap,
+    /// A bandwidth kernel: streaming accesses of one shape (`crate::bandwidth`).
+    Bandwidth(BandwidthKernel),
 }
 
 /// How a kernel's dynamic shared memory is laid out; every array holds `u32`.
@@ -180,6 +191,9 @@ pub enum SharedLayout {
         /// Bytes before the timings; a multiple of 16.
         header: u32,
     },
+    /// One buffer the launch sizes (the bandwidth kernels' shared region): its bytes are
+    /// passed to [`Kernel::dynamic_shared_bytes`] as `4 * shared_chain_elems`.
+    Buffer,
 }
 
 impl SharedLayout {
@@ -188,9 +202,10 @@ impl SharedLayout {
         match self {
             SharedLayout::Chain => Some(0),
             SharedLayout::TimingsThenChain => Some(8 * u64::from(steps)),
-            SharedLayout::None | SharedLayout::Timings | SharedLayout::HeaderThenTimings { .. } => {
-                None
-            }
+            SharedLayout::None
+            | SharedLayout::Timings
+            | SharedLayout::HeaderThenTimings { .. }
+            | SharedLayout::Buffer => None,
         }
     }
 
@@ -203,6 +218,7 @@ impl SharedLayout {
             SharedLayout::Chain => chain,
             SharedLayout::TimingsThenChain => timings + chain,
             SharedLayout::HeaderThenTimings { header } => u64::from(header) + timings,
+            SharedLayout::Buffer => chain,
         }
     }
 }

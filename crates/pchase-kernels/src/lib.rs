@@ -11,6 +11,9 @@
 //!   Maxwell on.
 //! * `hopper` (`.version 7.8`, `.target sm_90`): `chase_fine_dsmem`, a chase through the shared
 //!   memory of the other block of a thread-block cluster.
+//! * `bandwidth` (`.version 7.0`, `.target sm_50`): streaming reads, writes and copies at
+//!   every vector width and unroll ([`bandwidth`]), loaded only when a bandwidth benchmark
+//!   runs ([`Module::loaded_on_demand`]).
 //!
 //! The crate has no CUDA dependency: a runner loads [`Module::ptx`], looks up
 //! [`Kernel::entry`] and passes arguments in the order of [`Kernel::params`].
@@ -31,6 +34,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bandwidth;
 mod capability;
 pub mod catalogue;
 mod error;

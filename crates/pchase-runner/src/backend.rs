@@ -10,7 +10,11 @@ pub use pchase_kernels::LoadPath;
 
 use pchase_kernels::{catalogue, Granularity, Kernel};
 
-use crate::{device::DeviceInfo, error::RunnerError};
+use crate::{
+    bandwidth::{BandwidthRequest, BandwidthRun},
+    device::DeviceInfo,
+    error::RunnerError,
+};
 
 /// Whether a chase records every load's latency or only the total of the timed pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -568,6 +572,13 @@ pub trait Backend {
         &mut self,
         request: &PartitionMapRequest,
     ) -> Result<PartitionMapRun, RunnerError>;
+
+    /// Runs a bandwidth kernel: one untimed launch, then `repetitions` timed ones
+    /// ([`BandwidthRequest`], `crate::bandwidth`).
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the request does not fit the device or the launch fails.
+    fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError>;
 
     /// The SM clock while the GPU is busy, in MHz, measured against a wall clock.
     ///

@@ -309,6 +309,12 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
             ea.and_then(|e| e.latency.as_ref()),
             eb.and_then(|e| e.latency.as_ref()),
         );
+        for (key, before, after) in crate::bandwidth::changes(
+            ea.and_then(|e| e.bandwidth.as_ref()),
+            eb.and_then(|e| e.bandwidth.as_ref()),
+        ) {
+            d.change(field(&format!("bandwidth.{key}")), before, after);
+        }
         d.count(
             field("count_per_sm"),
             ea.and_then(|e| e.count_per_sm),

@@ -46,6 +46,7 @@
 
 #![deny(missing_docs)]
 
+mod bandwidth;
 pub mod diff;
 mod error;
 pub mod fleet;
@@ -60,6 +61,7 @@ mod units;
 mod validate;
 mod version;
 
+pub use bandwidth::{Bandwidth, BandwidthLaunch, BandwidthPeak};
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
@@ -68,8 +70,7 @@ pub use model::{
     ReplacementPolicy, SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantity::{
-    Bandwidth, ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size,
-    SizeBound,
+    ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,
 };
 pub use run::{GpuProcess, GpuState, RunRecord};
 pub use units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};

@@ -11,7 +11,7 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};
+use crate::units::{ByteUnit, Bytes, CycleUnit, Cycles, Megahertz, Nanoseconds};
 
 /// Where a value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -522,31 +522,5 @@ impl Count {
     /// A count with its provenance.
     pub fn new(value: u32, provenance: Provenance) -> Self {
         Count { value, provenance }
-    }
-}
-
-/// A bandwidth in GiB/s.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Bandwidth {
-    /// The bandwidth.
-    pub value: f64,
-    /// Always `"GiB/s"`.
-    pub unit: GibPerSecondUnit,
-    /// Where it came from.
-    pub provenance: Provenance,
-    /// Conditions that differ from the run's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Conditions>,
-}
-
-impl Bandwidth {
-    /// A bandwidth in GiB/s.
-    pub fn gib_per_second(value: f64, provenance: Provenance) -> Self {
-        Bandwidth {
-            value,
-            unit: GibPerSecondUnit,
-            provenance,
-            conditions: None,
-        }
     }
 }

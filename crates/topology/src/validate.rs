@@ -301,10 +301,21 @@ impl Checker {
             }
         }
         if let Some(bandwidth) = &element.bandwidth {
-            for (name, value) in [("read", &bandwidth.read), ("write", &bandwidth.write)] {
-                if let Some(value) = value {
-                    self.positive_finite(field(&format!("bandwidth.{name}.value")), value.value);
+            for (name, value) in bandwidth.iter() {
+                for (path, message) in
+                    crate::bandwidth::violations(&field(&format!("bandwidth.{name}")), value)
+                {
+                    self.fail(path, message);
                 }
+                if let Some(conditions) = &value.conditions {
+                    self.conditions(&field(&format!("bandwidth.{name}.conditions")), conditions);
+                }
+            }
+            if bandwidth.read_near_partition.is_some() && kind != ElementKind::L2 {
+                self.fail(
+                    field("bandwidth.read_near_partition"),
+                    "only the L2 has partitions",
+                );
             }
         }
         if let Some(geometry) = &element.geometry {

@@ -6,6 +6,7 @@
 //! `docs/ptx.md`). Generation is a pure function of the catalogue, so the output is
 //! byte-for-byte reproducible and CI can compare it with the committed files.
 
+mod bandwidth;
 mod chase;
 mod writer;
 
@@ -99,6 +100,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             KernelKind::TwoPhase { first, second } => {
                 chase::two_phase_entry(kernel, first, second)?
             }
+            KernelKind::Bandwidth(shape) => bandwidth::entry(kernel, shape)?,
             other => return Err(format!("no PTX template for kernel kind {other:?}")),
         };
         out.push('\n');

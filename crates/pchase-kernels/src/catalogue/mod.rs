@@ -7,7 +7,7 @@
 //! in `params`.
 
 mod kernels;
-mod params;
+pub(crate) mod params;
 
 use crate::kernel::{Granularity, Kernel, Module, ModuleGlobal, ParamType};
 use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
@@ -54,7 +54,7 @@ static L2MAP: Module = Module {
         "the L2 partition map: every SM times its own array after a reference SM loaded them all",
 };
 
-static MODULES: [&Module; 3] = [&PCHASE, &HOPPER, &L2MAP];
+static MODULES: [&Module; 4] = [&PCHASE, &HOPPER, &L2MAP, &crate::bandwidth::BANDWIDTH];
 
 /// The 64 KiB constant array the constant-path chases read.
 static CONSTANT_CHAIN: ModuleGlobal = ModuleGlobal {
@@ -205,11 +205,12 @@ pub fn modules() -> &'static [&'static Module] {
 
 /// Every kernel of every module, in catalogue order (chases by path and granularity,
 /// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
-/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`).
+/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`),
+/// then the bandwidth kernels ([`crate::bandwidth::kernels`]).
 ///
 /// ```
-/// use pchase_kernels::catalogue;
-/// assert_eq!(catalogue::kernels().count(), 43);
+/// use pchase_kernels::{bandwidth, catalogue};
+/// assert_eq!(catalogue::kernels().count(), 43 + bandwidth::kernels().count());
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
     CHASE
@@ -221,6 +222,7 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
             &CHASE_FINE_DSMEM,
             &L2_PARTITION_MAP,
         ])
+        .chain(crate::bandwidth::kernels())
 }
 
 /// The kernel with this entry name, if the catalogue has one (for tools that read names

@@ -2,7 +2,7 @@
 
 use crate::kernel::{Param, ParamType};
 
-const fn param(name: &'static str, ty: ParamType, meaning: &'static str) -> Param {
+pub(crate) const fn param(name: &'static str, ty: ParamType, meaning: &'static str) -> Param {
     Param { name, ty, meaning }
 }
 

@@ -37,8 +37,12 @@ fn entry_names_are_unique_and_found_by_name() {
     }
     let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
     // init_chain, clock_overhead, sm_clock, chase_pinned_global_cg, chase_fine_dsmem,
-    // l2_partition_map.
-    assert_eq!(seen.len(), 2 * LoadPath::ALL.len() + 6 + two_phase);
+    // l2_partition_map, then the bandwidth kernels.
+    let bandwidth = pchase_kernels::bandwidth::kernels().count();
+    assert_eq!(
+        seen.len(),
+        2 * LoadPath::ALL.len() + 6 + two_phase + bandwidth
+    );
     assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
 }
 
@@ -216,7 +220,7 @@ fn capability_checks_use_the_kernel_minimum() {
 #[test]
 fn modules_list_covers_every_kernel_module() {
     let modules = catalogue::modules();
-    assert_eq!(modules.len(), 3);
+    assert_eq!(modules.len(), 4);
     for kernel in catalogue::kernels() {
         assert!(modules.iter().any(|m| std::ptr::eq(*m, kernel.module())));
     }

@@ -1,5 +1,6 @@
 //! Integration tests of the kernel catalogue against the embedded PTX text.
 
+mod bandwidth;
 mod catalogue;
 mod entries;
 mod features;

@@ -8,6 +8,7 @@
 //! `chase` (the chase and two-phase launches, texture binding included), `pinned` (the
 //! SM-pinned chase and the partition map) and `clock` (clock overhead and SM clock).
 
+mod bandwidth;
 mod chains;
 mod chase;
 mod clock;
@@ -27,6 +28,7 @@ use crate::{
         Backend, ChaseRequest, ChaseRun, PartitionMapRequest, PartitionMapRun, PinnedRequest,
         PinnedRun, TwoPhaseRequest,
     },
+    bandwidth::{BandwidthRequest, BandwidthRun},
     device::DeviceInfo,
     error::RunnerError,
 };
@@ -54,6 +56,7 @@ pub fn describe_result(code: u32) -> String {
 #[derive(Debug)]
 pub struct CudaBackend {
     single_thread_fill: bool,
+    bandwidth: bandwidth::BandwidthState,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -90,7 +93,12 @@ impl CudaBackend {
         let cc = pchase_kernels::ComputeCapability::from(info.compute_capability);
         let mut modules = Vec::new();
         for module in catalogue::modules() {
-            if module.supports(cc) {
+            if module.loaded_on_demand() {
+                log::debug!(
+                    "PTX module {}: each kernel loads on first use",
+                    module.name()
+                );
+            } else if module.supports(cc) {
                 log::debug!("loading PTX module {}", module.name());
                 modules.push(LoadedModule::load(module.name(), module.ptx())?);
             } else {
@@ -104,6 +112,7 @@ impl CudaBackend {
         }
         Ok(CudaBackend {
             single_thread_fill: false,
+            bandwidth: bandwidth::BandwidthState::default(),
             chain_buffer: None,
             flush_buffer: None,
             modules,
@@ -125,14 +134,19 @@ impl CudaBackend {
         self.modules.iter().map(LoadedModule::name).collect()
     }
 
-    fn module_of(&self, kernel: &'static Kernel) -> Result<&LoadedModule, RunnerError> {
+    /// Checks that this device can run `kernel`.
+    fn check_kernel(&self, kernel: &'static Kernel) -> Result<(), RunnerError> {
         kernel
             .check_supported(self.info.compute_capability.into())
             .map_err(|_| RunnerError::Unsupported {
                 kernel: kernel.entry(),
                 needed: kernel.min_capability().to_string(),
                 found: self.info.compute_capability.to_string(),
-            })?;
+            })
+    }
+
+    fn module_of(&self, kernel: &'static Kernel) -> Result<&LoadedModule, RunnerError> {
+        self.check_kernel(kernel)?;
         self.modules
             .iter()
             .find(|m| m.name() == kernel.module().name())
@@ -174,6 +188,10 @@ impl Backend for CudaBackend {
 
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
         self.launch_clock_overhead(samples)
+    }
+
+    fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
+        self.run_bandwidth(request)
     }
 
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {

@@ -7,6 +7,7 @@
 //! measurement or the reason it is missing.
 
 pub mod analysis;
+pub mod bandwidth;
 pub mod bench;
 pub mod carveout;
 mod constant_l15;

@@ -111,6 +111,10 @@ pub struct Measurements {
     /// Benchmarks the sentinels found disturbed
     /// ([`MeasureOptions::watch`](super::MeasureOptions::watch)).
     pub disturbed: Vec<Disturbance>,
+    /// The bandwidth of each level measured (issue 15).
+    pub bandwidth: Vec<super::bandwidth::BandwidthFinding>,
+    /// Levels whose bandwidth could not be measured, with the reason.
+    pub bandwidth_failures: Vec<(super::bandwidth::BandwidthLevel, String)>,
 }
 
 /// A benchmark after which the sentinels had moved from their first reading.

@@ -45,6 +45,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bandwidth;
 mod cache;
 mod model;
 mod profile;
@@ -57,6 +58,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
+pub use bandwidth::{BandwidthSpec, LevelThroughput};
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec, Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,

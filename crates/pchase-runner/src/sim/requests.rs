@@ -7,6 +7,13 @@ impl Backend for SimBackend {
         &self.profile.device
     }
 
+    fn bandwidth(
+        &mut self,
+        request: &crate::bandwidth::BandwidthRequest,
+    ) -> Result<crate::bandwidth::BandwidthRun, RunnerError> {
+        self.run_bandwidth(request)
+    }
+
     fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
         let shared_bytes = self.check_request(request)?;
         self.kernels_used.insert(request.kernel().entry());

@@ -3,6 +3,7 @@
 mod geometry;
 mod golden;
 mod gpu;
+mod gpu_bandwidth;
 mod l2_confirm;
 mod levels;
 mod pipeline;

@@ -2,6 +2,7 @@
 //! shipped profile and seeded random hierarchies.
 
 use pchase_runner::{
+    bandwidth::{BandwidthRequest, BandwidthRun},
     measure::{
         bench::{Benchmark, REGISTRY},
         carveout::Role,
@@ -68,6 +69,7 @@ fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measurements {
         None => {
             m.sharing.clear();
             m.copies.clear();
+            m.bandwidth.clear();
         }
     }
     m
@@ -307,6 +309,9 @@ impl Backend for Unplaced {
         request: &PartitionMapRequest,
     ) -> Result<PartitionMapRun, RunnerError> {
         self.sim.partition_map(request)
+    }
+    fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
+        self.sim.bandwidth(request)
     }
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         self.sim.measure_sm_clock_mhz()

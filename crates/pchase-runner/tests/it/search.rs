@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use pchase_runner::{
+    bandwidth::{BandwidthRequest, BandwidthRun},
     measure::{
         probe::SizeProbe,
         search::{find_size, find_size_near},
@@ -43,6 +44,9 @@ impl Backend for Counting {
         request: &PartitionMapRequest,
     ) -> Result<PartitionMapRun, RunnerError> {
         self.sim.partition_map(request)
+    }
+    fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
+        self.sim.bandwidth(request)
     }
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         self.sim.measure_sm_clock_mhz()

@@ -227,10 +227,14 @@ pub fn key_values(topo: &Topology) -> BTreeMap<String, KeyValue> {
         put("latency", e.latency.as_ref().map(KeyValue::latency));
         put("count_per_sm", e.count_per_sm.map(KeyValue::count));
         if let Some(bw) = &e.bandwidth {
-            let bandwidth =
-                |b: &crate::quantity::Bandwidth| KeyValue::exact(ValueKind::Bandwidth, b.value);
+            let bandwidth = |b: &crate::Bandwidth| KeyValue::exact(ValueKind::Bandwidth, b.value);
             put("bandwidth.read", bw.read.as_ref().map(bandwidth));
             put("bandwidth.write", bw.write.as_ref().map(bandwidth));
+            put("bandwidth.copy", bw.copy.as_ref().map(bandwidth));
+            put(
+                "bandwidth.read_near_partition",
+                bw.read_near_partition.as_ref().map(bandwidth),
+            );
         }
         if let Some(p) = &e.partitions {
             put("partitions.count", p.count.map(KeyValue::count));

@@ -5,7 +5,8 @@ use std::fmt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::quantity::{Bandwidth, Count, Latency, Size};
+pub use crate::bandwidth::Bandwidths;
+use crate::quantity::{Count, Latency, Size};
 use crate::units::Bytes;
 // Only for doc links: the JSON schema's descriptions are these doc comments, so a link
 // keeps its short form there and resolves through this import.
@@ -269,17 +270,6 @@ pub struct CacheGeometry {
     pub replacement: Option<ReplacementPolicy>,
 }
 
-/// Read and write bandwidth of an element.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct Bandwidths {
-    /// Read bandwidth.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read: Option<Bandwidth>,
-    /// Write bandwidth.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write: Option<Bandwidth>,
-}
-
 /// One memory element and what is known about it. Every quantity is optional:
 /// a missing one is "not measured", with the reason in [`Topology::notes`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
@@ -308,7 +298,7 @@ pub struct Element {
     /// The next level a miss goes to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backed_by: Option<ElementKind>,
-    /// Bandwidth (later work).
+    /// Bandwidth: read, write, copy, and for the L2 the near partition's reads (issue 15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<Bandwidths>,
     /// Associativity, sets, replacement (later work).

@@ -72,6 +72,16 @@ pub fn html(topo: &Topology, raw: Option<&RawData>) -> String {
     }
     let _ = writeln!(out, "<h2>Diagram</h2>\n{}", super::svg(topo));
     elements(&mut out, topo);
+    let bandwidth = super::bandwidth::rows(topo);
+    if !bandwidth.is_empty() {
+        let _ = writeln!(out, "<h2>Bandwidth</h2>");
+        table(
+            &mut out,
+            &super::bandwidth::HEADERS,
+            &[1, 2, 3],
+            bandwidth.into_iter().map(|r| r.to_vec()),
+        );
+    }
     carveout(&mut out, topo);
     latencies(&mut out, topo);
     let _ = writeln!(out, "<h2>Sizes and their evidence</h2>");

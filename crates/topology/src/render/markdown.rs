@@ -74,6 +74,17 @@ pub fn markdown(topo: &Topology) -> String {
         }
     }
 
+    let bandwidth = super::bandwidth::rows(topo);
+    if !bandwidth.is_empty() {
+        let _ = writeln!(out, "\n## Bandwidth\n");
+        let _ = writeln!(out, "| {} |", super::bandwidth::HEADERS.join(" | "));
+        let _ = writeln!(out, "|{}", " --- |".repeat(super::bandwidth::HEADERS.len()));
+        for row in &bandwidth {
+            let cells: Vec<String> = row.iter().map(|c| md_escape(c)).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+
     if let Some(p) = topo.l2_partitions() {
         let _ = writeln!(out, "\n## L2 partitions as one SM sees them\n");
         if let Some(count) = p.count {

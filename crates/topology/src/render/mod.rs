@@ -7,6 +7,7 @@
 //! why (the footnote gives the reason) and as `-` otherwise. Every number follows one
 //! precision rule ([`number`], [`p_value`], [`median_iqr`]).
 
+mod bandwidth;
 mod html;
 mod markdown;
 mod number;
@@ -282,20 +283,42 @@ pub fn table(topo: &Topology) -> String {
         entries: Vec::new(),
     };
     let rows = rows(topo, &mut notes);
-    let mut widths = HEADERS.map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row_cells(row)) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
     let mut out = headline(topo);
     out.push('\n');
     if let Some(banner) = busy_banner(topo) {
         let _ = writeln!(out, "{banner}");
     }
-    let line = |cells: [&str; 7], out: &mut String| {
+    let cells: Vec<Vec<&str>> = rows.iter().map(|r| row_cells(r).to_vec()).collect();
+    out.push_str(&aligned(&HEADERS, &cells));
+    unreferenced_not_measured(topo, &mut notes);
+    for (i, entry) in notes.entries.iter().enumerate() {
+        let _ = writeln!(out, "[{}] {entry}", i + 1);
+    }
+    out.push_str(&bandwidth::text_table(topo));
+    for note in general_notes(topo) {
+        let _ = writeln!(out, "{note}");
+    }
+    if let Some(run) = &topo.run {
+        for line in run.summary() {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out
+}
+
+/// Columns padded to their widest cell, two spaces apart, under a rule of `─`: the text
+/// tables' layout.
+pub(super) fn aligned(headers: &[&str], rows: &[Vec<&str>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
         let mut text = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
             if i > 0 {
                 text.push_str("  ");
             }
@@ -305,23 +328,11 @@ pub fn table(topo: &Topology) -> String {
         out.push_str(text.trim_end());
         out.push('\n');
     };
-    line(HEADERS, &mut out);
-    let rule = widths.map(|w| "─".repeat(w));
-    line(rule.each_ref().map(String::as_str), &mut out);
-    for row in &rows {
-        line(row_cells(row), &mut out);
-    }
-    unreferenced_not_measured(topo, &mut notes);
-    for (i, entry) in notes.entries.iter().enumerate() {
-        let _ = writeln!(out, "[{}] {entry}", i + 1);
-    }
-    for note in general_notes(topo) {
-        let _ = writeln!(out, "{note}");
-    }
-    if let Some(run) = &topo.run {
-        for line in run.summary() {
-            let _ = writeln!(out, "{line}");
-        }
+    line(headers);
+    let rule: Vec<String> = widths.iter().map(|&w| "─".repeat(w)).collect();
+    line(&rule.iter().map(String::as_str).collect::<Vec<_>>());
+    for row in rows {
+        line(row);
     }
     out
 }

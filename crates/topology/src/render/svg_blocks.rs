@@ -135,6 +135,7 @@ pub(super) fn element_lines(topo: &Topology, kind: ElementKind) -> Vec<String> {
         }
         None => {}
     }
+    lines.extend(super::bandwidth::diagram_lines(topo, kind));
     lines
 }
 

@@ -220,7 +220,23 @@ pub fn h200_illustrative() -> Topology {
     let dram = topo.element_mut(ElementKind::DeviceMemory);
     dram.set_size(Size::api(Bytes(150_754_820_096)))
         .set_latency(latency_q(834.5, [834.5, 864.0, 951.5, 1126.4], 140.5, 2047));
-    dram.bandwidth_mut().read = Some(Bandwidth::gib_per_second(4310.0, Provenance::Benchmark));
+    // Schema 1.5: the launch that reached it and the API's peak (3201 MHz × 6144 bit × 2).
+    let mut read = Bandwidth::gib_per_second(4310.0, Provenance::Benchmark)
+        .with_launch(BandwidthLaunch {
+            blocks_per_sm: 2,
+            threads_per_block: 1024,
+            vector_bytes: 16,
+            unroll: 4,
+            instruction: "ld.global.cg".into(),
+        })
+        .with_peak(BandwidthPeak::from_bytes_per_second(
+            3.201e9 * 768.0 * 2.0,
+            "memory clock × bus width × 2, from the driver API",
+        ));
+    read.median = Some(4301.5);
+    read.repetitions = Some(5);
+    read.working_set = Some(Bytes(512 << 20));
+    dram.bandwidth_mut().read = Some(read);
     dram.bandwidth_mut().write = Some(Bandwidth::gib_per_second(4105.0, Provenance::Benchmark));
     topo.warn(
         Some(ElementKind::L1Data),

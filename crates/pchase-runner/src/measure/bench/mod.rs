@@ -18,6 +18,7 @@
 //! assert_eq!(planned, ["constant-l1", "constant-l15", "sharing", "copies"]);
 //! ```
 
+mod bandwidth;
 mod l2;
 mod memory;
 mod relations;
@@ -115,6 +116,10 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &memory::MEMORY,
     &relations::SHARING,
     &relations::COPIES,
+    &bandwidth::BANDWIDTH_L1,
+    &bandwidth::BANDWIDTH_SHARED,
+    &bandwidth::BANDWIDTH_L2,
+    &bandwidth::BANDWIDTH_MEMORY,
 ];
 
 /// The registered benchmark called `name`.

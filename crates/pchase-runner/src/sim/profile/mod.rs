@@ -71,6 +71,10 @@ pub struct SimProfile {
     /// Other work sharing the GPU (`docs/simulator.md`, "Co-tenants").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub co_tenant: Option<super::CoTenant>,
+    /// The throughput of each level, for the bandwidth benchmarks (`sim/bandwidth.rs`);
+    /// without it they report "not measured".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<super::BandwidthSpec>,
 }
 
 /// The SM clock and the cost of reading it.

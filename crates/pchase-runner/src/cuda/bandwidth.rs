@@ -1,0 +1,252 @@
+//! The CUDA launch of a [`BandwidthRequest`]: each bandwidth kernel JIT-compiled as a module
+//! of its own the first time it is launched (`pchase_kernels::bandwidth::kernel_ptx`),
+//! buffers kept between requests, one untimed launch, then every repetition timed with
+//! events.
+
+use std::time::{Duration, Instant};
+
+use pchase_kernels::{bandwidth as kernels, Kernel};
+
+use super::driver::{check, Arg, LaunchShape};
+use super::{ffi, CudaBackend, DeviceBuffer, LoadedFunction, LoadedModule};
+use crate::{
+    backend::Carveout,
+    bandwidth::{check_bandwidth, BandwidthOp, BandwidthRequest, BandwidthRun, RegionLayout},
+    error::RunnerError,
+};
+
+/// The byte every buffer is filled with before it is read: not zero, so that no memory
+/// system could shortcut the reads of a page it knows to be zero.
+const FILL_BYTE: u8 = 0xa5;
+
+/// The bandwidth benchmarks' kernels and device memory, kept between requests (the tuner
+/// launches dozens of shapes over one buffer).
+#[derive(Debug, Default)]
+pub(super) struct BandwidthState {
+    /// The kernels loaded so far, each its own module, by entry name.
+    modules: Vec<(&'static str, LoadedModule)>,
+    /// The buffer read (and a copy's source).
+    src: Option<DeviceBuffer<u32>>,
+    /// The buffer written (and a copy's destination).
+    dst: Option<DeviceBuffer<u32>>,
+    /// Where a thread whose loads XOR to the key would store (`u32` per thread).
+    sink: Option<DeviceBuffer<u32>>,
+}
+
+/// A buffer of at least `bytes` in `slot`, reallocated (the old one freed first) when too
+/// small; filled with [`FILL_BYTE`] when allocated.
+fn ensure(slot: &mut Option<DeviceBuffer<u32>>, bytes: u64) -> Result<u64, RunnerError> {
+    let words = usize::try_from(bytes.div_ceil(4))
+        .map_err(|_| RunnerError::InvalidRequest(format!("a buffer of {bytes} B")))?;
+    if slot.as_ref().is_none_or(|b| b.len() < words) {
+        *slot = None;
+        let buffer = DeviceBuffer::<u32>::uninitialized(words.max(1))?;
+        // SAFETY: the range is the allocation just made.
+        check("cuMemsetD8", unsafe {
+            ffi::cuMemsetD8(buffer.device_ptr(), FILL_BYTE, words.max(1) * 4)
+        })?;
+        *slot = Some(buffer);
+    }
+    Ok(slot.as_ref().map(DeviceBuffer::device_ptr).unwrap_or(0))
+}
+
+/// The arguments of a launch of `op`, by parameter name: the addressing
+/// `(block_stride, block_phase, step, mask)` and the buffers `[src, dst, sink]` (each passed
+/// only where the kernel has the parameter).
+fn launch_args(
+    op: BandwidthOp,
+    iterations: u32,
+    (block_stride, block_phase, step, mask): (u64, u32, u32, u32),
+    [src, dst, sink]: [u64; 3],
+) -> Vec<(&'static str, Arg)> {
+    let mut args = vec![
+        ("block_phase", Arg::U32(block_phase)),
+        ("step", Arg::U32(step)),
+        ("mask", Arg::U32(mask)),
+        ("iterations", Arg::U32(iterations)),
+    ];
+    if matches!(op, BandwidthOp::Read(_) | BandwidthOp::Copy) {
+        args.push(("src", Arg::U64(src)));
+    }
+    if matches!(op, BandwidthOp::Write | BandwidthOp::Copy) {
+        args.push(("dst", Arg::U64(dst)));
+    }
+    if op != BandwidthOp::SharedRead {
+        args.push(("block_stride", Arg::U64(block_stride)));
+    }
+    if matches!(op, BandwidthOp::Read(_) | BandwidthOp::SharedRead) {
+        args.push(("sink", Arg::U64(sink)));
+    }
+    args
+}
+
+impl CudaBackend {
+    /// The function of `kernel`, JIT-compiling it alone the first time it is asked for.
+    fn bandwidth_function(
+        &mut self,
+        kernel: &'static Kernel,
+    ) -> Result<LoadedFunction, RunnerError> {
+        self.check_kernel(kernel)?;
+        let loaded = &mut self.bandwidth.modules;
+        if let Some((_, module)) = loaded.iter().find(|(entry, _)| *entry == kernel.entry()) {
+            return module.function(kernel);
+        }
+        let ptx = kernels::kernel_ptx(kernel).ok_or_else(|| {
+            RunnerError::InvalidRequest(format!("{} is not a bandwidth kernel", kernel.entry()))
+        })?;
+        let started = Instant::now();
+        let module = LoadedModule::load(kernels::module().name(), &ptx)?;
+        log::debug!(
+            "JIT-compiled {} in {:.1} ms",
+            kernel.entry(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        let function = module.function(kernel)?;
+        loaded.push((kernel.entry(), module));
+        Ok(function)
+    }
+
+    /// Names of the bandwidth kernels loaded so far (each a module of its own).
+    pub fn loaded_bandwidth_kernels(&self) -> Vec<&'static str> {
+        self.bandwidth
+            .modules
+            .iter()
+            .map(|(entry, _)| *entry)
+            .collect()
+    }
+
+    /// Runs a bandwidth request (`Backend::bandwidth`).
+    pub(super) fn run_bandwidth(
+        &mut self,
+        request: &BandwidthRequest,
+    ) -> Result<BandwidthRun, RunnerError> {
+        check_bandwidth(request, &self.info)?;
+        let kernel = request.kernel()?;
+        let function = self.bandwidth_function(kernel)?;
+        let sm_count = self.info.sm_count;
+        let shape = &request.shape;
+        let blocks = shape.blocks(sm_count);
+        let (block_stride, block_phase, step, mask) = request.addressing(sm_count);
+        let buffer = request.buffer_bytes(sm_count);
+        let threads = u64::from(blocks) * u64::from(shape.threads);
+        let buffers = &mut self.bandwidth;
+        let (src, dst, sink) = match shape.op {
+            BandwidthOp::Read(_) => (ensure(&mut buffers.src, buffer)?, 0, 0),
+            BandwidthOp::Write => (0, ensure(&mut buffers.dst, buffer)?, 0),
+            BandwidthOp::Copy => (
+                ensure(&mut buffers.src, buffer)?,
+                ensure(&mut buffers.dst, buffer)?,
+                0,
+            ),
+            BandwidthOp::SharedRead => (0, 0, 0),
+        };
+        let sink = match shape.op {
+            BandwidthOp::Read(_) | BandwidthOp::SharedRead => {
+                ensure(&mut buffers.sink, 4 * threads)?
+            }
+            _ => sink,
+        };
+        // Global reads get the largest L1 (the L1 read needs every block's region in it);
+        // shared reads the largest shared memory (as many blocks per SM as fit).
+        let (dynamic, carveout) = match (shape.op, request.layout) {
+            (BandwidthOp::SharedRead, _) => (
+                u32::try_from(request.region_bytes)
+                    .map_err(|_| RunnerError::InvalidRequest("shared region over 4 GiB".into()))?,
+                Carveout::Percent(100),
+            ),
+            (BandwidthOp::Read(_), RegionLayout::PerBlock) => (0, Carveout::Percent(0)),
+            _ => (0, Carveout::DriverDefault),
+        };
+        self.configure_shared(&function, dynamic, carveout)?;
+        let launch = LaunchShape {
+            grid: (blocks, 1),
+            threads: shape.threads,
+            shared_bytes: dynamic,
+        };
+        let args = launch_args(
+            shape.op,
+            request.iterations,
+            (block_stride, block_phase, step, mask),
+            [src, dst, sink],
+        );
+        // One untimed launch first: it brings the data into the cache under test and the
+        // clocks up; each repetition is then timed on its own.
+        let mut gpu_time = self.timed_launch(&function, launch, &args)?;
+        let mut elapsed = Vec::with_capacity(request.repetitions as usize);
+        for _ in 0..request.repetitions {
+            let time = self.timed_launch(&function, launch, &args)?;
+            gpu_time += time;
+            elapsed.push(time);
+        }
+        if elapsed.contains(&Duration::ZERO) {
+            return Err(RunnerError::WrongResult(format!(
+                "a bandwidth launch ({}) took no measurable time",
+                shape
+            )));
+        }
+        Ok(BandwidthRun {
+            elapsed,
+            bytes_per_launch: request.bytes_per_launch(sm_count),
+            gpu_time,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pchase_kernels::bandwidth::ReadVariant;
+
+    use crate::backend::Backend;
+    use crate::bandwidth::{BandwidthRequest, BandwidthShape, RegionLayout};
+
+    use super::*;
+
+    #[test]
+    fn launch_arguments_name_every_parameter_once_for_every_kernel() {
+        for kernel in kernels::kernels() {
+            let shape = kernels::shape_of(kernel).expect("a bandwidth kernel");
+            let args = launch_args(shape.op, 1, (0, 0, 0, 0), [0, 0, 0]);
+            let mut passed: Vec<&str> = args.iter().map(|(name, _)| *name).collect();
+            let mut declared: Vec<&str> = kernel.params().iter().map(|p| p.name()).collect();
+            passed.sort_unstable();
+            declared.sort_unstable();
+            assert_eq!(passed, declared, "{}", kernel.entry());
+            for (name, arg) in &args {
+                let index = kernel.param_index(name).expect("declared");
+                let ty = kernel.params()[index].ty();
+                assert_eq!(
+                    matches!(arg, Arg::U64(_)),
+                    ty == pchase_kernels::ParamType::U64,
+                    "{}: {name}",
+                    kernel.entry()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn requests_are_checked_before_the_driver_is_touched() {
+        // Without a driver this fails at CudaBackend::new; the check itself needs none.
+        let Ok(mut gpu) = CudaBackend::new(0) else {
+            eprintln!("skipped: no CUDA device");
+            return;
+        };
+        let request = BandwidthRequest {
+            shape: BandwidthShape {
+                op: BandwidthOp::Read(ReadVariant::Cs),
+                vector_bytes: 4,
+                unroll: 1,
+                blocks_per_sm: 1,
+                threads: 128,
+            },
+            layout: RegionLayout::GridStride,
+            region_bytes: 1 << 20,
+            iterations: 1,
+            repetitions: 1,
+        };
+        assert!(matches!(
+            gpu.bandwidth(&request),
+            Err(RunnerError::InvalidRequest(_))
+        ));
+    }
+}

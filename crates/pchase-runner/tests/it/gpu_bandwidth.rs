@@ -1,0 +1,96 @@
+//! On a GPU: bandwidth kernels load one by one, on their first request, every operation
+//! runs, and what it reports is physically possible (device memory below the API's peak,
+//! the L1 and shared memory below 128 B per clock per SM). Without a GPU it says it skipped.
+
+#![cfg(feature = "cuda")]
+
+use pchase_runner::{
+    bandwidth::{BandwidthOp, BandwidthRequest, BandwidthShape, RegionLayout},
+    measure::bandwidth::{api_memory_peak, BandwidthLevel, LevelPlan, FINAL_LAUNCH},
+    Backend,
+};
+
+use crate::gpu::gpu_or_skip;
+
+#[test]
+fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
+    let Some(mut gpu) = gpu_or_skip("every_bandwidth_level_runs_within_what_the_hardware_allows")
+    else {
+        return;
+    };
+    assert!(!gpu.loaded_modules().contains(&"bandwidth"));
+    assert!(gpu.loaded_bandwidth_kernels().is_empty());
+    let device = gpu.device().clone();
+    let mhz = gpu.measure_sm_clock_mhz().expect("clock");
+    for level in BandwidthLevel::ALL {
+        let plan = LevelPlan::new(level, &device, mhz, None).expect("plan");
+        let request = plan.request(plan.seed, device.sm_count, FINAL_LAUNCH, 3);
+        let run = gpu.bandwidth(&request).expect("bandwidth launch");
+        assert_eq!(run.elapsed.len(), 3);
+        let best = run.best_bytes_per_second().expect("timed");
+        let per_sm_clock = best / (mhz * 1e6 * f64::from(device.sm_count));
+        eprintln!(
+            "{level}: {:.1} GB/s ({per_sm_clock:.1} B/clk/SM) with {}",
+            best / 1e9,
+            plan.seed
+        );
+        match level {
+            BandwidthLevel::L1 | BandwidthLevel::Shared => {
+                // 3 % over 128 B/clk/SM allows for the clock measured before, not during.
+                assert!(per_sm_clock < 132.0, "{level}: {per_sm_clock} B/clk/SM");
+            }
+            BandwidthLevel::MemoryRead
+            | BandwidthLevel::MemoryWrite
+            | BandwidthLevel::MemoryCopy => {
+                let peak = api_memory_peak(&device).expect("the API states the memory");
+                assert!(
+                    best < 1.02 * peak,
+                    "{level}: {best} B/s over the peak {peak}"
+                );
+            }
+            BandwidthLevel::L2Near | BandwidthLevel::L2 => {
+                assert!(per_sm_clock < 256.0, "{level}: {per_sm_clock} B/clk/SM");
+            }
+        }
+        assert!(best > 1e9, "{level}: {best} B/s is implausibly slow");
+    }
+    // Only the kernels launched were compiled, each alone.
+    let loaded = gpu.loaded_bandwidth_kernels();
+    assert!(
+        !loaded.is_empty() && loaded.len() <= BandwidthLevel::ALL.len(),
+        "{loaded:?}"
+    );
+    assert!(!gpu.loaded_modules().contains(&"bandwidth"));
+}
+
+#[test]
+fn every_bandwidth_kernel_launches() {
+    let Some(mut gpu) = gpu_or_skip("every_bandwidth_kernel_launches") else {
+        return;
+    };
+    for kernel in pchase_kernels::bandwidth::kernels() {
+        let shape = pchase_kernels::bandwidth::shape_of(kernel).expect("bandwidth kernel");
+        let shared = shape.op == BandwidthOp::SharedRead;
+        let request = BandwidthRequest {
+            shape: BandwidthShape {
+                op: shape.op,
+                vector_bytes: shape.vector_bytes,
+                unroll: shape.unroll,
+                blocks_per_sm: 2,
+                threads: 256,
+            },
+            layout: if shared {
+                RegionLayout::PerBlock
+            } else {
+                RegionLayout::GridStride
+            },
+            region_bytes: if shared { 16 << 10 } else { 16 << 20 },
+            iterations: 4,
+            repetitions: 1,
+        };
+        let run = gpu
+            .bandwidth(&request)
+            .unwrap_or_else(|e| panic!("{}: {e}", kernel.entry()));
+        assert!(run.best_bytes_per_second().is_some(), "{}", kernel.entry());
+    }
+}
