@@ -260,6 +260,32 @@ fn l1_capacity_stolen_after_the_sweep_is_detected() {
 }
 
 #[test]
+fn a_size_the_second_probe_does_not_confirm_is_marked_on_its_element() {
+    // The L1 loses 48 KiB half-way through `--only l1`: the sweeps are done, the
+    // confirming probe (and its repeat) find the size no longer holds. The L1 element is
+    // marked, not only the run.
+    let dir = scratch("l1-marked");
+    let start = clean_launches("l1", &dir) / 2;
+    let gpu = profile(
+        &dir,
+        "",
+        &format!("[co_tenant]\nvisible = false\nstart_launch = {start}\nl1_stolen_bytes = 49152"),
+    );
+    let json = dir.join("t.json");
+    let out = run_only("l1", &gpu, &dir, &["-o", json.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    let topo = Topology::load(&json).unwrap();
+    let l1 = topo
+        .element(topology::ElementKind::L1Data)
+        .expect("the L1 is in the result");
+    let marked = l1.disturbed.as_deref().unwrap_or_default();
+    assert!(marked.contains("not confirmed"), "{marked:?}");
+    assert!(stdout(&out).contains("[DISTURBED]"), "{}", stdout(&out));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn a_clean_run_of_the_same_profile_is_not_disturbed() {
     let dir = scratch("clean");
     let gpu = profile(

@@ -158,13 +158,14 @@ fn mean(values: &[f64]) -> f64 {
 }
 
 /// Probes every SM-cache size the run found exactly, at 85 % and 130 % of it, with the
-/// sweep's own settings; returns one sentence per size that the probe does not confirm.
+/// sweep's own settings; returns, per element whose size the probe does not confirm, the
+/// element and one sentence.
 pub fn confirm_sizes<B: Backend + ?Sized>(
     backend: &mut B,
     measured: &Measurements,
     search_stride: u32,
     replicas: u32,
-) -> Vec<String> {
+) -> Vec<(ElementKind, String)> {
     let mut found = Vec::new();
     for (element, result) in &measured.elements {
         // The SM caches searched from the smallest size (the constant L1.5's search starts
@@ -212,7 +213,10 @@ pub fn confirm_sizes<B: Backend + ?Sized>(
         let samples = match probe.run(backend, &[below, above], &mut gpu) {
             Ok(s) => s,
             Err(e) => {
-                found.push(format!("{name} size: the confirming probe failed: {e}"));
+                found.push((
+                    *element,
+                    format!("{name} size: the confirming probe failed: {e}"),
+                ));
                 continue;
             }
         };
@@ -224,18 +228,17 @@ pub fn confirm_sizes<B: Backend + ?Sized>(
         };
         let (relative, absolute) = LATENCY_TOLERANCE;
         let limit = plateau * (1.0 + relative) + absolute;
-        match (at(below), at(above)) {
-            (Some(low), _) if low > limit => found.push(format!(
+        let finding = match (at(below), at(above)) {
+            (Some(low), _) if low > limit => Some(format!(
                 "{name} size {bytes} B not confirmed: {below} B now misses ({low:.1} cycles per load, the sweep's hits {plateau:.1})"
             )),
-            (_, Some(high)) if high <= plateau + absolute => found.push(format!(
+            (_, Some(high)) if high <= plateau + absolute => Some(format!(
                 "{name} size {bytes} B not confirmed: {above} B still hits ({high:.1} cycles per load)"
             )),
-            (None, _) | (_, None) => {
-                found.push(format!("{name} size: the confirming probe lost a size"));
-            }
-            _ => {}
-        }
+            (None, _) | (_, None) => Some(format!("{name} size: the confirming probe lost a size")),
+            _ => None,
+        };
+        found.extend(finding.map(|f| (*element, f)));
     }
     found
 }
