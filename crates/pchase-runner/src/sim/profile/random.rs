@@ -167,6 +167,7 @@ impl SimProfile {
             memory: MemorySpec {
                 latency: memory_latency,
             },
+            tlb: None,
             uuid: None,
             co_tenant: None,
         }

@@ -19,6 +19,9 @@ impl SimProfile {
         if let Some(tenant) = &self.co_tenant {
             tenant.validate()?;
         }
+        if let Some(tlb) = &self.tlb {
+            tlb.validate()?;
+        }
         let d = &self.device;
         if d.sm_count == 0 {
             return err("device.sm_count: must be at least 1".into());
