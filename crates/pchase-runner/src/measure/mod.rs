@@ -20,6 +20,7 @@ pub mod search;
 pub mod sentinel;
 mod session;
 pub mod stats;
+pub mod tlb;
 
 #[cfg(doc)]
 use crate::backend::Backend;

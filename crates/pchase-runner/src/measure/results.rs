@@ -106,6 +106,8 @@ pub struct Measurements {
     pub copies: Vec<(ElementKind, Option<u32>)>,
     /// The L2's partitions and latencies.
     pub l2: Option<l2::L2Findings>,
+    /// The translation levels seen on each load path searched (`tlb`, `--deep`).
+    pub tlb: Vec<(LoadPath, super::tlb::TlbFinding)>,
     /// Timings per benchmark.
     pub timings: Vec<Timing>,
     /// Benchmarks the sentinels found disturbed

@@ -6,4 +6,5 @@ mod levels;
 mod pipeline;
 mod search;
 mod sim;
+mod tlb;
 mod watch;
