@@ -154,9 +154,8 @@ pub fn search(
         f.probes += 1;
         probe(n, stride)
     };
-    let fits = |n: u64, stride: u32| {
-        n <= limits.max_nodes && n * step_bytes(stride) <= limits.max_bytes
-    };
+    let fits =
+        |n: u64, stride: u32| n <= limits.max_nodes && n * step_bytes(stride) <= limits.max_bytes;
     if !fits(2, STRIDES[0]) {
         return Err(RunnerError::InvalidRequest(format!(
             "a TLB search needs at least {} B of chain and two nodes",
@@ -404,7 +403,10 @@ mod tests {
         assert_eq!(f.page_bytes, None);
         assert_eq!(f.levels[0].entries, None);
         let reach = f.levels[0].reach_bytes;
-        assert!((8 << 30..(8 << 30) + 8 * (32 << 20)).contains(&reach), "{reach}");
+        assert!(
+            (8 << 30..(8 << 30) + 8 * (32 << 20)).contains(&reach),
+            "{reach}"
+        );
     }
 
     #[test]

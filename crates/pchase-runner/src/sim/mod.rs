@@ -73,8 +73,8 @@ use crate::backend::{
 use crate::device::DeviceInfo;
 use crate::error::RunnerError;
 use cache::{Cache, Geometry};
-use tlb::Tlbs;
 use model::*;
+use tlb::Tlbs;
 
 /// A simulated GPU configured by a [`SimProfile`].
 #[derive(Debug, Clone)]
@@ -132,10 +132,7 @@ impl SimBackend {
             jitter,
             sms: vec![None; sm_count],
             l2,
-            tlbs: profile
-                .tlb
-                .as_ref()
-                .map(|spec| Tlbs::new(spec, sm_count)),
+            tlbs: profile.tlb.as_ref().map(|spec| Tlbs::new(spec, sm_count)),
             last_shared_bytes: None,
             launches: 0,
             tenant_in_l2: false,

@@ -214,7 +214,11 @@ mod tests {
         assert!(e.contains("level[0].miss_cycles"), "{e}");
         bad = spec(&[(16, 20)]);
         bad.page_bytes = 3000;
-        assert!(bad.validate().unwrap_err().to_string().contains("page_bytes"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("page_bytes"));
         bad = spec(&[(12, 20)]);
         bad.levels[0].associativity = Associativity::Ways(5);
         assert!(bad.validate().unwrap_err().to_string().contains("5 ways"));

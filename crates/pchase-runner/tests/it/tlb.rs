@@ -97,7 +97,9 @@ fn shipped_profiles_without_a_tlb_report_a_bound_only() {
         let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
         assert!(topo.tlb.is_empty());
         assert!(
-            topo.notes.iter().any(|n| n.message.contains("no translation level")),
+            topo.notes
+                .iter()
+                .any(|n| n.message.contains("no translation level")),
             "{name}: no bound note"
         );
     }

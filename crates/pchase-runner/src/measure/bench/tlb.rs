@@ -30,7 +30,8 @@ pub(crate) struct Tlb {
 pub(crate) static TLB: Tlb = Tlb {
     info: Info {
         name: "tlb",
-        summary: "TLBs of the L1 (.ca) and L2 (.cg) paths: levels, reach, page size, miss cost (deep)",
+        summary:
+            "TLBs of the L1 (.ca) and L2 (.cg) paths: levels, reach, page size, miss cost (deep)",
         element: None,
         needs: &[],
         automatic: false,
@@ -217,7 +218,9 @@ fn check_path(profile: &SimProfile, path: LoadPath, f: &TlbFinding) -> Result<()
 
 /// The levels of `path` into the topology, and a bound where no further level was seen.
 fn report_path(topo: &mut Topology, path: LoadPath, f: &TlbFinding) {
-    let page = f.page_bytes.map(|p| Size::exact(Bytes(p), Provenance::Benchmark));
+    let page = f
+        .page_bytes
+        .map(|p| Size::exact(Bytes(p), Provenance::Benchmark));
     for (i, level) in f.levels.iter().enumerate() {
         topo.tlb.push(TlbLevel {
             level: u8::try_from(i + 1).unwrap_or(u8::MAX),
