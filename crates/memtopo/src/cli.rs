@@ -77,8 +77,8 @@ pub struct MeasureArgs {
     #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
     pub only: Vec<String>,
     /// Also run the deep benchmarks, too costly for the default run (today `tlb`: the
-    /// TLB levels, their reach and miss cost, and the page size); with --only, they join
-    /// the named ones.
+    /// TLB levels, their reach and miss cost, and the page size; `mlp`: the loads one SM
+    /// and the GPU keep in flight); with --only, they join the named ones.
     #[arg(long)]
     pub deep: bool,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name

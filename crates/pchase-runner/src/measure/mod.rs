@@ -13,6 +13,7 @@ mod fine;
 pub mod hierarchy;
 pub mod l2;
 pub mod levels;
+pub mod mlp;
 pub mod probe;
 pub mod report;
 mod results;

@@ -108,6 +108,9 @@ pub struct Measurements {
     pub l2: Option<l2::L2Findings>,
     /// The translation levels seen on each load path searched (`tlb`, `--deep`).
     pub tlb: Vec<(LoadPath, super::tlb::TlbFinding)>,
+    /// Memory-level parallelism (`mlp`, `--deep`): per level (the L2 or device memory) and
+    /// scope (one SM, the GPU).
+    pub mlp: Vec<(ElementKind, super::mlp::MlpFinding)>,
     /// Timings per benchmark.
     pub timings: Vec<Timing>,
     /// Benchmarks the sentinels found disturbed

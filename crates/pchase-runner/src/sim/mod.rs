@@ -46,6 +46,7 @@
 //! ```
 
 mod cache;
+mod mlp;
 mod model;
 mod profile;
 mod requests;
@@ -58,6 +59,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
+pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, L2Spec, MemorySpec, NoiseSpec, Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,

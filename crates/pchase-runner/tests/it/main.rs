@@ -3,6 +3,7 @@
 mod golden;
 mod gpu;
 mod levels;
+mod mlp;
 mod pipeline;
 mod search;
 mod sim;

@@ -69,6 +69,7 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
             m.sharing.clear();
             m.copies.clear();
             m.tlb.clear();
+            m.mlp.clear();
         }
     }
     m

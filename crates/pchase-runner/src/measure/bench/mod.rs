@@ -20,6 +20,7 @@
 
 mod l2;
 mod memory;
+mod mlp;
 mod relations;
 mod shared;
 mod sm_cache;
@@ -118,6 +119,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &l2::L2,
     &memory::MEMORY,
     &tlb::TLB,
+    &mlp::MLP,
     &relations::SHARING,
     &relations::COPIES,
 ];

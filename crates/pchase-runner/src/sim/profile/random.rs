@@ -168,6 +168,7 @@ impl SimProfile {
                 latency: memory_latency,
             },
             tlb: None,
+            mlp: None,
             uuid: None,
             co_tenant: None,
         }
