@@ -92,10 +92,20 @@ fn search_path(
         })?;
         let samples =
             s.fine_samples_with(path, chain, STEPS, Carveout::Percent(0), warmup, false, gpu)?;
-        Ok(samples
+        let cycles: Vec<f64> = samples
             .iter()
             .map(|&v| (f64::from(v) - overhead).max(0.0))
-            .collect())
+            .collect();
+        // The curve, for -v: every walk's 5th percentile (the decision), median and 95th.
+        if let Some(summary) = topology::LatencySummary::from_samples(&cycles) {
+            log::info!(
+                "tlb {path}: {nodes} nodes at stride {stride} B: p5 {:.1}, p50 {:.1}, p95 {:.1} cycles",
+                tlb::p5(&cycles),
+                summary.p50.get(),
+                summary.p95.get()
+            );
+        }
+        Ok(cycles)
     })
 }
 
