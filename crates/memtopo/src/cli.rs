@@ -76,6 +76,11 @@ pub struct MeasureArgs {
     /// Run only these benchmarks (comma-separated), with the ones they need.
     #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
     pub only: Vec<String>,
+    /// Also run the deep benchmarks, too costly for the default run (today `tlb`: the
+    /// TLB levels, their reach and miss cost, and the page size; `mlp`: the loads one SM
+    /// and the GPU keep in flight); with --only, they join the named ones.
+    #[arg(long)]
+    pub deep: bool,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name
     /// (kepler, maxwell, volta, h100, h200); a simulated node: several, separated by
     /// commas, `NxNAME` for N alike, each maybe perturbed (`3xh100,h100:memory=+25%`).
@@ -253,13 +258,27 @@ pub fn parse_non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The benchmarks `--only` names (every registered one when it is empty); the plan adds
-/// what they need (`constant-l15` brings `constant-l1`). The one place that reads `--only`.
-pub fn only_benchmarks(only: &[String]) -> Result<Selection, CliError> {
+/// The benchmarks `--only` names (every registered one of the default run when it is
+/// empty), with the deep ones where `deep` (`--deep`); the plan adds what they need
+/// (`constant-l15` brings `constant-l1`). The one place that reads `--only` and `--deep`.
+pub fn only_benchmarks(only: &[String], deep: bool) -> Result<Selection, CliError> {
     if only.is_empty() {
-        return Ok(Selection::All);
+        return Ok(if deep {
+            Selection::Deep
+        } else {
+            Selection::All
+        });
     }
-    let selection = Selection::named(only).map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut names: Vec<&str> = only.iter().map(String::as_str).collect();
+    if deep {
+        names.extend(
+            pchase_runner::measure::bench::REGISTRY
+                .iter()
+                .filter(|b| b.info().deep)
+                .map(|b| b.info().name),
+        );
+    }
+    let selection = Selection::named(&names).map_err(|e| CliError::Usage(e.to_string()))?;
     for (added, by) in selection.added() {
         log::info!("--only {by} needs {added}: measuring {added} too");
     }
@@ -332,12 +351,17 @@ mod tests {
 
     #[test]
     fn only_adds_dependencies_and_refuses_unknown_benchmarks() {
-        let selection = only_benchmarks(&["constant-l15".into()]).unwrap();
+        let selection = only_benchmarks(&["constant-l15".into()], false).unwrap();
         assert_eq!(selection.added(), [("constant-l1", "constant-l15")]);
         assert!(matches!(
-            only_benchmarks(&["l3".into()]),
+            only_benchmarks(&["l3".into()], false),
             Err(CliError::Usage(_))
         ));
-        assert_eq!(only_benchmarks(&[]).unwrap(), Selection::All);
+        assert_eq!(only_benchmarks(&[], false).unwrap(), Selection::All);
+        assert_eq!(only_benchmarks(&[], true).unwrap(), Selection::Deep);
+        assert_eq!(
+            only_benchmarks(&["l1".into()], true).unwrap(),
+            Selection::named(&["l1", "tlb", "mlp"]).unwrap()
+        );
     }
 }

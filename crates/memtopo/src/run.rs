@@ -71,7 +71,7 @@ impl CliError {
 
 fn options(cli: &MeasureArgs) -> Result<MeasureOptions, CliError> {
     let mut options = MeasureOptions {
-        only: cli::only_benchmarks(&cli.only)?,
+        only: cli::only_benchmarks(&cli.only, cli.deep)?,
         ..MeasureOptions::default()
     };
     if !(64..=8192).contains(&cli.samples) {

@@ -525,6 +525,9 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
         if level.level == 0 {
             check.fail(format!("{path}.level"), "levels count from 1");
         }
+        if level.entries == Some(0) {
+            check.fail(format!("{path}.entries"), "a level holds at least one page");
+        }
         if let Some(coverage) = &level.coverage {
             check.size(&format!("{path}.coverage"), coverage);
             if let Some(page) = &level.page_size {

@@ -15,6 +15,7 @@ mod fine;
 pub mod hierarchy;
 pub mod l2;
 pub mod levels;
+pub mod mlp;
 pub mod probe;
 pub mod report;
 mod results;
@@ -22,6 +23,7 @@ pub mod search;
 pub mod sentinel;
 mod session;
 pub mod stats;
+pub mod tlb;
 
 #[cfg(doc)]
 use crate::backend::Backend;

@@ -47,10 +47,12 @@
 
 mod bandwidth;
 mod cache;
+mod mlp;
 mod model;
 mod profile;
 mod requests;
 mod tenant;
+mod tlb;
 
 use std::{collections::BTreeSet, time::Duration};
 
@@ -59,11 +61,13 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
 pub use bandwidth::{BandwidthSpec, LevelThroughput};
+pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec, Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
+pub use tlb::{TlbLevelSpec, TlbSpec};
 
 use crate::backend::{
     check_partition_map, check_pinned, check_two_phase, check_written, Backend, BlockSamples,
@@ -74,6 +78,7 @@ use crate::device::DeviceInfo;
 use crate::error::RunnerError;
 use cache::{Cache, Geometry};
 use model::*;
+use tlb::Tlbs;
 
 /// A simulated GPU configured by a [`SimProfile`].
 #[derive(Debug, Clone)]
@@ -83,6 +88,7 @@ pub struct SimBackend {
     jitter: Option<Normal<f64>>,
     sms: Vec<Option<SmCaches>>,
     l2: L2,
+    tlbs: Option<Tlbs>,
     last_shared_bytes: Option<u64>,
     /// Launches so far (kernels and clock measurements), for the co-tenant's arrival.
     launches: u64,
@@ -132,6 +138,7 @@ impl SimBackend {
             jitter,
             sms: vec![None; sm_count],
             l2,
+            tlbs: profile.tlb.as_ref().map(|spec| Tlbs::new(spec, sm_count)),
             last_shared_bytes: None,
             launches: 0,
             tenant_in_l2: false,
@@ -288,6 +295,7 @@ impl SimBackend {
             memory_latency: self.tenant().map_or(self.profile.memory.latency, |t| {
                 t.inflate(self.profile.memory.latency)
             }) + extra,
+            translated: !matches!(path, LoadPath::Shared | LoadPath::Constant),
             shared_latency: (path == LoadPath::Shared)
                 .then_some(self.profile.shared_memory.latency + extra),
         }
@@ -328,6 +336,9 @@ impl SimBackend {
             self.prepare_sm(sm, shared_bytes);
         }
         self.l2.reset();
+        if let Some(tlbs) = &mut self.tlbs {
+            tlbs.reset();
+        }
         blocks
     }
 
@@ -336,6 +347,7 @@ impl SimBackend {
         Launch {
             sms: &mut self.sms,
             l2: &mut self.l2,
+            tlbs: self.tlbs.as_mut(),
             rng: &mut self.rng,
             jitter: self.jitter.as_ref(),
             noise: self.profile.noise,

@@ -168,6 +168,9 @@ pub(super) struct Route {
     pub(super) extra: u32,
     /// Latency of a load that misses everything (path extra included).
     pub(super) memory_latency: u32,
+    /// Whether the path's addresses pass the TLBs (global memory; not the shared path or
+    /// the constant bank).
+    pub(super) translated: bool,
     /// `Some(latency)` for the shared path, which never touches a cache.
     pub(super) shared_latency: Option<u32>,
 }
@@ -239,6 +242,7 @@ pub(super) enum Timing {
 pub(super) struct Launch<'a> {
     pub(super) sms: &'a mut [Option<SmCaches>],
     pub(super) l2: &'a mut L2,
+    pub(super) tlbs: Option<&'a mut Tlbs>,
     pub(super) rng: &'a mut Xoshiro256PlusPlus,
     pub(super) jitter: Option<&'a Normal<f64>>,
     pub(super) noise: NoiseSpec,
@@ -287,14 +291,21 @@ impl Launch<'_> {
                                 block.sm
                             )));
                         };
-                        serve(
-                            sm_caches,
-                            self.l2,
-                            self.rng,
-                            route,
-                            block.near_partition,
-                            cursor.address(),
-                        )
+                        let translation = match self.tlbs.as_deref_mut() {
+                            Some(tlbs) if route.translated => {
+                                tlbs.translate(block.sm, cursor.address(), self.rng)
+                            }
+                            _ => 0,
+                        };
+                        translation
+                            + serve(
+                                sm_caches,
+                                self.l2,
+                                self.rng,
+                                route,
+                                block.near_partition,
+                                cursor.address(),
+                            )
                     }
                 };
                 cursor.advance();

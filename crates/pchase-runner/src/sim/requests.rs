@@ -158,8 +158,15 @@ impl Backend for SimBackend {
             [request.warmup_steps, request.steps],
             Timing::Coarse,
         )?;
-        // The samples are not part of the timed passes.
-        let timed: Vec<u64> = blocks.iter().map(|b| b.timed_cycles).collect();
+        // The samples are not part of the timed passes. Where the profile limits the loads
+        // in flight, every warp's pass queues by the same factor (`sim/mlp.rs`).
+        let factor = self.profile.mlp.map_or(1.0, |m| {
+            m.factor(warps as u32, u32::try_from(slots).unwrap_or(u32::MAX))
+        });
+        let timed: Vec<u64> = blocks
+            .iter()
+            .map(|b| (b.timed_cycles as f64 * factor).round() as u64)
+            .collect();
         // Warp 0 samples while the other warps go on chasing, one load each in turn.
         let (first, rest) = blocks.split_at_mut(slots);
         let (first_cursors, rest_cursors) = cursors.split_at_mut(slots);

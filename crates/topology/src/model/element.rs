@@ -520,4 +520,11 @@ pub struct TlbLevel {
     /// The latency added by a miss in this level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miss_latency: Option<Latency>,
+    /// The load path whose chases saw it, e.g. `global_ca` (the L1 path) or `global_cg`
+    /// (the L2 path) (schema 1.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Pages it holds, where the page size is known (schema 1.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
 }

@@ -24,6 +24,7 @@ pub(crate) static L2: L2 = L2 {
         element: Some(ElementKind::L2),
         needs: &[],
         automatic: false,
+        deep: false,
         kernels: || {
             let mut kernels = vec![
                 catalogue::l2_partition_map(),

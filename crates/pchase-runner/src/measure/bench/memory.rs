@@ -28,6 +28,7 @@ pub(crate) static MEMORY: Memory = Memory {
         element: Some(ElementKind::DeviceMemory),
         needs: &[],
         automatic: false,
+        deep: false,
         kernels: || vec![catalogue::chase(LoadPath::GlobalCg, Granularity::Fine)],
     },
 };

@@ -21,9 +21,11 @@
 mod bandwidth;
 mod l2;
 mod memory;
+mod mlp;
 mod relations;
 mod shared;
 mod sm_cache;
+mod tlb;
 
 use std::{collections::BTreeSet, fmt};
 
@@ -50,6 +52,9 @@ pub struct Info {
     /// Whether it joins a session by itself whenever one of the benchmarks it needs runs
     /// (the sharing and copies tests follow whichever caches were measured).
     pub automatic: bool,
+    /// Whether it is too costly for the default run: it then runs with `--deep`
+    /// ([`Selection::Deep`]) or when named, never in [`Selection::All`].
+    pub deep: bool,
     /// The catalogue kernels its launches use (besides the clock calibration's).
     pub kernels: fn() -> Vec<&'static Kernel>,
 }
@@ -114,6 +119,8 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &shared::SHARED,
     &l2::L2,
     &memory::MEMORY,
+    &tlb::TLB,
+    &mlp::MLP,
     &relations::SHARING,
     &relations::COPIES,
     &bandwidth::BANDWIDTH_L1,
@@ -147,9 +154,11 @@ pub fn names() -> String {
 /// Which benchmarks a session runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Selection {
-    /// Every registered benchmark.
+    /// Every registered benchmark of the default run (not the deep ones).
     #[default]
     All,
+    /// Every registered benchmark, the deep ones too (`--deep`).
+    Deep,
     /// These (validated registry names), with what they need.
     Named(BTreeSet<&'static str>),
 }
@@ -197,7 +206,12 @@ impl Selection {
 /// (transitively), and the automatic ones whose needs include one of those.
 pub fn plan(selection: &Selection) -> Vec<&'static dyn Benchmark> {
     let mut chosen: BTreeSet<&'static str> = match selection {
-        Selection::All => REGISTRY.iter().map(|b| b.info().name).collect(),
+        Selection::All => REGISTRY
+            .iter()
+            .filter(|b| !b.info().deep)
+            .map(|b| b.info().name)
+            .collect(),
+        Selection::Deep => REGISTRY.iter().map(|b| b.info().name).collect(),
         Selection::Named(named) => named.clone(),
     };
     // Needs, to a fixed point (the registry is small).
@@ -260,7 +274,12 @@ mod tests {
     #[test]
     fn plans_follow_needs_and_automatic_members() {
         let names = |s: &Selection| plan(s).iter().map(|b| b.info().name).collect::<Vec<_>>();
-        assert_eq!(plan(&Selection::All).len(), REGISTRY.len());
+        let deep = REGISTRY.iter().filter(|b| b.info().deep).count();
+        assert!(deep > 0, "no deep benchmark to test");
+        assert_eq!(plan(&Selection::All).len(), REGISTRY.len() - deep);
+        assert_eq!(plan(&Selection::Deep).len(), REGISTRY.len());
+        assert!(plan(&Selection::All).iter().all(|b| !b.info().deep));
+        assert_eq!(names(&Selection::named(&["tlb"]).unwrap()), ["tlb"]);
         let l1 = Selection::named(&["l1"]).unwrap();
         assert_eq!(names(&l1), ["l1", "sharing", "copies"]);
         assert!(l1.added().is_empty());

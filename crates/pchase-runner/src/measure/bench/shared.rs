@@ -26,6 +26,7 @@ pub(crate) static SHARED: Shared = Shared {
         element: Some(ElementKind::SharedMemory),
         needs: &[],
         automatic: false,
+        deep: false,
         kernels: || vec![catalogue::chase(LoadPath::Shared, Granularity::Fine)],
     },
 };

@@ -64,6 +64,12 @@ pub struct SimProfile {
     pub l2: L2Spec,
     /// Device memory.
     pub memory: MemorySpec,
+    /// Address translation (`[tlb]`, `docs/simulator.md`); absent: translation is free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb: Option<super::TlbSpec>,
+    /// Outstanding-request limits (`[mlp]`, `docs/simulator.md`); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mlp: Option<super::MlpSpec>,
     /// The simulated GPU's UUID: a profile that names one is locked like a real GPU
     /// (one memtopo at a time); bundled profiles have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

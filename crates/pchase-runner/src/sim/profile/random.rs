@@ -168,6 +168,8 @@ impl SimProfile {
             memory: MemorySpec {
                 latency: memory_latency,
             },
+            tlb: None,
+            mlp: None,
             uuid: None,
             co_tenant: None,
             bandwidth: Some(crate::sim::bandwidth::random_spec(&mut rng)),

@@ -22,6 +22,12 @@ impl SimProfile {
         if let Some(bandwidth) = &self.bandwidth {
             bandwidth.validate()?;
         }
+        if let Some(tlb) = &self.tlb {
+            tlb.validate()?;
+        }
+        if let Some(mlp) = &self.mlp {
+            mlp.validate()?;
+        }
         let d = &self.device;
         if d.sm_count == 0 {
             return err("device.sm_count: must be at least 1".into());

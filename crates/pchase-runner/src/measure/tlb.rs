@@ -1,0 +1,425 @@
+//! The TLB search: translation levels, their reach and miss cost, and the page size, from
+//! chases that touch many pages with only a few lines of data.
+//!
+//! A chase of `n` nodes a little more than `stride` bytes apart ([`step_bytes`]) touches one
+//! line per node. With a stride of at least the page size every node lies in its own page,
+//! so `n` pages are translated in turn while the data stays `n` lines (a few KiB): what
+//! rises with `n` is translation. Each node's line is a few lines further into its page
+//! than the last, so that the nodes spread over the cache sets and no data set overflows
+//! before the data's size does; the data's size is kept below the cache ([`TlbLimits`]).
+//!
+//! The decisions are on the 5th percentile of each chase's per-load latencies
+//! (the level every load of a cyclic walk pays once a TLB level overflows; on the L2 path
+//! it is the near partition's hit, not a mixture with far hits). A *rise* is a 5th
+//! percentile above the level before by more than max(4 cycles, 5 %).
+//!
+//! 1. **First level.** With the largest candidate stride ([`STRIDES`]), double `n` until
+//!    the latency rises, then bisect: the first rising `n` is entries + 1 of the first
+//!    level (a cyclic walk over one page more than the level holds misses every time).
+//!    Where the limits stop the walk first, the next smaller stride is tried; the page
+//!    size can then be determined only below the stride that found the level.
+//! 2. **Page size.** For a stride below the page size several nodes share a page, so the
+//!    first rising `n` is larger. The page size is the smallest candidate stride whose
+//!    first rising `n` equals the largest stride's (binary search over [`STRIDES`], which
+//!    is monotone); if only the largest does, the page size is not determined.
+//! 3. **Further levels.** At a stride of one page, from the first level's overflow: one
+//!    chase at the largest `n` the memory allowed ([`TlbLimits`]) says whether another
+//!    level overflows at all (else the result is a bound: "no further level within this
+//!    reach"); then doubling and bisection as in 1. Repeated up to [`MAX_LEVELS`].
+//!
+//! The miss cost of a level is the rise of the 5th percentile at its overflow.
+
+use topology::LatencySummary;
+
+use crate::error::RunnerError;
+
+/// The line size the skew counts in: each node's line is a few of these further into its
+/// page than the previous node's ([`step_bytes`]).
+pub const SKEW: u32 = 128;
+
+/// Bytes between consecutive nodes of a walk at `stride`: `stride + m × SKEW` with the
+/// smallest odd `m` that makes the distance in lines, `stride / SKEW + m`, divisible by no
+/// prime up to 13. Node `i`'s line is then `i` times a number coprime to every set count
+/// made of such primes (a power of two, or 480 sets of a 240 KiB four-way L1), so the first
+/// `sets` nodes fall into distinct sets and the data overflows no set before it overflows
+/// the cache.
+///
+/// ```
+/// use pchase_runner::measure::tlb::step_bytes;
+/// // 16385 lines (2 MiB + 1 line) is 5 · 29 · 113; 16391 is prime.
+/// assert_eq!(step_bytes(2 << 20), 16391 * 128);
+/// assert_eq!(step_bytes(8 << 20), 65537 * 128);
+/// ```
+pub fn step_bytes(stride: u32) -> u64 {
+    let lines = u64::from(stride / SKEW);
+    let m = (1..)
+        .step_by(2)
+        .find(|m| [3, 5, 7, 11, 13].iter().all(|p| (lines + m) % p != 0))
+        .unwrap_or(1);
+    (lines + m) * u64::from(SKEW)
+}
+
+/// Candidate page sizes (and the strides of the page-size search), ascending: 64 KiB to
+/// 32 MiB.
+pub const STRIDES: [u32; 10] = [
+    64 << 10,
+    128 << 10,
+    256 << 10,
+    512 << 10,
+    1 << 20,
+    2 << 20,
+    4 << 20,
+    8 << 20,
+    16 << 20,
+    32 << 20,
+];
+
+/// The most translation levels searched.
+pub const MAX_LEVELS: usize = 3;
+
+/// How far a search may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlbLimits {
+    /// The largest chain, in bytes (nodes × (stride + skew)).
+    pub max_bytes: u64,
+    /// The most nodes (distinct lines) of a chase: on the L1 path the data must stay in
+    /// the L1, or the data's own misses would rise like a translation level.
+    pub max_nodes: u64,
+}
+
+/// One translation level found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlbLevelFinding {
+    /// Pages it holds (one less than the smallest walk that overflows it), where the
+    /// page size is known.
+    pub entries: Option<u64>,
+    /// Bytes it maps: `entries × page`; without a page size, the bytes of the largest walk
+    /// that did not overflow it (at the largest stride, an upper estimate by at most one
+    /// stride per page).
+    pub reach_bytes: u64,
+    /// Cycles a load that misses it (and hits the next level) adds.
+    pub miss_cycles: f64,
+    /// The 5th-percentile latency before and after its overflow (cycles).
+    pub before_cycles: f64,
+    /// See `before_cycles`.
+    pub after_cycles: f64,
+    /// The distribution of the overflowing walk's loads less `before_cycles`: the miss
+    /// cost as every load of the walk paid it.
+    pub miss: Option<LatencySummary>,
+}
+
+/// What the search found on one load path.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TlbFinding {
+    /// The page size, where the strides determined it.
+    pub page_bytes: Option<u64>,
+    /// The levels, nearest first.
+    pub levels: Vec<TlbLevelFinding>,
+    /// Pages the largest walk without a further level touched, and its bytes: the bound
+    /// "no further level within this reach" (None when [`MAX_LEVELS`] were found).
+    pub bound_pages: Option<u64>,
+    /// The bytes of that largest walk (nodes × (stride + skew)).
+    pub bound_bytes: Option<u64>,
+    /// Chases run.
+    pub probes: u32,
+}
+
+/// Whether `after` is a rise over `before`: above by more than max(4 cycles, 5 %).
+pub fn rises(before: f64, after: f64) -> bool {
+    after - before > (0.05 * before).max(4.0)
+}
+
+/// The 5th percentile (nearest rank) of `samples`; infinite for none, which never rises.
+pub fn p5(samples: &[f64]) -> f64 {
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return f64::INFINITY;
+    }
+    sorted.sort_by(f64::total_cmp);
+    sorted[(sorted.len() * 5).div_ceil(100).saturating_sub(1)]
+}
+
+/// The search, over a `probe(nodes, stride)` that runs a chase of `nodes` nodes
+/// [`step_bytes`]`(stride)` apart and returns its per-load latencies in cycles (overhead removed).
+///
+/// # Errors
+/// The probe's errors; [`RunnerError::InvalidRequest`] when the limits do not allow even
+/// the first level's search at the largest stride.
+pub fn search(
+    limits: TlbLimits,
+    mut probe: impl FnMut(u64, u32) -> Result<Vec<f64>, RunnerError>,
+) -> Result<TlbFinding, RunnerError> {
+    let mut finding = TlbFinding::default();
+    let mut counted = |n: u64, stride: u32, f: &mut TlbFinding| {
+        f.probes += 1;
+        probe(n, stride)
+    };
+    let fits =
+        |n: u64, stride: u32| n <= limits.max_nodes && n * step_bytes(stride) <= limits.max_bytes;
+    if !fits(2, STRIDES[0]) {
+        return Err(RunnerError::InvalidRequest(format!(
+            "a TLB search needs at least {} B of chain and two nodes",
+            2 * step_bytes(STRIDES[0])
+        )));
+    }
+    // 1. The first level at the largest stride whose walk overflows it within the limits.
+    let mut first = None;
+    let mut top_index = STRIDES.len() - 1;
+    let mut bound = (1, 0);
+    for (i, &stride) in STRIDES.iter().enumerate().rev() {
+        if !fits(2, stride) {
+            continue;
+        }
+        let base = p5(&counted(1, stride, &mut finding)?);
+        if let Some(rise) = first_rise(1, base, stride, &fits, &mut |n, s| {
+            counted(n, s, &mut finding)
+        })? {
+            first = Some((rise, base));
+            top_index = i;
+            break;
+        }
+        // A smaller stride with the same node limit touches fewer pages: no rise there.
+        let top = largest_fitting(stride, &fits);
+        bound = bound.max((top, top * step_bytes(stride)));
+        if top == limits.max_nodes {
+            break;
+        }
+    }
+    let Some((first, base)) = first else {
+        (finding.bound_pages, finding.bound_bytes) = (Some(bound.0), Some(bound.1));
+        return Ok(finding);
+    };
+    let top_stride = STRIDES[top_index];
+    // 2. The page size: the smallest stride whose overflow is at the same node count.
+    let (mut lo, mut hi) = (0usize, top_index);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let stride = STRIDES[mid];
+        let same = if fits(first.n, stride) {
+            let before = p5(&counted(first.n - 1, stride, &mut finding)?);
+            let after = p5(&counted(first.n, stride, &mut finding)?);
+            rises(before.min(base), after)
+        } else {
+            false
+        };
+        if same {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let page = (hi < top_index).then_some(STRIDES[hi]);
+    finding.page_bytes = page.map(u64::from);
+    finding.levels.push(TlbLevelFinding {
+        entries: page.map(|_| first.n - 1),
+        reach_bytes: reach(first.n - 1, page, top_stride),
+        miss_cycles: first.after - first.before,
+        before_cycles: first.before,
+        after_cycles: first.after,
+        miss: miss(&first),
+    });
+    // 3. Further levels at one node per page.
+    let stride = page.unwrap_or(top_stride);
+    let mut from = first.n;
+    let mut level_base = first.after;
+    let walk = step_bytes(stride);
+    while finding.levels.len() < MAX_LEVELS {
+        let top = largest_fitting(stride, &fits);
+        if top <= from {
+            (finding.bound_pages, finding.bound_bytes) = (Some(from), Some(from * walk));
+            break;
+        }
+        let at_top = p5(&counted(top, stride, &mut finding)?);
+        if !rises(level_base, at_top) {
+            (finding.bound_pages, finding.bound_bytes) = (Some(top), Some(top * walk));
+            break;
+        }
+        let Some(next) = first_rise(from, level_base, stride, &fits, &mut |n, s| {
+            counted(n, s, &mut finding)
+        })?
+        else {
+            (finding.bound_pages, finding.bound_bytes) = (Some(top), Some(top * walk));
+            break;
+        };
+        finding.levels.push(TlbLevelFinding {
+            entries: page.map(|_| next.n - 1),
+            reach_bytes: reach(next.n - 1, page, stride),
+            miss_cycles: next.after - next.before,
+            before_cycles: next.before,
+            after_cycles: next.after,
+            miss: miss(&next),
+        });
+        from = next.n;
+        level_base = next.after;
+    }
+    Ok(finding)
+}
+
+/// The first rising node count of a walk and the latencies around it.
+#[derive(Debug, Clone)]
+struct Rise {
+    n: u64,
+    before: f64,
+    after: f64,
+    samples: Vec<f64>,
+}
+
+/// The miss cost's distribution: the overflowing walk's loads less the level before.
+fn miss(rise: &Rise) -> Option<LatencySummary> {
+    let costs: Vec<f64> = rise.samples.iter().map(|v| v - rise.before).collect();
+    LatencySummary::from_samples(&costs)
+}
+
+/// The bytes `nodes` map: one page each where the page is known, else the walk's bytes.
+fn reach(nodes: u64, page: Option<u32>, stride: u32) -> u64 {
+    match page {
+        Some(p) => nodes * u64::from(p),
+        None => nodes * step_bytes(stride),
+    }
+}
+
+/// The most nodes `fits` allows at `stride` (limits are monotone in the node count).
+fn largest_fitting(stride: u32, fits: &impl Fn(u64, u32) -> bool) -> u64 {
+    let (mut lo, mut hi) = (1u64, 1u64 << 40);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if fits(mid, stride) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+/// The smallest `n > from` whose latency rises over `base` (the level at `from`): doubling,
+/// then bisection. `None` when no `n` the limits allow rises.
+fn first_rise(
+    from: u64,
+    base: f64,
+    stride: u32,
+    fits: &impl Fn(u64, u32) -> bool,
+    probe: &mut impl FnMut(u64, u32) -> Result<Vec<f64>, RunnerError>,
+) -> Result<Option<Rise>, RunnerError> {
+    let top = largest_fitting(stride, fits);
+    let (mut lo, mut lo_value) = (from, base);
+    let mut n = from;
+    let (mut hi, mut hi_samples) = loop {
+        if n >= top {
+            return Ok(None);
+        }
+        n = (n * 2).min(top);
+        let samples = probe(n, stride)?;
+        let value = p5(&samples);
+        if rises(base, value) {
+            break (n, samples);
+        }
+        (lo, lo_value) = (n, value.min(lo_value));
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        let samples = probe(mid, stride)?;
+        let value = p5(&samples);
+        if rises(base, value) {
+            (hi, hi_samples) = (mid, samples);
+        } else {
+            (lo, lo_value) = (mid, value.min(lo_value));
+        }
+    }
+    Ok(Some(Rise {
+        n: hi,
+        before: lo_value.min(base),
+        after: p5(&hi_samples),
+        samples: hi_samples,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A modelled walk: LRU levels of `entries` with `miss` cycles, pages of `page` bytes.
+    fn model(
+        page: u64,
+        levels: &[(u64, f64)],
+    ) -> impl FnMut(u64, u32) -> Result<Vec<f64>, RunnerError> {
+        let levels = levels.to_vec();
+        move |n, stride| {
+            let s = step_bytes(stride);
+            let pages = if s >= page { n } else { (n - 1) * s / page + 1 };
+            let latency = 100.0
+                + levels
+                    .iter()
+                    .filter(|(entries, _)| pages > *entries)
+                    .map(|(_, miss)| miss)
+                    .sum::<f64>();
+            // A few slow loads above the level, as real samples have.
+            Ok((0..64)
+                .map(|i| latency + if i % 16 == 0 { 50.0 } else { 0.0 })
+                .collect())
+        }
+    }
+
+    const ROOMY: TlbLimits = TlbLimits {
+        max_bytes: 16 << 30,
+        max_nodes: 1 << 20,
+    };
+
+    #[test]
+    fn two_levels_and_the_page_size_are_recovered() {
+        let f = search(ROOMY, model(2 << 20, &[(16, 30.0), (2048, 200.0)])).unwrap();
+        assert_eq!(f.page_bytes, Some(2 << 20));
+        let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
+        assert_eq!(entries, [Some(16), Some(2048)]);
+        assert_eq!(f.levels[1].reach_bytes, 4 << 30);
+        assert_eq!(f.levels[0].miss_cycles, 30.0);
+        assert_eq!(f.levels[1].miss_cycles, 200.0);
+        let miss = f.levels[1].miss.unwrap();
+        assert_eq!((miss.p50.get(), miss.samples), (200.0, 64));
+        assert!(f.bound_pages.is_some_and(|p| p > 2048));
+    }
+
+    #[test]
+    fn a_level_beyond_the_memory_is_a_bound() {
+        let small = TlbLimits {
+            max_bytes: 1 << 30,
+            max_nodes: 1 << 20,
+        };
+        let f = search(small, model(64 << 10, &[(32, 30.0), (100_000, 200.0)])).unwrap();
+        assert_eq!(f.page_bytes, Some(64 << 10));
+        assert_eq!(f.levels.len(), 1);
+        assert_eq!(f.levels[0].entries, Some(32));
+        assert_eq!(f.bound_pages, Some((1 << 30) / step_bytes(64 << 10)));
+    }
+
+    #[test]
+    fn no_level_at_all_is_a_bound_and_a_page_above_the_strides_is_unknown() {
+        let f = search(ROOMY, model(2 << 20, &[])).unwrap();
+        assert!(f.levels.is_empty() && f.page_bytes.is_none());
+        assert!(f.bound_pages.is_some());
+        // 1 GiB pages: eight of them are 256 walks of 32 MiB; the reach is estimated
+        // from above by at most a stride per page.
+        let f = search(ROOMY, model(1 << 30, &[(8, 30.0)])).unwrap();
+        assert_eq!(f.page_bytes, None);
+        assert_eq!(f.levels[0].entries, None);
+        let reach = f.levels[0].reach_bytes;
+        assert!(
+            (8 << 30..(8 << 30) + 8 * (32 << 20)).contains(&reach),
+            "{reach}"
+        );
+    }
+
+    #[test]
+    fn limits_too_small_are_an_error() {
+        let tiny = TlbLimits {
+            max_bytes: 128 << 10,
+            max_nodes: 4,
+        };
+        assert!(search(tiny, model(2 << 20, &[])).is_err());
+        let one_node = TlbLimits {
+            max_bytes: 16 << 30,
+            max_nodes: 1,
+        };
+        assert!(search(one_node, model(2 << 20, &[])).is_err());
+    }
+}

@@ -1,0 +1,226 @@
+//! Address translation: the TLB levels a global load passes before its data is looked up.
+//!
+//! A profile's `[tlb]` names the page size the simulated driver maps allocations with and
+//! the levels, nearest first. Level 1 is private to each SM (every SM has its own copy);
+//! the further levels are shared by the whole GPU. A load looks its page up level by level;
+//! each level it misses adds that level's `miss_cycles` (the last level's is the page walk)
+//! and fills the page into every level it missed. Each level is a set-associative (or
+//! fully associative) cache of page numbers, built from the simulator's [`Cache`] with one
+//! "line" per page, so its replacement is any policy the data caches have.
+//!
+//! Shared-memory loads and the constant bank (one 64 KiB array, always inside one page)
+//! are not translated. A profile without `[tlb]` translates for free, as before schema 1.5.
+
+use rand::rngs::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+
+use super::cache::{Cache, Geometry};
+use super::profile::{Associativity, Replacement};
+use crate::error::RunnerError;
+
+/// The simulated address translation (`[tlb]` in a profile).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbSpec {
+    /// Page size of every allocation, in bytes (a power of two, ≥ 4 KiB).
+    pub page_bytes: u64,
+    /// The levels, nearest first (`[[tlb.level]]`); level 1 per SM, the others per GPU.
+    #[serde(rename = "level")]
+    pub levels: Vec<TlbLevelSpec>,
+}
+
+/// One translation level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbLevelSpec {
+    /// Pages it holds.
+    pub entries: u32,
+    /// Ways per set, or `"full"`.
+    pub associativity: Associativity,
+    /// Replacement policy.
+    pub replacement: Replacement,
+    /// Cycles a load that misses this level adds (the next level, or the page walk, serves
+    /// it).
+    pub miss_cycles: u32,
+}
+
+impl TlbSpec {
+    /// Checks every field; `Err` names it.
+    ///
+    /// # Errors
+    /// [`RunnerError::Profile`] naming the bad field.
+    pub fn validate(&self) -> Result<(), RunnerError> {
+        let err = |m: String| Err(RunnerError::Profile(format!("tlb.{m}")));
+        if !self.page_bytes.is_power_of_two() || !(4096..=1 << 31).contains(&self.page_bytes) {
+            return err(format!(
+                "page_bytes: {} is not a power of two from 4096 to 2^31",
+                self.page_bytes
+            ));
+        }
+        if self.levels.is_empty() {
+            return err("level: at least one level".into());
+        }
+        for (i, level) in self.levels.iter().enumerate() {
+            if level.entries == 0 {
+                return err(format!("level[{i}].entries: must be at least 1"));
+            }
+            if let Associativity::Ways(ways) = level.associativity {
+                if ways == 0 || level.entries % ways != 0 {
+                    return err(format!(
+                        "level[{i}].associativity: {ways} ways do not divide {} entries",
+                        level.entries
+                    ));
+                }
+            }
+            if let Replacement::EarlyMiss { .. } = level.replacement {
+                return err(format!("level[{i}].replacement: lru or random"));
+            }
+            if level.miss_cycles == 0 {
+                return err(format!("level[{i}].miss_cycles: must be positive"));
+            }
+            if i > 0 && level.entries <= self.levels[i - 1].entries {
+                return err(format!(
+                    "level[{i}].entries: must exceed the level before ({})",
+                    self.levels[i - 1].entries
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Pages times entries: the bytes level `i` (from 0) maps.
+    pub fn reach(&self, i: usize) -> Option<u64> {
+        self.levels
+            .get(i)
+            .map(|l| u64::from(l.entries) * self.page_bytes)
+    }
+
+    fn geometry(&self, level: &TlbLevelSpec) -> Geometry {
+        // One "line" per page; validated to be at most 2^31, so it fits in u32.
+        let page = u32::try_from(self.page_bytes).unwrap_or(1 << 31);
+        Geometry::new(
+            u64::from(level.entries) * u64::from(page),
+            page,
+            page,
+            level.associativity,
+            level.replacement,
+        )
+    }
+}
+
+/// The TLB state of a simulated GPU: level 1 of every SM and the shared levels.
+#[derive(Debug, Clone)]
+pub(super) struct Tlbs {
+    per_sm: Vec<Cache>,
+    shared: Vec<Cache>,
+    miss_cycles: Vec<u32>,
+}
+
+impl Tlbs {
+    /// Empty TLBs of `spec` for `sm_count` SMs.
+    pub(super) fn new(spec: &TlbSpec, sm_count: usize) -> Tlbs {
+        let first = Cache::new(spec.geometry(&spec.levels[0]));
+        Tlbs {
+            per_sm: vec![first; sm_count],
+            shared: spec.levels[1..]
+                .iter()
+                .map(|l| Cache::new(spec.geometry(l)))
+                .collect(),
+            miss_cycles: spec.levels.iter().map(|l| l.miss_cycles).collect(),
+        }
+    }
+
+    /// Cycles translating `addr` on `sm` adds: the miss cycles of every level it missed.
+    #[inline]
+    pub(super) fn translate(&mut self, sm: usize, addr: u64, rng: &mut Xoshiro256PlusPlus) -> u32 {
+        if self.per_sm[sm].access(addr, rng) {
+            return 0;
+        }
+        let mut extra = self.miss_cycles[0];
+        for (level, cache) in self.shared.iter_mut().enumerate() {
+            if cache.access(addr, rng) {
+                return extra;
+            }
+            extra += self.miss_cycles[level + 1];
+        }
+        extra
+    }
+
+    /// Empties every level (a launch starts with cold TLBs, as with cold caches).
+    pub(super) fn reset(&mut self) {
+        self.per_sm.iter_mut().for_each(Cache::reset);
+        self.shared.iter_mut().for_each(Cache::reset);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    fn spec(levels: &[(u32, u32)]) -> TlbSpec {
+        TlbSpec {
+            page_bytes: 2 << 20,
+            levels: levels
+                .iter()
+                .map(|&(entries, miss_cycles)| TlbLevelSpec {
+                    entries,
+                    associativity: Associativity::Full,
+                    replacement: Replacement::Lru,
+                    miss_cycles,
+                })
+                .collect(),
+        }
+    }
+
+    /// Cycles of the second pass over `pages` pages, one load per page.
+    fn second_pass(tlbs: &mut Tlbs, pages: u64) -> Vec<u32> {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let page = 2u64 << 20;
+        for p in 0..pages {
+            tlbs.translate(0, p * page, &mut rng);
+        }
+        (0..pages)
+            .map(|p| tlbs.translate(0, p * page + 64, &mut rng))
+            .collect()
+    }
+
+    #[test]
+    fn a_cyclic_walk_misses_every_level_it_overflows() {
+        let spec = spec(&[(16, 20), (64, 100)]);
+        spec.validate().unwrap();
+        let mut tlbs = Tlbs::new(&spec, 2);
+        assert!(second_pass(&mut tlbs, 16).iter().all(|&c| c == 0));
+        tlbs.reset();
+        assert!(second_pass(&mut tlbs, 17).iter().all(|&c| c == 20));
+        tlbs.reset();
+        assert!(second_pass(&mut tlbs, 64).iter().all(|&c| c == 20));
+        tlbs.reset();
+        assert!(second_pass(&mut tlbs, 65).iter().all(|&c| c == 120));
+        // Another SM has its own first level but shares the second.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
+        assert_eq!(tlbs.translate(1, 0, &mut rng), 120);
+        assert_eq!(tlbs.translate(1, 64, &mut rng), 0);
+    }
+
+    #[test]
+    fn bad_levels_are_refused_by_name() {
+        let mut bad = spec(&[(16, 20), (8, 100)]);
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("tlb.level[1].entries"), "{e}");
+        bad = spec(&[(16, 0)]);
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains("level[0].miss_cycles"), "{e}");
+        bad = spec(&[(16, 20)]);
+        bad.page_bytes = 3000;
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("page_bytes"));
+        bad = spec(&[(12, 20)]);
+        bad.levels[0].associativity = Associativity::Ways(5);
+        assert!(bad.validate().unwrap_err().to_string().contains("5 ways"));
+    }
+}
