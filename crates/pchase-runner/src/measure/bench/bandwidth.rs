@@ -63,6 +63,7 @@ pub(crate) static BANDWIDTH_L1: BandwidthBench = BandwidthBench {
         element: None,
         needs: &[],
         automatic: false,
+        deep: false,
         kernels: || kernels_of(&ops_of(&[BandwidthLevel::L1])),
     },
     levels: &[BandwidthLevel::L1],
@@ -76,6 +77,7 @@ pub(crate) static BANDWIDTH_SHARED: BandwidthBench = BandwidthBench {
         element: None,
         needs: &[],
         automatic: false,
+        deep: false,
         kernels: || kernels_of(&ops_of(&[BandwidthLevel::Shared])),
     },
     levels: &[BandwidthLevel::Shared],
@@ -90,6 +92,7 @@ pub(crate) static BANDWIDTH_L2: BandwidthBench = BandwidthBench {
         element: None,
         needs: &[],
         automatic: false,
+        deep: false,
         kernels: || kernels_of(&ops_of(&[BandwidthLevel::L2])),
     },
     levels: &[BandwidthLevel::L2Near, BandwidthLevel::L2],
@@ -103,6 +106,7 @@ pub(crate) static BANDWIDTH_MEMORY: BandwidthBench = BandwidthBench {
         element: None,
         needs: &[],
         automatic: false,
+        deep: false,
         kernels: || {
             kernels_of(&ops_of(&[
                 BandwidthLevel::MemoryRead,
