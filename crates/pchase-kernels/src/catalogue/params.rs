@@ -21,12 +21,12 @@ const SHARED_NODES_ELEMS: Param = param(
     ParamType::U32,
     "shared paths: chain elements copied into shared memory from the block's offset; others: ignored",
 );
-const WARMUP_STEPS: Param = param(
+pub(super) const WARMUP_STEPS: Param = param(
     "warmup_steps",
     ParamType::U32,
     "untimed dependent loads before the timed pass",
 );
-const STEPS: Param = param("steps", ParamType::U32, "timed dependent loads");
+pub(super) const STEPS: Param = param("steps", ParamType::U32, "timed dependent loads");
 const OUT_LATENCY: Param = param(
     "out_latency",
     ParamType::U64,

@@ -11,7 +11,7 @@ use crate::ptx::DYNAMIC_SHARED;
 /// generic one at every access (`S2R SR_SWINHI` inside the timed window on sm_90); with a
 /// generic base that conversion happens once, before the loop, and the timed window holds
 /// only the load (`LD.E`), its dependent store and the clock reads.
-fn dsmem_access() -> Access {
+pub(super) fn dsmem_access() -> Access {
     Access {
         address: vec![
             "mul.wide.u32 %rd_off, %r_j, 4".to_owned(),
