@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod cluster;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod device;
