@@ -41,7 +41,8 @@ static HOPPER: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 8),
     min_capability: ComputeCapability::SM_90,
     min_driver_version: 11080,
-    description: "pointer chases and streams through the distributed shared memory of thread-block clusters",
+    description:
+        "pointer chases and streams through the distributed shared memory of thread-block clusters",
 };
 
 /// Module `l2map`: kernels whose waits sleep between polls (`nanosleep`, Volta and newer).

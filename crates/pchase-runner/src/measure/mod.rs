@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod bench;
 pub mod carveout;
+pub mod cluster;
 mod fine;
 pub mod hierarchy;
 pub mod l2;

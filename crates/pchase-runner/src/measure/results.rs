@@ -106,6 +106,8 @@ pub struct Measurements {
     pub copies: Vec<(ElementKind, Option<u32>)>,
     /// The L2's partitions and latencies.
     pub l2: Option<l2::L2Findings>,
+    /// Thread-block clusters: DSMEM, the GPC map, or why they are not applicable.
+    pub clusters: super::cluster::ClusterFindings,
     /// Timings per benchmark.
     pub timings: Vec<Timing>,
     /// Benchmarks the sentinels found disturbed

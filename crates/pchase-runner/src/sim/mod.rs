@@ -46,6 +46,7 @@
 //! ```
 
 mod cache;
+mod cluster;
 mod model;
 mod profile;
 mod requests;
@@ -58,7 +59,7 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
 pub use profile::{
-    Associativity, CacheSpec, ClockSpec, L2Spec, MemorySpec, NoiseSpec, Replacement,
+    Associativity, CacheSpec, ClockSpec, ClusterSpec, L2Spec, MemorySpec, NoiseSpec, Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};

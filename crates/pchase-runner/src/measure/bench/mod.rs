@@ -18,6 +18,8 @@
 //! assert_eq!(planned, ["constant-l1", "constant-l15", "sharing", "copies"]);
 //! ```
 
+mod dsmem;
+mod gpc;
 mod l2;
 mod memory;
 mod relations;
@@ -115,6 +117,8 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &memory::MEMORY,
     &relations::SHARING,
     &relations::COPIES,
+    &gpc::GPC_MAP,
+    &dsmem::DSMEM,
 ];
 
 /// The registered benchmark called `name`.

@@ -11,9 +11,12 @@
 //! `validate` (every field's checks and the memory budget) and `random` (valid random
 //! hierarchies for property tests).
 
+mod cluster;
 mod load;
 mod random;
 mod validate;
+
+pub use cluster::ClusterSpec;
 
 use std::collections::BTreeMap;
 
@@ -71,6 +74,10 @@ pub struct SimProfile {
     /// Other work sharing the GPU (`docs/simulator.md`, "Co-tenants").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub co_tenant: Option<super::CoTenant>,
+    /// Thread-block clusters, GPCs and distributed shared memory; absent on GPUs without
+    /// clusters (compute capability below 9.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<ClusterSpec>,
 }
 
 /// The SM clock and the cost of reading it.

@@ -169,6 +169,7 @@ impl SimProfile {
             },
             uuid: None,
             co_tenant: None,
+            clusters: None,
         }
     }
 }
