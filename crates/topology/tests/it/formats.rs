@@ -67,7 +67,7 @@ fn files_carry_units_and_bounds_explicitly() {
     assert_eq!(l15["size"]["bound"], "at_least");
     assert_eq!(l15["size"]["value"], 65_536);
     assert_eq!(l15["latency"]["unit"], "cycles");
-    assert_eq!(json["schema_version"], "1.4");
+    assert_eq!(json["schema_version"], "1.5");
 }
 
 #[test]

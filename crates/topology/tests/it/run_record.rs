@@ -44,7 +44,7 @@ fn record() -> RunRecord {
 fn the_record_round_trips_through_json_and_toml() {
     let topo = topo_with(record());
     let json = topo.to_json_string().unwrap();
-    assert!(json.contains("\"schema_version\": \"1.4\""), "{json}");
+    assert!(json.contains("\"schema_version\": \"1.5\""), "{json}");
     assert_eq!(Topology::from_json_str(&json).unwrap(), topo);
     let toml = topo.to_toml_string().unwrap();
     assert_eq!(Topology::from_toml_str(&toml).unwrap(), topo);
@@ -53,7 +53,7 @@ fn the_record_round_trips_through_json_and_toml() {
 #[test]
 fn a_1_2_document_without_a_record_still_loads() {
     let topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 132));
-    let json = topo.to_json_string().unwrap().replace("\"1.4\"", "\"1.2\"");
+    let json = topo.to_json_string().unwrap().replace("\"1.5\"", "\"1.2\"");
     let back = Topology::from_json_str(&json).unwrap();
     assert_eq!(back.run, None);
     assert_eq!(back.schema_version, SchemaVersion { major: 1, minor: 2 });
