@@ -7,6 +7,7 @@
 //! why (the footnote gives the reason) and as `-` otherwise. Every number follows one
 //! precision rule ([`number`], [`p_value`], [`median_iqr`]).
 
+mod clusters;
 mod html;
 mod markdown;
 mod number;
@@ -20,6 +21,7 @@ use std::fmt::Write as _;
 use crate::model::{CarveoutRole, ElementKind, NoteSeverity, QuantityKind, Topology};
 use crate::quantity::{Latency, Size};
 
+pub use clusters::cluster_lines;
 pub use html::html;
 pub use markdown::{carveout_row_label, markdown};
 pub use number::{median_iqr, number, p_value, P_VALUE_FLOOR};
@@ -312,6 +314,9 @@ pub fn table(topo: &Topology) -> String {
     unreferenced_not_measured(topo, &mut notes);
     for (i, entry) in notes.entries.iter().enumerate() {
         let _ = writeln!(out, "[{}] {entry}", i + 1);
+    }
+    for line in cluster_lines(topo) {
+        let _ = writeln!(out, "{line}");
     }
     for note in general_notes(topo) {
         let _ = writeln!(out, "{note}");
