@@ -3,7 +3,7 @@
 //! each block of each cluster ran (the GPC map), and the streaming kernel for the
 //! bandwidth of distributed shared memory.
 
-use super::params::{STEPS, WARMUP_STEPS};
+use super::params::{CLUSTER_OUT_INDEX, CLUSTER_OUT_LATENCY, STEPS, WARMUP_STEPS};
 use super::HOPPER;
 use crate::kernel::{Kernel, KernelKind, Param, ParamType, SharedLayout};
 use crate::ComputeCapability;
@@ -34,16 +34,8 @@ static CLUSTER_CHASE_PARAMS: [Param; 8] = [
         ParamType::U32,
         "rank 0 of cluster c chases rank 1 + (c + target_offset) mod (size - 1); rank 0 itself in clusters of one block",
     ),
-    param(
-        "out_latency",
-        ParamType::U64,
-        "global pointer to u32[clusters * steps]: %clock cycles of each timed load, cluster c at c * steps",
-    ),
-    param(
-        "out_index",
-        ParamType::U64,
-        "global pointer to u32[clusters * steps]: the index each timed load returned",
-    ),
+    CLUSTER_OUT_LATENCY,
+    CLUSTER_OUT_INDEX,
     param(
         "out_block",
         ParamType::U64,

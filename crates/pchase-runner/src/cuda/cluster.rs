@@ -8,7 +8,7 @@ use pchase_kernels::catalogue::{self, CLUSTER_BLOCK_WORDS};
 use super::{
     cluster_driver::{self, ClusterShape},
     driver::{Arg, LoadedFunction},
-    handles::{DeviceBuffer, Event},
+    handles::DeviceBuffer,
     to_host, CudaBackend,
 };
 use crate::{
@@ -79,14 +79,7 @@ impl CudaBackend {
         shape: ClusterShape,
         args: &[(&str, Arg)],
     ) -> Result<Duration, RunnerError> {
-        let start = Event::new()?;
-        let stop = Event::new()?;
-        start.record(&self.stream)?;
-        cluster_driver::launch_clusters(function, shape, self.stream.handle(), args)?;
-        stop.record(&self.stream)?;
-        self.stream
-            .synchronize("cuStreamSynchronize (cluster kernel)")?;
-        stop.elapsed_since(&start)
+        self.timed(|stream| cluster_driver::launch_clusters(function, shape, stream, args))
     }
 
     fn one_block_shared(&self, needed: u64) -> Result<u32, RunnerError> {

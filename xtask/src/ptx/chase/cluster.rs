@@ -4,7 +4,7 @@
 
 use pchase_kernels::{Kernel, ParamType};
 
-use super::dsmem::dsmem_access;
+use super::dsmem::remote_fine_chase;
 use super::*;
 use crate::ptx::writer::EntryWriter;
 use crate::ptx::DYNAMIC_SHARED;
@@ -93,18 +93,11 @@ pub fn cluster_chase_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("setp.eq.u32 %p_alone, %r_others, 0");
     w.ins("selp.u32 %r_target, 0, %r_turn, %p_alone");
     w.ins("st.global.u32 [%rd_block_out+12], %r_target");
-    w.comment("Generic address of the chain in the target rank's shared memory.");
-    w.ins("cvt.u64.u32 %rd_schain, %r_schain");
-    w.ins("cvta.shared.u64 %rd_schain_generic, %rd_schain");
-    w.ins("mapa.u64 %rd_remote, %rd_schain_generic, %r_target");
-    w.ins("mov.u32 %r_j, 0");
-    w.blank();
-    warmup_loop(&mut w, &dsmem_access());
-    w.blank();
-    timing_cursors(&mut w, "%r_steps");
-    fine_timed_loop(&mut w, &dsmem_access());
-    w.blank();
-    copy_timings_out(&mut w, "%r_steps", true);
+    remote_fine_chase(
+        &mut w,
+        "%r_target",
+        "Generic address of the chain in the target rank's shared memory.",
+    );
     w.label("release");
     cluster_barrier(&mut w);
     w.ins("ret");
