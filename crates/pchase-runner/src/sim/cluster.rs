@@ -51,16 +51,14 @@ impl SimBackend {
         let mut order: Vec<usize> = (0..free.len()).collect();
         order.shuffle(&mut self.rng);
         let mut out = Vec::with_capacity((size * clusters) as usize);
-        let mut turn = 0;
         for cluster in 0..clusters {
             // The next GPC in the shuffled order with room for a whole cluster.
             let g = (0..order.len())
-                .map(|i| order[(turn + i) % order.len()])
+                .map(|i| order[(cluster as usize + i) % order.len()])
                 .find(|&g| free[g].len() >= size as usize)
                 .ok_or_else(|| {
                     RunnerError::InvalidRequest(format!("no GPC has room for cluster {cluster}"))
                 })?;
-            turn += 1;
             for rank in 0..size {
                 let sm = free[g].pop().expect("room checked above");
                 out.push(ClusterPlacement {
