@@ -43,6 +43,9 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Compare two saved results: exit 0 when equal within the tolerances, 1 when not.
     Diff(DiffArgs),
+    /// Join results and node summaries into one fleet report; flag GPUs outside their
+    /// model's spread (exit 1 when a GPU is flagged or was not measured).
+    Merge(MergeArgs),
     /// Check saved results against the schema and the physical bounds: exit 0 when valid.
     Validate(ValidateArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -58,21 +61,24 @@ pub enum Command {
 /// The flags of a measurement.
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
-    /// CUDA device index (0 to N-1 for N devices; `nvidia-smi -L` lists them).
+    /// CUDA device index (0 to N-1 for N devices; `nvidia-smi -L` lists them), a list
+    /// (`0,3`) or `all`: several GPUs are measured one after another, each result named
+    /// by `{uuid}` or `{index}` in the -o path, with a node summary (docs/fleet.md).
     #[arg(
         long,
         short = 'd',
         default_value = "0",
-        value_name = "N",
-        value_parser = parse_device,
+        value_name = "N|LIST|all",
+        value_parser = crate::node::parse_devices,
         allow_negative_numbers = true
     )]
-    pub device: u32,
+    pub device: crate::node::DeviceSelection,
     /// Run only these benchmarks (comma-separated), with the ones they need.
     #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
     pub only: Vec<String>,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name
-    /// (kepler, maxwell, volta, h100, h200).
+    /// (kepler, maxwell, volta, h100, h200); a simulated node: several, separated by
+    /// commas, `NxNAME` for N alike, each maybe perturbed (`3xh100,h100:memory=+25%`).
     #[arg(long, value_name = "PROFILE")]
     pub simulate: Option<String>,
     /// Write the topology to FILE; the format follows the extension: .json, .toml,
@@ -109,6 +115,14 @@ pub struct MeasureArgs {
     /// Seconds to wait for another memtopo measuring the same GPU to finish.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub wait: f64,
+    /// Several GPUs: write the node summary to FILE (.json, .md or .html; repeatable;
+    /// `{node}` is replaced by the node's name).
+    #[arg(long, value_name = "FILE")]
+    pub summary: Vec<PathBuf>,
+    /// Several GPUs: do not measure the links between them (peer access, latency and
+    /// bandwidth of one GPU reading another's memory).
+    #[arg(long)]
+    pub no_peers: bool,
 }
 
 /// `memtopo render`.
@@ -148,6 +162,17 @@ pub struct DiffArgs {
     pub before: PathBuf,
     /// The second result (.json or .toml).
     pub after: PathBuf,
+    /// The tolerances.
+    #[command(flatten)]
+    pub tolerances: ToleranceArgs,
+    /// Do not count notes on one side only as differences (they are still listed).
+    #[arg(long)]
+    pub ignore_notes: bool,
+}
+
+/// The tolerances per kind of quantity, shared by `diff` and `merge`.
+#[derive(Debug, Clone, Args)]
+pub struct ToleranceArgs {
     /// Latencies: how many combined standard errors the means must be apart.
     #[arg(long, default_value_t = 3.0, value_name = "N", value_parser = parse_non_negative)]
     pub sigmas: f64,
@@ -160,9 +185,37 @@ pub struct DiffArgs {
     /// Counts (copies per SM, L2 partitions): the largest difference that is not a change.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub count_tolerance: u32,
-    /// Do not count notes on one side only as differences (they are still listed).
-    #[arg(long)]
-    pub ignore_notes: bool,
+}
+
+impl ToleranceArgs {
+    /// The library's options.
+    pub fn options(&self) -> topology::diff::DiffOptions {
+        topology::diff::DiffOptions {
+            sigmas: self.sigmas,
+            relative_tolerance: self.latency_tolerance,
+            size_tolerance: self.size_tolerance,
+            count_tolerance: self.count_tolerance,
+        }
+    }
+}
+
+/// `memtopo merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// Results (`-o x.json`), node summaries and fleet reports (.json; results also
+    /// .toml), or folders: every .json file in them and their subfolders.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Write the report: .json (the fleet document), .md or .html; `-`: JSON on
+    /// standard output. Repeatable. Without it the table goes to standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Vec<PathBuf>,
+    /// The tolerances below which no GPU is flagged (those of `diff`).
+    #[command(flatten)]
+    pub tolerances: ToleranceArgs,
+    /// How many scaled median absolute deviations from the median a value may lie.
+    #[arg(long, default_value_t = 3.5, value_name = "K", value_parser = parse_non_negative)]
+    pub mad: f64,
 }
 
 /// `memtopo validate`.

@@ -8,13 +8,17 @@
 //! 5 bad simulation profile; 6 an output file could not be written; 7 a kernel failed to
 //! load or run; 8 the GPU is busy (other processes, another memtopo, or an exclusive GPU
 //! held by another process); 9 measured, but disturbed while measuring (values marked);
-//! 10 `--strict` self-check findings; 11 a saved result cannot be read or is invalid.
+//! 10 `--strict` self-check findings; 11 a saved result cannot be read or is invalid;
+//! 12 several GPUs: some were measured, others not (the node summary says which and why).
 
 mod cli;
 mod cmd;
 mod conditions;
 mod guard;
 mod lock;
+mod node;
+#[cfg(feature = "cuda")]
+mod nvlink;
 #[cfg(feature = "cuda")]
 mod nvml;
 mod output;
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Some(Command::Render(args)) => cmd::render::render(args),
         Some(Command::Convert(args)) => cmd::render::convert(args),
         Some(Command::Diff(args)) => cmd::diff::diff(args),
+        Some(Command::Merge(args)) => cmd::merge::merge(args),
         Some(Command::Validate(args)) => cmd::validate::validate(args),
         Some(Command::Completions { shell }) => cmd::docs::completions(*shell),
         Some(Command::Man) => cmd::docs::man(),

@@ -39,21 +39,7 @@ enum DeviceKey {
 impl Nvml {
     /// Loads NVML and finds the CUDA device `uuid` (`GPU-…`) or `pci_bus_id`.
     pub fn open(uuid: Option<&str>, pci_bus_id: Option<&str>) -> Result<Nvml, String> {
-        let mut failures = Vec::new();
-        let mut loaded = None;
-        for name in LIBRARIES {
-            match nvml_wrapper::Nvml::builder()
-                .lib_path(OsStr::new(name))
-                .init()
-            {
-                Ok(nvml) => {
-                    loaded = Some(nvml);
-                    break;
-                }
-                Err(e) => failures.push(format!("{name}: {e}")),
-            }
-        }
-        let nvml = loaded.ok_or_else(|| failures.join("; "))?;
+        let nvml = load()?;
         let mut tried = Vec::new();
         let mut keys = Vec::new();
         if let Some(uuid) = uuid {
@@ -78,6 +64,21 @@ impl Nvml {
             format!("the CUDA device is not in NVML: {}", tried.join("; "))
         })
     }
+}
+
+/// Loads and initialises NVML from the first of [`LIBRARIES`] that loads.
+pub fn load() -> Result<nvml_wrapper::Nvml, String> {
+    let mut failures = Vec::new();
+    for name in LIBRARIES {
+        match nvml_wrapper::Nvml::builder()
+            .lib_path(OsStr::new(name))
+            .init()
+        {
+            Ok(nvml) => return Ok(nvml),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    Err(failures.join("; "))
 }
 
 fn find<'n>(nvml: &'n nvml_wrapper::Nvml, key: &DeviceKey) -> Result<Device<'n>, String> {

@@ -8,7 +8,7 @@ use std::{
 
 use pchase_runner::{
     measure::{report, MeasureOptions, Measurements, Session},
-    sim::{SimBackend, SimProfile},
+    sim::SimBackend,
     Backend, RunnerError,
 };
 use thiserror::Error;
@@ -82,16 +82,6 @@ fn options(cli: &MeasureArgs) -> Result<MeasureOptions, CliError> {
     }
     options.samples = cli.samples;
     Ok(options)
-}
-
-fn load_profile(spec: &str) -> Result<SimProfile, CliError> {
-    let path = Path::new(spec);
-    let profile = if path.exists() {
-        SimProfile::load(path)?
-    } else {
-        SimProfile::bundled(spec)?
-    };
-    Ok(profile)
 }
 
 /// Runs the session on `backend`, telling `progress` each benchmark.
@@ -217,8 +207,17 @@ fn write_files(
     failed
 }
 
-/// Measures as `cli` asks; returns the exit code.
+/// Measures as `cli` asks; returns the exit code. Several GPUs (`--device all`, a list,
+/// or a simulated node) are [`crate::node::run`]'s.
 pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
+    if crate::node::is_node_run(cli) {
+        return crate::node::run(cli, progress);
+    }
+    measure_gpu(cli, progress).map(|(code, _)| code)
+}
+
+/// Measures the one GPU `cli` names; returns the exit code and the result.
+pub fn measure_gpu(cli: &MeasureArgs, progress: &mut Reporter) -> Result<(u8, Topology), CliError> {
     let options = options(cli)?;
     if !(cli.wait.is_finite() && cli.wait >= 0.0) {
         return Err(CliError::Usage(format!(
@@ -306,7 +305,7 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
             progress::say(Level::SelfCheck, finding);
         }
     }
-    Ok(if failed_outputs > 0 {
+    let code = if failed_outputs > 0 {
         6
     } else if disturbed {
         9
@@ -316,7 +315,8 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
         1
     } else {
         0
-    })
+    };
+    Ok((code, topo))
 }
 
 /// With `-q` (no table): every note that says a value is missing or doubtful, on stderr
@@ -350,7 +350,15 @@ fn simulated(
     record: &mut RunRecord,
     progress: &mut Reporter,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
-    let profile = load_profile(spec)?;
+    let specs = crate::node::simulated_specs(spec);
+    let index = cli.device.single().unwrap_or(0);
+    let spec = specs
+        .get(index as usize)
+        .ok_or(RunnerError::BadDeviceIndex {
+            index,
+            count: specs.len() as u32,
+        })?;
+    let profile = crate::node::load_profile(spec)?;
     record.simulated_profile = Some(guard::profile_label(spec, &profile.name));
     record.gpu_uuid = profile.uuid.clone();
     let mut backend = SimBackend::new(profile)?;
@@ -374,7 +382,10 @@ fn real_gpu(
     record: &mut RunRecord,
     progress: &mut Reporter,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
-    let identity = pchase_runner::cuda::identify(cli.device)?;
+    let ordinal = cli.device.single().ok_or_else(|| {
+        CliError::Usage("one GPU at a time here: several are measured by node::run".into())
+    })?;
+    let identity = pchase_runner::cuda::identify(ordinal)?;
     record.gpu_uuid = identity.uuid.clone();
     record.pci_bus_id = identity.pci_bus_id.clone();
     record.cuda_driver_version = identity.cuda_driver_version;
@@ -394,7 +405,7 @@ fn real_gpu(
         }
     };
     let before = guard::check_busy(cli, source(&mut nvml), record)?;
-    let mut backend = pchase_runner::cuda::CudaBackend::new(cli.device)?;
+    let mut backend = pchase_runner::cuda::CudaBackend::new(ordinal)?;
     let info = backend.device().clone();
     let measured = guard::watched(&mut backend, options, progress, record)?;
     drop(backend);

@@ -24,6 +24,7 @@ pub mod cuda;
 pub mod device;
 pub mod error;
 pub mod measure;
+pub mod peer;
 pub mod sim;
 
 pub use backend::{

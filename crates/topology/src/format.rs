@@ -15,11 +15,7 @@ use crate::version::SchemaVersion;
 impl Topology {
     /// Reads and validates a topology from JSON.
     pub fn from_json_str(text: &str) -> Result<Topology, Error> {
-        let tree: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Syntax {
-            format: Format::Json,
-            message: excerpt(&e.to_string()),
-        })?;
-        from_tree(tree)
+        from_tree(json_tree(text)?)
     }
 
     /// Reads and validates a topology from TOML.
@@ -34,12 +30,7 @@ impl Topology {
     /// Validates and writes the topology as pretty-printed JSON.
     pub fn to_json_string(&self) -> Result<String, Error> {
         self.validate()?;
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| Error::Serialize {
-            format: Format::Json,
-            message: e.to_string(),
-        })?;
-        text.push('\n');
-        Ok(text)
+        pretty_json(self)
     }
 
     /// Validates and writes the topology as TOML.
@@ -113,12 +104,35 @@ fn from_tree(tree: serde_json::Value) -> Result<Topology, Error> {
             supported: SchemaVersion::CURRENT.major,
         });
     }
-    let topology: Topology = serde_path_to_error::deserialize(tree).map_err(|e| Error::Field {
-        path: e.path().to_string(),
-        message: e.inner().to_string(),
-    })?;
+    let topology: Topology = typed(tree)?;
     topology.validate()?;
     Ok(topology)
+}
+
+/// Parses JSON into a tree; a syntax error is cut to what a person reads.
+pub(crate) fn json_tree(text: &str) -> Result<serde_json::Value, Error> {
+    serde_json::from_str(text).map_err(|e| Error::Syntax {
+        format: Format::Json,
+        message: excerpt(&e.to_string()),
+    })
+}
+
+/// Pretty-printed JSON with a final newline.
+pub(crate) fn pretty_json<T: serde::Serialize>(value: &T) -> Result<String, Error> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Serialize {
+        format: Format::Json,
+        message: e.to_string(),
+    })?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Deserialises a tree with the path of every field tracked, so an error names it.
+pub(crate) fn typed<T: serde::de::DeserializeOwned>(tree: serde_json::Value) -> Result<T, Error> {
+    serde_path_to_error::deserialize(tree).map_err(|e| Error::Field {
+        path: e.path().to_string(),
+        message: e.inner().to_string(),
+    })
 }
 
 /// The JSON Schema (draft 2020-12) of the topology file format, generated from

@@ -48,6 +48,7 @@
 
 pub mod diff;
 mod error;
+pub mod fleet;
 mod format;
 mod model;
 pub mod mt4g;

@@ -1,25 +1,15 @@
 //! `memtopo diff`: two results compared by `topology::diff` with the tolerances of the
 //! command line. Exit 0 when nothing differs beyond them, 1 when something does.
 
-use topology::diff::{diff_with, DiffOptions};
+use topology::diff::diff_with;
 
 use crate::{cli::DiffArgs, output::Stdout, run::CliError};
-
-/// The library's options from the command line's tolerances.
-fn options(args: &DiffArgs) -> DiffOptions {
-    DiffOptions {
-        sigmas: args.sigmas,
-        relative_tolerance: args.latency_tolerance,
-        size_tolerance: args.size_tolerance,
-        count_tolerance: args.count_tolerance,
-    }
-}
 
 /// `memtopo diff`.
 pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
     let before = super::render::load(&args.before)?;
     let after = super::render::load(&args.after)?;
-    let options = options(args);
+    let options = args.tolerances.options();
     let result = diff_with(&before, &after, options);
     let mut stdout = Stdout::default();
     stdout.print(&format!(

@@ -3,5 +3,6 @@
 
 pub mod diff;
 pub mod docs;
+pub mod merge;
 pub mod render;
 pub mod validate;

@@ -21,6 +21,7 @@ mod errors;
 mod ffi;
 mod handles;
 mod launch;
+mod peer;
 mod pinned;
 
 use pchase_kernels::{catalogue, Kernel};
@@ -38,6 +39,7 @@ use handles::{Context, DeviceBuffer, Stream};
 
 pub use device::{identify, DeviceIdentity};
 pub use errors::{known_codes as known_error_codes, name as error_name};
+pub use peer::CudaNode;
 
 /// Copies a device buffer to a new host vector.
 fn to_host<T: handles::DeviceWord>(buffer: &DeviceBuffer<T>) -> Result<Vec<T>, RunnerError> {

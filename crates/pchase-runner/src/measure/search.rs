@@ -237,7 +237,7 @@ pub fn find_size_near<B: Backend + ?Sized>(
             ));
         }
     }
-    log::debug!(
+    log::info!(
         "{}: no accepted change within {first}..{last} B around the predicted {predicted} B; full search",
         probe.path
     );

@@ -13,7 +13,7 @@ use super::{
 use crate::model::{CarveoutRole, ElementKind, Topology};
 use crate::raw::{Curve, RawData};
 
-const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;color:#0f172a;\
+pub(crate) const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;color:#0f172a;\
 max-width:1060px;margin:24px auto;padding:0 16px;line-height:1.4}\
 h1{font-size:26px;margin-bottom:4px}h2{font-size:19px;margin-top:32px;border-bottom:1px solid #cbd5e1}\
 table{border-collapse:collapse;font-size:13px;margin:8px 0}\

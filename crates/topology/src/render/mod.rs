@@ -23,8 +23,10 @@ use crate::quantity::{Latency, Size};
 
 pub use clusters::cluster_lines;
 pub use html::html;
+pub(crate) use html::STYLE;
 pub use markdown::{carveout_row_label, markdown};
 pub use number::{median_iqr, number, p_value, P_VALUE_FLOOR};
+pub(crate) use plot::escape;
 pub use svg::svg;
 
 /// Collects the reasons shown as numbered footnotes.

@@ -3,6 +3,7 @@
 mod clusters;
 mod diff;
 mod fixtures;
+mod fleet;
 mod formats;
 mod golden;
 mod html;

@@ -1,0 +1,149 @@
+//! `memtopo merge`: results and node summaries joined into one fleet report
+//! (`topology::fleet::Fleet::merge`), with every GPU outside its model's spread flagged.
+//! Exit 0 when nothing is flagged and every GPU asked for was measured, 1 otherwise, 11
+//! when an input cannot be read, 6 when an output cannot be written.
+
+use std::path::{Path, PathBuf};
+
+use topology::fleet::{self, Fleet, Input, SpreadOptions};
+
+use crate::{
+    cli::MergeArgs,
+    output::{self, Stdout},
+    progress::{self, Level},
+    run::CliError,
+};
+
+/// Every `.json` file under `dir` (subfolders included), sorted.
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            json_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "json")
+            && !path.to_string_lossy().ends_with(".mt4g.json")
+        {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn input_error(path: &Path, reason: String) -> CliError {
+    CliError::Input {
+        path: path.display().to_string(),
+        reason,
+    }
+}
+
+/// Reads one input: a fleet document or a result (JSON), or a result (TOML).
+fn read(path: &Path) -> Result<Input, CliError> {
+    let is_toml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+    if is_toml {
+        return super::render::load(path).map(Input::Result);
+    }
+    if !path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
+        return Err(input_error(
+            path,
+            "use .json (results, node summaries, fleet reports) or .toml (results), or a folder"
+                .into(),
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| input_error(path, e.to_string()))?;
+    Input::from_json_str(&text).map_err(|e| input_error(path, super::render::reason(&e)))
+}
+
+/// The inputs, folders expanded.
+fn inputs(args: &MergeArgs) -> Result<Vec<PathBuf>, CliError> {
+    let mut files = Vec::new();
+    for path in &args.inputs {
+        if path.is_dir() {
+            let before = files.len();
+            json_files(path, &mut files).map_err(|e| input_error(path, e.to_string()))?;
+            if files.len() == before {
+                return Err(input_error(path, "the folder holds no .json file".into()));
+            }
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// `memtopo merge`.
+pub fn merge(args: &MergeArgs) -> Result<u8, CliError> {
+    let mut sources = Vec::new();
+    for path in inputs(args)? {
+        sources.push((path.display().to_string(), read(&path)?));
+    }
+    let options = SpreadOptions::from_diff(args.tolerances.options(), args.mad);
+    let mut report = Fleet::merge(sources, options);
+    report.created_utc = crate::conditions::base_record().date_utc;
+    report.tool_version = Some(env!("CARGO_PKG_VERSION").into());
+    let mut stdout = Stdout::default();
+    let mut failed = 0;
+    for path in &args.output {
+        let name = path.to_string_lossy().to_ascii_lowercase();
+        let text = if path.as_os_str() == "-" || name.ends_with(".json") {
+            report.to_json_string().map_err(|e| e.to_string())
+        } else if name.ends_with(".md") {
+            Ok(fleet::markdown(&report))
+        } else if name.ends_with(".html") {
+            Ok(fleet::html(&report))
+        } else {
+            return Err(CliError::Usage(format!(
+                "-o {}: use .json, .md or .html (or - for JSON on standard output)",
+                path.display()
+            )));
+        };
+        let written = text.and_then(|text| {
+            if path.as_os_str() == "-" {
+                stdout.print(&text);
+                Ok(())
+            } else {
+                output::write_file(path, text.as_bytes()).map_err(|e| e.to_string())
+            }
+        });
+        if let Err(reason) = written {
+            progress::say(
+                Level::Error,
+                format!("cannot write {}: {reason}", path.display()),
+            );
+            failed += 1;
+        }
+    }
+    if args.output.is_empty() {
+        stdout.print(&fleet::table(&report));
+    }
+    if let Some(e) = stdout.error() {
+        return Err(CliError::Output {
+            path: "standard output".into(),
+            reason: e.to_string(),
+        });
+    }
+    for flag in &report.flags {
+        progress::say(
+            Level::Warning,
+            format!(
+                "{} ({}): {}: {}",
+                flag.uuid.as_deref().unwrap_or("?"),
+                flag.node.as_deref().unwrap_or("-"),
+                flag.path,
+                flag.reason
+            ),
+        );
+    }
+    Ok(if failed > 0 {
+        6
+    } else {
+        u8::from(!report.flags.is_empty() || !report.failures.is_empty())
+    })
+}

@@ -1,0 +1,395 @@
+//! Several GPUs: `--device all` and lists on a simulated node, the node summary, `merge`
+//! and its flags, and the exit codes of both, bad inputs included.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use topology::fleet::{Fleet, FleetKind};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memtopo-fleet-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// memtopo with its own lock folder in `dir` (tests run in parallel).
+fn memtopo(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_memtopo"));
+    command
+        .env("MEMTOPO_LOCK_DIR", dir.join("locks"))
+        .env("SLURMD_NODENAME", "testnode")
+        .env_remove("RUST_LOG");
+    command
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn code(out: &Output) -> Option<i32> {
+    out.status.code()
+}
+
+/// A simulated node of `spec` measured with `--only shared` (fast), files in `dir/res/`.
+fn node_run(dir: &Path, spec: &str, extra: &[&str]) -> Output {
+    memtopo(dir)
+        .args(["--simulate", spec, "--only", "shared", "-q", "-o"])
+        .arg(dir.join("res/"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn summary(dir: &Path) -> Fleet {
+    let text = std::fs::read_to_string(dir.join("res/node-testnode.json")).unwrap();
+    Fleet::from_json_str(&text).unwrap()
+}
+
+#[test]
+fn a_simulated_node_gives_one_result_per_gpu_and_a_summary_with_the_odd_one_flagged() {
+    let dir = scratch("node");
+    let out = node_run(&dir, "3xvolta,volta:clock=-20%", &["--device", "all"]);
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    let node = summary(&dir);
+    assert_eq!(node.kind, FleetKind::Node);
+    assert_eq!(node.gpus.len(), 4);
+    assert!(node.failures.is_empty());
+    let mut uuids: Vec<&str> = node.gpus.iter().filter_map(|g| g.uuid.as_deref()).collect();
+    uuids.sort_unstable();
+    uuids.dedup();
+    assert_eq!(uuids.len(), 4, "one UUID per GPU");
+    for gpu in &node.gpus {
+        let file = dir.join("res").join(gpu.file.as_deref().unwrap());
+        let topo = topology::Topology::load(&file).unwrap();
+        assert_eq!(topo.run.unwrap().gpu_uuid.as_deref(), gpu.uuid.as_deref());
+        assert_eq!(file.file_stem().unwrap(), gpu.uuid.as_deref().unwrap());
+    }
+    // The GPU with the slow clock, and only it, is flagged.
+    assert_eq!(node.flags.len(), 1, "{:?}", node.flags);
+    assert_eq!(node.flags[0].path, "conditions.sm_clock_mhz");
+    assert_eq!(node.flags[0].device_index, Some(3));
+    // Every ordered pair of the four has a link, from the simulator's model.
+    assert_eq!(node.nodes[0].links.len(), 12);
+    assert!(node.nodes[0]
+        .links
+        .iter()
+        .all(|l| l.peer_access && l.latency_cold.is_some() && l.copy_gib_per_s.is_some()));
+    // The same UUIDs on a second run: the same files again.
+    let again = node_run(
+        &dir,
+        "3xvolta,volta:clock=-20%",
+        &["--device", "0,1", "--no-peers"],
+    );
+    assert_eq!(code(&again), Some(0), "{}", text(&again.stderr));
+    let files = std::fs::read_dir(dir.join("res")).unwrap().count();
+    assert_eq!(files, 5, "four results and the summary");
+    let two = summary(&dir);
+    assert_eq!(two.gpus.len(), 2);
+    assert!(two.nodes[0].notes[0].contains("--no-peers"));
+}
+
+#[test]
+fn mixed_models_on_one_node_are_compared_only_with_their_own() {
+    let dir = scratch("mixed");
+    let out = node_run(&dir, "volta,volta,kepler", &["-d", "all", "--no-peers"]);
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    let node = summary(&dir);
+    assert_eq!(node.models.len(), 2);
+    assert!(node.flags.is_empty(), "{:?}", node.flags);
+    // The table names both models and the summary is printed unless -q.
+    let out = memtopo(&dir)
+        .args(["merge"])
+        .arg(dir.join("res"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Kepler"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_device_that_does_not_exist_is_exit_4_before_anything_is_measured() {
+    let dir = scratch("index");
+    let out = node_run(&dir, "volta,volta", &["--device", "0,5"]);
+    assert_eq!(code(&out), Some(4), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("device 5 does not exist: this machine has 2"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.join("res/node-testnode.json").exists());
+    // A single simulated GPU is a node of one.
+    let out = memtopo(&dir)
+        .args(["--simulate", "volta", "-d", "1", "--only", "shared", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(4), "{}", text(&out.stderr));
+    // A bad profile anywhere in the node: exit 5 before anything is measured.
+    let out = node_run(&dir, "volta,volta:memory=fast", &["--device", "all"]);
+    assert_eq!(code(&out), Some(5), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("memory=fast"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.join("res/node-testnode.json").exists());
+    // Bad lists are usage errors.
+    for bad in ["0,0", "0,", ",", "", "all,1", "-1"] {
+        let out = node_run(&dir, "volta,volta", &["--device", bad]);
+        assert_eq!(code(&out), Some(2), "{bad}: {}", text(&out.stderr));
+    }
+}
+
+/// Two simulated V100s, `--device all --only shared -q`, and `extra`.
+fn two_gpus(dir: &Path, extra: &[&str]) -> Output {
+    memtopo(dir)
+        .args([
+            "--simulate",
+            "2xvolta",
+            "-d",
+            "all",
+            "--only",
+            "shared",
+            "-q",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn several_gpus_need_per_gpu_file_names() {
+    let dir = scratch("names");
+    let out = two_gpus(&dir, &["-o", p(&dir.join("one.json"))]);
+    assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("{uuid}"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = two_gpus(&dir, &["-o", "-"]);
+    assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
+    // A template with {index} and an explicit summary in Markdown.
+    let (template, md) = (dir.join("gpu-{index}.json"), dir.join("{node}.md"));
+    let out = two_gpus(&dir, &["-o", p(&template), "--summary", p(&md)]);
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    assert!(dir.join("gpu-0.json").exists() && dir.join("gpu-1.json").exists());
+    let md = std::fs::read_to_string(dir.join("testnode.md")).unwrap();
+    assert!(md.starts_with("# Node testnode: 2 GPU(s) measured"), "{md}");
+    let out = two_gpus(
+        &dir,
+        &["-o", p(&template), "--summary", p(&dir.join("s.svg"))],
+    );
+    assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
+    // One GPU with a per-GPU name is a node of one: the name is expanded, no links.
+    let out = memtopo(&dir)
+        .args(["--simulate", "volta", "--only", "shared", "-q", "-o"])
+        .arg(dir.join("single/"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    let single = std::fs::read_dir(dir.join("single")).unwrap().count();
+    assert_eq!(single, 2, "the result and the summary");
+}
+
+#[test]
+fn a_gpu_that_fails_loses_nothing_of_the_others_and_the_node_exits_12() {
+    let dir = scratch("partial");
+    // The second GPU's profile names a UUID whose lock another process holds.
+    let locks = dir.join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let held = std::fs::File::create(locks.join("GPU-held.lock")).unwrap();
+    fs4::FileExt::try_lock(&held).unwrap();
+    let out = node_run(
+        &dir,
+        "volta,volta:uuid=GPU-held,volta",
+        &["-d", "all", "--wait", "0"],
+    );
+    assert_eq!(code(&out), Some(12), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("GPU 1 (GPU-held): not measured"),
+        "{stderr}"
+    );
+    let node = summary(&dir);
+    assert_eq!(node.gpus.len(), 2);
+    assert_eq!(node.failures.len(), 1);
+    assert_eq!(node.failures[0].exit_code, 8);
+    assert_eq!(node.failures[0].uuid.as_deref(), Some("GPU-held"));
+    // The links are measured between the GPUs that were.
+    assert_eq!(node.nodes[0].links.len(), 2);
+    // merge reports the failure: exit 1.
+    let out = memtopo(&dir)
+        .arg("merge")
+        .arg(dir.join("res"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("Not measured"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Every GPU failing: the GPUs' own code.
+    let out = node_run(&dir, "volta:uuid=GPU-held", &["-d", "all", "--wait", "0"]);
+    assert_eq!(code(&out), Some(8), "{}", text(&out.stderr));
+    drop(held);
+}
+
+#[test]
+fn merge_joins_nodes_flags_across_them_and_writes_every_format() {
+    let dir = scratch("merge");
+    for (node, spec) in [("n1", "2xvolta"), ("n2", "volta,volta:clock=-25%")] {
+        let out = memtopo(&dir)
+            .env("SLURMD_NODENAME", node)
+            .args([
+                "--simulate",
+                spec,
+                "-d",
+                "all",
+                "--only",
+                "shared",
+                "-q",
+                "--no-peers",
+            ])
+            .arg("-o")
+            .arg(dir.join(format!("shared/{node}/")))
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    }
+    let (json, md, html) = (
+        dir.join("fleet.json"),
+        dir.join("fleet.md"),
+        dir.join("fleet.html"),
+    );
+    let out = memtopo(&dir)
+        .arg("merge")
+        .arg(dir.join("shared"))
+        .args(["-o", json.to_str().unwrap(), "-o", md.to_str().unwrap()])
+        .args(["-o", html.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(1), "a flag: exit 1; {}", text(&out.stderr));
+    let fleet = Fleet::from_json_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(fleet.kind, FleetKind::Fleet);
+    assert_eq!(fleet.gpus.len(), 4);
+    assert_eq!(fleet.nodes.len(), 2);
+    assert_eq!(fleet.flags.len(), 1);
+    assert_eq!(fleet.flags[0].node.as_deref(), Some("n2"));
+    assert!(text(&out.stderr).contains("conditions.sm_clock_mhz"));
+    assert!(std::fs::read_to_string(&md).unwrap().contains("## Flags"));
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+    // Loose enough a tolerance: nothing flagged, exit 0.
+    let out = memtopo(&dir)
+        .arg("merge")
+        .arg(dir.join("shared"))
+        .args(["--latency-tolerance", "50", "-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    assert!(Fleet::from_json_str(&text(&out.stdout))
+        .unwrap()
+        .flags
+        .is_empty());
+}
+
+#[test]
+fn merge_refuses_bad_inputs_with_a_named_file() {
+    let dir = scratch("bad");
+    let broken = dir.join("broken.json");
+    std::fs::write(&broken, "{\"schema_version\": \"1.4\", \"device\": ").unwrap();
+    let out = memtopo(&dir).arg("merge").arg(&broken).output().unwrap();
+    assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("broken.json"),
+        "{}",
+        text(&out.stderr)
+    );
+    let fleet = dir.join("fleet.json");
+    std::fs::write(
+        &fleet,
+        "{\"fleet_schema_version\": \"1.0\", \"kind\": \"galaxy\"}",
+    )
+    .unwrap();
+    let out = memtopo(&dir).arg("merge").arg(&fleet).output().unwrap();
+    assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("kind"), "{}", text(&out.stderr));
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = memtopo(&dir).arg("merge").arg(&empty).output().unwrap();
+    assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no .json file"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = memtopo(&dir).arg("merge").output().unwrap();
+    assert_eq!(code(&out), Some(2), "no input: usage");
+    let out = memtopo(&dir)
+        .args(["merge", "missing.json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
+    let out = memtopo(&dir).args(["merge", "notes.txt"]).output().unwrap();
+    assert_eq!(code(&out), Some(11), "{}", text(&out.stderr));
+}
+
+/// memtopo on the stand-in driver of `cargo xtask test` (`docs/building.md`), scripted by
+/// `script`; `None` where it is not loaded (plain `cargo test`, or a real driver).
+fn on_stand_in(dir: &Path, script: &str, args: &[&str]) -> Option<Output> {
+    let probe = memtopo(dir)
+        .args(["-q", "--only", "shared"])
+        .env("MEMTOPO_STAND_IN", "cuInit=101")
+        .output()
+        .unwrap();
+    if !text(&probe.stderr).contains("CUDA_ERROR_INVALID_DEVICE (101)") {
+        assert!(
+            std::env::var_os("MEMTOPO_STAND_IN_LOADED").is_none(),
+            "the stand-in is loaded but does not follow MEMTOPO_STAND_IN"
+        );
+        return None;
+    }
+    Some(
+        memtopo(dir)
+            .args(args)
+            .env("MEMTOPO_STAND_IN", script)
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn real_gpus_on_the_stand_in_driver_index_and_failure() {
+    let dir = scratch("stand-in");
+    let one_device = "cuInit=0,cuDeviceGetCount=0";
+    let Some(out) = on_stand_in(&dir, one_device, &["-q", "--device", "0,1"]) else {
+        return;
+    };
+    assert_eq!(code(&out), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("this machine has 1 CUDA device(s)"));
+    // The one GPU cannot be opened (an exclusive GPU another process holds): its run fails
+    // with 8, the summary says so, and the node's exit code is the GPU's.
+    let busy = "cuInit=0,cuDeviceGetCount=0,cuDeviceGet=0,cuDeviceGetName=0,\
+                cuDeviceGetUuid_v2=0,cuDeviceGetPCIBusId=0,cuDriverGetVersion=0,cuCtxCreate_v2=46";
+    let res = dir.join("res/");
+    let out = on_stand_in(&dir, busy, &["-q", "--device", "all", "-o", p(&res)]).unwrap();
+    assert_eq!(code(&out), Some(8), "{}", text(&out.stderr));
+    let node = summary(&dir);
+    assert!(node.gpus.is_empty());
+    assert_eq!(node.failures.len(), 1);
+    assert_eq!(node.failures[0].exit_code, 8);
+    assert_eq!(node.failures[0].device_index, Some(0));
+}

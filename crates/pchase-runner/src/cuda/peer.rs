@@ -1,0 +1,322 @@
+//! Several GPUs of one node through CUDA: peer access, a chase by one GPU over a chain in
+//! another's memory, and peer copies (`crate::peer`).
+//!
+//! Each GPU is a [`CudaBackend`] with its own context; the node switches the current
+//! context (`cuCtxSetCurrent`) before each step: the owner builds the chain (and flushes
+//! its L2) with its own init kernel, then the reader, with peer access to the owner's
+//! context enabled, runs the fine-grained `.cg` chase kernel on the owner's pointer
+//! (unified addressing makes it valid in the reader's context). Copies are
+//! `cuMemcpyPeerAsync` on the reader's stream, timed with its events. Nothing here has
+//! run on a GPU yet: `scripts/gpu/issue18.sh` is the first test.
+
+use std::{
+    os::raw::{c_int, c_uint},
+    ptr,
+    time::Duration,
+};
+
+use super::{
+    device::checked_device,
+    driver::{check, Arg, LaunchShape},
+    ffi::{self, ContextHandle, CuResult, DevicePtr, StreamHandle},
+    handles::{DeviceBuffer, Event},
+    to_host, CudaBackend,
+};
+use crate::{
+    backend::{Backend, Carveout, ChaseRequest, LoadPath},
+    device::DeviceInfo,
+    error::RunnerError,
+    peer::{PeerAccess, PeerBackend, PeerChaseRequest, PeerCopyRequest},
+};
+
+/// `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`.
+const P2P_PERFORMANCE_RANK: c_int = 0x01;
+/// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`.
+const PEER_ACCESS_ALREADY_ENABLED: CuResult = 704;
+
+// Raw forwarders of cuda-shim (see `super::ffi`): plain integers in and out.
+extern "C" {
+    #[link_name = "cuda_shim_raw_cuCtxGetCurrent"]
+    fn cuCtxGetCurrent(context: *mut ContextHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuCtxSetCurrent"]
+    fn cuCtxSetCurrent(context: ContextHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuDeviceCanAccessPeer"]
+    fn cuDeviceCanAccessPeer(can_access: *mut c_int, device: c_int, peer: c_int) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuDeviceGetP2PAttribute"]
+    fn cuDeviceGetP2PAttribute(
+        value: *mut c_int,
+        attribute: c_int,
+        src: c_int,
+        dst: c_int,
+    ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuCtxEnablePeerAccess"]
+    fn cuCtxEnablePeerAccess(peer: ContextHandle, flags: c_uint) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemcpyPeerAsync"]
+    fn cuMemcpyPeerAsync(
+        dst: DevicePtr,
+        dst_context: ContextHandle,
+        src: DevicePtr,
+        src_context: ContextHandle,
+        bytes: usize,
+        stream: StreamHandle,
+    ) -> CuResult;
+}
+
+/// One GPU of the node.
+#[derive(Debug)]
+struct Member {
+    backend: CudaBackend,
+    context: ContextHandle,
+    device: c_int,
+}
+
+/// GPUs of one node (positions in the order of the ordinals given).
+#[derive(Debug)]
+pub struct CudaNode {
+    members: Vec<Member>,
+}
+
+impl CudaNode {
+    /// Opens a context on each of `ordinals` (CUDA device indices).
+    ///
+    /// # Errors
+    /// As [`CudaBackend::new`] for any of them.
+    pub fn new(ordinals: &[u32]) -> Result<CudaNode, RunnerError> {
+        let mut members = Vec::new();
+        for &ordinal in ordinals {
+            let device = checked_device(ordinal)?;
+            let backend = CudaBackend::new(ordinal)?;
+            // The context the backend just created is the current one.
+            let mut context: ContextHandle = ptr::null_mut();
+            // SAFETY: valid out-pointer.
+            check("cuCtxGetCurrent", unsafe { cuCtxGetCurrent(&mut context) })?;
+            members.push(Member {
+                backend,
+                context,
+                device,
+            });
+        }
+        Ok(CudaNode { members })
+    }
+
+    /// Makes `position`'s context current and returns it.
+    fn enter(&mut self, position: u32) -> Result<&mut Member, RunnerError> {
+        let count = self.members.len() as u32;
+        let member =
+            self.members
+                .get_mut(position as usize)
+                .ok_or(RunnerError::BadDeviceIndex {
+                    index: position,
+                    count,
+                })?;
+        // SAFETY: a live context of this node.
+        check("cuCtxSetCurrent", unsafe {
+            cuCtxSetCurrent(member.context)
+        })?;
+        Ok(member)
+    }
+
+    fn context(&self, position: u32) -> Result<ContextHandle, RunnerError> {
+        self.members
+            .get(position as usize)
+            .map(|m| m.context)
+            .ok_or(RunnerError::BadDeviceIndex {
+                index: position,
+                count: self.members.len() as u32,
+            })
+    }
+
+    /// Lets `from`'s context read `to`'s memory.
+    fn enable(&mut self, from: u32, to: u32) -> Result<(), RunnerError> {
+        let peer = self.context(to)?;
+        self.enter(from)?;
+        // SAFETY: two live contexts; flags must be 0.
+        match unsafe { cuCtxEnablePeerAccess(peer, 0) } {
+            ffi::SUCCESS | PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            code => Err(RunnerError::Cuda {
+                call: "cuCtxEnablePeerAccess",
+                message: ffi::describe(code),
+            }),
+        }
+    }
+}
+
+impl Drop for CudaNode {
+    fn drop(&mut self) {
+        // Each backend's buffers and modules go while its own context is current.
+        while let Some(member) = self.members.pop() {
+            // SAFETY: a live context of this node.
+            let code = unsafe { cuCtxSetCurrent(member.context) };
+            if code != ffi::SUCCESS {
+                log::warn!("cuCtxSetCurrent before release: {}", ffi::describe(code));
+            }
+            drop(member);
+        }
+    }
+}
+
+impl PeerBackend for CudaNode {
+    fn gpus(&self) -> u32 {
+        self.members.len() as u32
+    }
+
+    fn info(&self, position: u32) -> Result<&DeviceInfo, RunnerError> {
+        self.members
+            .get(position as usize)
+            .map(|m| m.backend.device())
+            .ok_or(RunnerError::BadDeviceIndex {
+                index: position,
+                count: self.members.len() as u32,
+            })
+    }
+
+    fn access(&mut self, from: u32, to: u32) -> Result<PeerAccess, RunnerError> {
+        let a = self.enter(from)?.device;
+        let b = self.enter(to)?.device;
+        let mut can = 0;
+        // SAFETY: valid out-pointer and device handles.
+        check("cuDeviceCanAccessPeer", unsafe {
+            cuDeviceCanAccessPeer(&mut can, a, b)
+        })?;
+        let mut rank = 0;
+        // SAFETY: valid out-pointer and device handles; an unsupported attribute is a code.
+        let rank = (unsafe { cuDeviceGetP2PAttribute(&mut rank, P2P_PERFORMANCE_RANK, a, b) }
+            == ffi::SUCCESS)
+            .then_some(rank);
+        Ok(PeerAccess {
+            can_access: can != 0,
+            performance_rank: rank,
+            nvlink_links: None,
+        })
+    }
+
+    fn peer_chase(
+        &mut self,
+        from: u32,
+        to: u32,
+        request: &PeerChaseRequest,
+    ) -> Result<Vec<u32>, RunnerError> {
+        if request.steps == 0 {
+            return Err(RunnerError::InvalidRequest(
+                "a chase needs at least one timed step".into(),
+            ));
+        }
+        self.enable(from, to)?;
+        let nodes = u32::try_from(request.chain.nodes())
+            .map_err(|_| RunnerError::InvalidRequest("a chain has more than 2^32 nodes".into()))?;
+        let stride_elems = request.chain.stride / 4;
+        // The owner builds the chain in its memory and, if asked, flushes its L2.
+        let owner = self.enter(to)?;
+        let chain = DeviceBuffer::<u32>::uninitialized(request.chain.elements() as usize)?;
+        owner
+            .backend
+            .init_chains_at(chain.device_ptr(), 0, &[nodes], stride_elems, 1)?;
+        if request.flush_owner_l2 {
+            owner.backend.flush_l2()?;
+        }
+        // The reader chases it.
+        let reader = self.enter(from)?;
+        let kernel = ChaseRequest::fine(LoadPath::GlobalCg, request.chain, request.steps).kernel();
+        let function = reader.backend.function(kernel)?;
+        let dynamic = kernel
+            .dynamic_shared_bytes(request.steps, 0)
+            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+        reader
+            .backend
+            .configure_shared(&function, dynamic, Carveout::DriverDefault)?;
+        let steps = request.steps as usize;
+        let out_block = DeviceBuffer::<u32>::zeroed(2)?;
+        let latency = DeviceBuffer::<u32>::zeroed(steps)?;
+        let index = DeviceBuffer::<u32>::zeroed(steps)?;
+        reader.backend.timed_launch(
+            &function,
+            LaunchShape {
+                grid: (1, 1),
+                threads: 32,
+                shared_bytes: dynamic,
+            },
+            &[
+                ("chain", Arg::U64(chain.device_ptr())),
+                ("block_stride", Arg::U64(0)),
+                ("shared_nodes_elems", Arg::U32(0)),
+                ("warmup_steps", Arg::U32(request.warmup_steps)),
+                ("steps", Arg::U32(request.steps)),
+                ("out_block", Arg::U64(out_block.device_ptr())),
+                ("out_latency", Arg::U64(latency.device_ptr())),
+                ("out_index", Arg::U64(index.device_ptr())),
+            ],
+        )?;
+        let latencies = to_host(&latency)?;
+        let indices = to_host(&index)?;
+        drop((out_block, latency, index));
+        for (k, &got) in indices.iter().enumerate() {
+            let loads = u64::from(request.warmup_steps) + k as u64 + 1;
+            let expected = ((loads % u64::from(nodes)) * u64::from(stride_elems)) as u32;
+            if got != expected {
+                return Err(RunnerError::WrongResult(format!(
+                    "peer chase {from} → {to}: timed load {k} returned index {got}, the chain \
+                     says {expected}"
+                )));
+            }
+        }
+        self.enter(to)?;
+        drop(chain);
+        Ok(latencies)
+    }
+
+    fn peer_copy(
+        &mut self,
+        from: u32,
+        to: u32,
+        request: &PeerCopyRequest,
+    ) -> Result<Vec<Duration>, RunnerError> {
+        let words = usize::try_from(request.bytes / 4)
+            .ok()
+            .filter(|&w| w > 0)
+            .ok_or_else(|| RunnerError::InvalidRequest(format!("a copy of {} B", request.bytes)))?;
+        let bytes = words * 4;
+        self.enable(from, to)?;
+        let (from_context, to_context) = (self.context(from)?, self.context(to)?);
+        self.enter(to)?;
+        let source = DeviceBuffer::<u32>::zeroed(words)?;
+        let reader = self.enter(from)?;
+        let target = DeviceBuffer::<u32>::uninitialized(words)?;
+        let stream = &reader.backend.stream;
+        let copy = || {
+            // SAFETY: both ranges are live allocations of `bytes` in their contexts.
+            check("cuMemcpyPeerAsync", unsafe {
+                cuMemcpyPeerAsync(
+                    target.device_ptr(),
+                    from_context,
+                    source.device_ptr(),
+                    to_context,
+                    bytes,
+                    stream.handle(),
+                )
+            })
+        };
+        copy()?;
+        stream.synchronize("cuStreamSynchronize (peer copy)")?;
+        let mut times = Vec::new();
+        for _ in 0..request.repeats {
+            let (start, stop) = (Event::new()?, Event::new()?);
+            start.record(stream)?;
+            copy()?;
+            stop.record(stream)?;
+            stream.synchronize("cuStreamSynchronize (peer copy)")?;
+            times.push(stop.elapsed_since(&start)?);
+        }
+        drop(target);
+        self.enter(to)?;
+        drop(source);
+        Ok(times)
+    }
+
+    fn clock(&mut self, position: u32) -> Result<(f64, u32), RunnerError> {
+        let member = self.enter(position)?;
+        Ok((
+            member.backend.measure_sm_clock_mhz()?,
+            member.backend.clock_overhead(256)?,
+        ))
+    }
+}

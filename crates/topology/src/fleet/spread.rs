@@ -1,0 +1,346 @@
+//! The spread of each quantity over the GPUs of one model, the GPUs outside it, and
+//! merging documents.
+//!
+//! The rule, per model and quantity: the median of the GPUs' exact values and their
+//! median absolute deviation (MAD, scaled by 1.4826 so that it estimates a standard
+//! deviation of normal noise) give the allowed range `median ± max(k · MAD, floor)`,
+//! `k` = [`SpreadOptions::mad_threshold`] (3.5, the usual cut of the modified z-score).
+//! The floor is the tolerance `memtopo diff` uses for the kind of quantity
+//! ([`crate::diff::DiffOptions`]): a latency needs more than the relative tolerance of the
+//! median and more than `sigmas` of its standard errors; a benchmarked size more than the
+//! size tolerance (its change-point resolution widens it); a count more than the count
+//! tolerance; a size from the driver any difference. So identical GPUs (MAD 0) are not
+//! flagged for noise, and one GPU in eight cannot widen the range enough to hide itself.
+//! A GPU is flagged when every value consistent with its own (a bound is open on one
+//! side) lies outside the range. With two GPUs of a model there is no majority: when they
+//! differ beyond the floor both are flagged, each against the other.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Flag, Fleet, FleetKind, GpuEntry, GpuFailure, Input, KeyValue, ModelSpread, Node,
+    QuantitySpread, SiblingValue, ValueKind, FLEET_SCHEMA_VERSION,
+};
+use crate::diff::DiffOptions;
+
+/// The tolerances of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SpreadOptions {
+    /// The floor of latencies in standard errors (`diff --sigmas`).
+    pub sigmas: f64,
+    /// The floor of latencies, clocks and bandwidths relative to the median
+    /// (`diff --latency-tolerance`, 0.02 = 2 %).
+    pub relative_tolerance: f64,
+    /// The floor of benchmarked sizes relative to the median (`diff --size-tolerance`).
+    pub size_tolerance: f64,
+    /// The floor of counts (`diff --count-tolerance`).
+    pub count_tolerance: u32,
+    /// How many scaled MADs from the median a value may lie.
+    pub mad_threshold: f64,
+}
+
+impl Default for SpreadOptions {
+    fn default() -> Self {
+        SpreadOptions::from_diff(DiffOptions::default(), 3.5)
+    }
+}
+
+impl SpreadOptions {
+    /// The tolerances of `diff`, with `mad_threshold`.
+    pub fn from_diff(diff: DiffOptions, mad_threshold: f64) -> Self {
+        SpreadOptions {
+            sigmas: diff.sigmas,
+            relative_tolerance: diff.relative_tolerance,
+            size_tolerance: diff.size_tolerance,
+            count_tolerance: diff.count_tolerance,
+            mad_threshold,
+        }
+    }
+
+    /// The smallest distance from `median` that counts for `value`.
+    fn floor(&self, value: &KeyValue, median: f64) -> f64 {
+        match value.kind {
+            ValueKind::Latency => (self.relative_tolerance * median.abs())
+                .max(self.sigmas * value.error.unwrap_or(0.0)),
+            ValueKind::Size => self.size_tolerance * median.abs(),
+            ValueKind::ApiSize => 0.0,
+            ValueKind::Count => f64::from(self.count_tolerance),
+            ValueKind::Clock | ValueKind::Bandwidth => self.relative_tolerance * median.abs(),
+        }
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count); `None` when
+/// empty.
+///
+/// ```
+/// assert_eq!(topology::fleet::median(&[3.0, 1.0, 2.0]), Some(2.0));
+/// assert_eq!(topology::fleet::median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+/// ```
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// The median and the scaled median absolute deviation (1.4826 · MAD) of `values`.
+///
+/// ```
+/// let (median, mad) = topology::fleet::robust_spread(&[10.0, 11.0, 9.0, 10.0, 50.0]).unwrap();
+/// assert_eq!(median, 10.0);
+/// assert!((mad - 1.4826).abs() < 1e-9); // the 50 does not widen it
+/// ```
+pub fn robust_spread(values: &[f64]) -> Option<(f64, f64)> {
+    let m = median(values)?;
+    let deviations: Vec<f64> = values.iter().map(|v| (v - m).abs()).collect();
+    Some((m, 1.4826 * median(&deviations)?))
+}
+
+/// Whether `value` lies wholly outside `[low, high]`.
+fn outside(value: &KeyValue, (low, high): (f64, f64)) -> bool {
+    let (a, b) = value.interval();
+    b < low || a > high
+}
+
+impl Fleet {
+    /// A document of `gpus`, with the spreads and flags computed.
+    pub fn build(
+        kind: FleetKind,
+        gpus: Vec<GpuEntry>,
+        failures: Vec<GpuFailure>,
+        nodes: Vec<Node>,
+        options: SpreadOptions,
+    ) -> Fleet {
+        let mut fleet = Fleet {
+            fleet_schema_version: FLEET_SCHEMA_VERSION,
+            kind,
+            created_utc: None,
+            tool_version: None,
+            options,
+            nodes,
+            gpus,
+            failures,
+            models: Vec::new(),
+            flags: Vec::new(),
+            notes: Vec::new(),
+        };
+        fleet.compare();
+        fleet
+    }
+
+    /// Joins results and documents into one fleet report. `sources` are (name, what it
+    /// holds): a result becomes one GPU whose `file` is its name; a document brings its
+    /// nodes, GPUs and failures. A GPU (by UUID) given twice is kept once, its missing
+    /// fields filled from the other (a node's document names the node and device index
+    /// over a result's host name); a note says so where their values differ. The
+    /// spreads and flags are computed afresh with `options`.
+    pub fn merge(sources: Vec<(String, Input)>, options: SpreadOptions) -> Fleet {
+        let mut gpus: Vec<GpuEntry> = Vec::new();
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut failures = Vec::new();
+        let mut notes = Vec::new();
+        // `placed`: the entry comes from a node's document, which knows the node and index
+        // better than a result's host name does.
+        let mut add = |gpu: GpuEntry, source: &str, placed: bool, notes: &mut Vec<String>| {
+            let same = gpu
+                .uuid
+                .as_ref()
+                .and_then(|u| gpus.iter_mut().find(|g| g.uuid.as_ref() == Some(u)));
+            match same {
+                Some(kept) => {
+                    if kept.values != gpu.values {
+                        notes.push(format!(
+                            "{} is in more than one input with different values; the first \
+                             (not {source}) is kept",
+                            gpu.label()
+                        ));
+                    }
+                    if placed {
+                        kept.node = gpu.node.or(kept.node.take());
+                        kept.device_index = gpu.device_index.or(kept.device_index);
+                    } else {
+                        kept.node = kept.node.take().or(gpu.node);
+                        kept.device_index = kept.device_index.or(gpu.device_index);
+                    }
+                    kept.file = kept.file.take().or(gpu.file);
+                    kept.exit_code = kept.exit_code.or(gpu.exit_code);
+                    kept.pci_bus_id = kept.pci_bus_id.take().or(gpu.pci_bus_id);
+                }
+                None => gpus.push(gpu),
+            }
+        };
+        for (name, input) in sources {
+            match input {
+                Input::Result(topo) => {
+                    let mut gpu = GpuEntry::from_topology(&topo, None, None);
+                    gpu.file = Some(name.clone());
+                    add(gpu, &name, false, &mut notes);
+                }
+                Input::Fleet(doc) => {
+                    for node in doc.nodes {
+                        if nodes.iter().any(|n| n.name == node.name) {
+                            notes.push(format!(
+                                "node {} is in more than one input; the first is kept",
+                                node.name
+                            ));
+                        } else {
+                            nodes.push(node);
+                        }
+                    }
+                    for gpu in doc.gpus {
+                        add(gpu, &name, true, &mut notes);
+                    }
+                    failures.extend(doc.failures);
+                    notes.extend(doc.notes);
+                }
+            }
+        }
+        // By node, then device index (the inputs' order where those are unknown).
+        gpus.sort_by_key(|g| (g.node.clone(), g.device_index.unwrap_or(u32::MAX)));
+        let mut fleet = Fleet::build(FleetKind::Fleet, gpus, failures, nodes, options);
+        fleet.notes = notes;
+        if fleet.gpus.is_empty() {
+            fleet.notes.push("no GPU was measured in the inputs".into());
+        }
+        fleet
+    }
+
+    /// Recomputes [`Fleet::models`] and [`Fleet::flags`] from the GPUs' values.
+    pub fn compare(&mut self) {
+        self.models.clear();
+        self.flags.clear();
+        let mut models: Vec<&str> = Vec::new();
+        for gpu in &self.gpus {
+            if !models.contains(&gpu.model.as_str()) {
+                models.push(&gpu.model);
+            }
+        }
+        let models: Vec<String> = models.into_iter().map(str::to_owned).collect();
+        for model in models {
+            let members: Vec<&GpuEntry> = self.gpus.iter().filter(|g| g.model == model).collect();
+            let (spread, flags) = compare_model(&model, &members, &self.options);
+            self.models.push(spread);
+            self.flags.extend(flags);
+        }
+    }
+}
+
+/// The spread of every quantity of one model's GPUs, and the flags.
+fn compare_model(
+    model: &str,
+    members: &[&GpuEntry],
+    options: &SpreadOptions,
+) -> (ModelSpread, Vec<Flag>) {
+    let mut spread = ModelSpread {
+        model: model.to_owned(),
+        gpus: members.iter().map(|g| g.label()).collect(),
+        quantities: Vec::new(),
+        note: None,
+    };
+    let mut flags = Vec::new();
+    if members.len() < 2 {
+        spread.note = Some(format!(
+            "one GPU of this model: nothing to compare it with (only GPUs named {model:?} are \
+             compared with each other)"
+        ));
+    }
+    let mut paths: Vec<&String> = members.iter().flat_map(|g| g.values.keys()).collect();
+    paths.sort();
+    paths.dedup();
+    for path in paths {
+        let present: Vec<(&GpuEntry, &KeyValue)> = members
+            .iter()
+            .filter_map(|g| g.values.get(path).map(|v| (*g, v)))
+            .collect();
+        let exact: Vec<f64> = present
+            .iter()
+            .filter_map(|(_, v)| v.exact_value())
+            .collect();
+        let Some((median, mad)) = robust_spread(&exact) else {
+            continue;
+        };
+        let kind = present[0].1.kind;
+        spread.quantities.push(QuantitySpread {
+            path: path.clone(),
+            kind,
+            gpus: exact.len() as u32,
+            median,
+            mad,
+            min: exact.iter().copied().fold(f64::INFINITY, f64::min),
+            max: exact.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        });
+        if exact.len() < 2 {
+            continue;
+        }
+        for &(gpu, value) in &present {
+            let siblings: Vec<SiblingValue> = present
+                .iter()
+                .filter(|(other, _)| !std::ptr::eq(*other, gpu))
+                .map(|(other, v)| SiblingValue {
+                    gpu: other.label(),
+                    value: v.value,
+                })
+                .collect();
+            // Two GPUs: each is compared with the other, not with their mean.
+            let centre = if exact.len() == 2 {
+                match present
+                    .iter()
+                    .find(|(other, _)| !std::ptr::eq(*other, gpu))
+                    .and_then(|(_, v)| v.exact_value())
+                {
+                    Some(other) => other,
+                    None => continue,
+                }
+            } else {
+                median
+            };
+            let width = if exact.len() == 2 {
+                options.floor(value, centre)
+            } else {
+                (options.mad_threshold * mad).max(options.floor(value, centre))
+            };
+            let allowed = (centre - width, centre + width);
+            if !outside(value, allowed) {
+                continue;
+            }
+            let unit = kind.unit();
+            let reason = if exact.len() == 2 {
+                format!(
+                    "{} differs from the other {model} GPU's {centre:.1} {unit} beyond the \
+                     tolerance ({width:.1} {unit}); with two GPUs there is no majority to say \
+                     which is off",
+                    value.display()
+                )
+            } else {
+                format!(
+                    "{} lies outside {:.1} … {:.1} {unit}: median {median:.1}, MAD {mad:.2}, \
+                     over {} GPUs of {model}",
+                    value.display(),
+                    allowed.0,
+                    allowed.1,
+                    exact.len()
+                )
+            };
+            flags.push(Flag {
+                model: model.to_owned(),
+                uuid: gpu.uuid.clone(),
+                node: gpu.node.clone(),
+                device_index: gpu.device_index,
+                path: path.clone(),
+                kind,
+                value: value.value,
+                median: centre,
+                allowed: [allowed.0, allowed.1],
+                siblings,
+                reason,
+            });
+        }
+    }
+    (spread, flags)
+}
