@@ -28,6 +28,11 @@ pub const PORTABLE_CLUSTER_SIZE: u32 = 8;
 /// `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`.
 pub const NON_PORTABLE_CLUSTER_SIZE: u32 = 16;
 
+/// Every cluster size the limits are asked for: 1 to 16. Sizes that are not powers of two
+/// matter for the GPC map: in a GPC of 18 SMs, clusters of 4, 8 or 16 always leave one TPC
+/// out, clusters of 3, 6 or 9 fill it.
+pub const CLUSTER_SIZES: std::ops::RangeInclusive<u32> = 1..=NON_PORTABLE_CLUSTER_SIZE;
+
 /// The rank that rank 0 of cluster `cluster` chases in a launch with `offset` and clusters of
 /// `size` blocks: `1 + (cluster + offset) mod (size - 1)`, or 0 (its own) for `size` 1.
 /// The kernel computes the same and reports it; this is for planning launches.
@@ -42,7 +47,7 @@ pub fn chaser_target(cluster: u32, offset: u32, size: u32) -> u32 {
 /// What a device allows for the cluster kernels, at one shared-memory size per block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterLimits {
-    /// For each cluster size tried (1, 2, 4, 8, 16), how many such clusters can be resident
+    /// For each cluster size tried ([`CLUSTER_SIZES`]), how many such clusters can be resident
     /// at once (`cuOccupancyMaxActiveClusters`); 0 where the size cannot be launched.
     pub active_clusters: Vec<(u32, u32)>,
 }
@@ -244,7 +249,7 @@ pub fn check_stream(request: &ClusterStreamRequest) -> Result<(), RunnerError> {
 
 /// What a backend that launches thread-block clusters answers.
 pub trait ClusterBackend {
-    /// How many clusters of each size (1, 2, 4, 8, 16) can be resident with `shared_bytes`
+    /// How many clusters of each size ([`CLUSTER_SIZES`]) can be resident with `shared_bytes`
     /// of dynamic shared memory per block and one block per SM.
     ///
     /// # Errors

@@ -16,13 +16,10 @@ use crate::{
     cluster::{
         check_cluster_shape, check_stream, one_block_per_sm_shared, ClusterBackend, ClusterChase,
         ClusterChaseRequest, ClusterChaseRun, ClusterLimits, ClusterPlacement,
-        ClusterStreamRequest, ClusterStreamRun, NON_PORTABLE_CLUSTER_SIZE, PORTABLE_CLUSTER_SIZE,
+        ClusterStreamRequest, ClusterStreamRun, CLUSTER_SIZES, PORTABLE_CLUSTER_SIZE,
     },
     error::RunnerError,
 };
-
-/// The cluster sizes the limits are asked for.
-const SIZES: [u32; 5] = [1, 2, 4, 8, 16];
 
 /// Threads per block of the chase (thread 0 chases; all copy the chain).
 const CHASE_THREADS: u32 = 128;
@@ -101,21 +98,21 @@ impl ClusterBackend for CudaBackend {
         let kernel = catalogue::dsmem_cluster_chase();
         let shared = self.one_block_shared(u64::from(shared_bytes))?;
         let mut active_clusters = Vec::new();
-        for size in SIZES {
+        for size in CLUSTER_SIZES {
             let shape = ClusterShape {
                 cluster_size: size,
                 clusters: 1,
                 threads: CHASE_THREADS,
                 shared_bytes: shared,
             };
-            // A size the device refuses (16 where non-portable sizes are not allowed) is an
-            // error of the attribute or the query: that size has no resident cluster.
+            // A size the device refuses (above 8 where non-portable sizes are not allowed) is
+            // an error of the attribute or the query: that size has no resident cluster.
             let active = self
                 .cluster_function(kernel, shared, size)
                 .and_then(|f| cluster_driver::max_active_clusters(&f, shape, self.stream.handle()));
             match active {
                 Ok(n) => active_clusters.push((size, n)),
-                Err(e) if size == NON_PORTABLE_CLUSTER_SIZE => {
+                Err(e) if size > PORTABLE_CLUSTER_SIZE => {
                     log::info!("cluster size {size} not available: {e}");
                     active_clusters.push((size, 0));
                 }

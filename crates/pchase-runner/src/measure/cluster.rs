@@ -25,8 +25,13 @@ use crate::cluster::{ClusterChase, ClusterLimits, ClusterPlacement};
 /// The GPC map inferred from cluster placement.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GpcMap {
-    /// The SMs of each GPC, ascending, GPCs ordered by their lowest SM.
+    /// The SMs of each GPC, ascending, GPCs ordered by their lowest SM: groups of SMs that
+    /// shared clusters, at least one of more than two blocks.
     pub gpcs: Vec<Vec<u32>>,
+    /// SMs whose GPC placement did not tell: they never shared a cluster of more than two
+    /// blocks (a TPC pair that every larger cluster size left over), so which GPC they
+    /// belong to, or whether they form one of their own, is open.
+    pub unassigned: Vec<u32>,
     /// Whether two independent halves of the launches gave the same map.
     pub consistent: bool,
     /// Cluster launches the map is built from.
@@ -121,6 +126,57 @@ pub fn gpcs_from_placements<'a>(
     let mut out: Vec<Vec<u32>> = groups.into_values().collect();
     out.sort_by_key(|g| g[0]);
     out
+}
+
+/// Splits `groups` (from [`gpcs_from_placements`] over `launches`) into the GPCs and the
+/// SMs whose GPC is undetermined: a group whose SMs never shared a cluster of more than two
+/// blocks is one TPC that larger clusters left over, not shown to be a GPC.
+///
+/// ```
+/// use pchase_runner::cluster::ClusterPlacement;
+/// use pchase_runner::measure::cluster::{gpcs_from_placements, split_undetermined};
+/// let p = |block, sm, cluster| ClusterPlacement { block, sm, rank: 0, cluster };
+/// // A cluster of four on SMs 0-3, a cluster of two on SMs 8 and 9.
+/// let launch = vec![p(0, 0, 0), p(1, 1, 0), p(2, 2, 0), p(3, 3, 0), p(4, 8, 1), p(5, 9, 1)];
+/// let groups = gpcs_from_placements([launch.as_slice()]);
+/// let (gpcs, open) = split_undetermined(groups, [launch.as_slice()]);
+/// assert_eq!(gpcs, [vec![0, 1, 2, 3]]);
+/// assert_eq!(open, [8, 9]);
+/// ```
+pub fn split_undetermined<'a>(
+    groups: Vec<Vec<u32>>,
+    launches: impl IntoIterator<Item = &'a [ClusterPlacement]>,
+) -> (Vec<Vec<u32>>, Vec<u32>) {
+    // The largest cluster each SM was part of.
+    let mut largest: BTreeMap<u32, usize> = BTreeMap::new();
+    for launch in launches {
+        let mut sizes: BTreeMap<u32, usize> = BTreeMap::new();
+        for p in launch {
+            *sizes.entry(p.cluster).or_default() += 1;
+        }
+        for p in launch {
+            let size = sizes[&p.cluster];
+            let entry = largest.entry(p.sm).or_default();
+            *entry = (*entry).max(size);
+        }
+    }
+    let mut gpcs = Vec::new();
+    let mut open = Vec::new();
+    for group in groups {
+        let biggest = group
+            .iter()
+            .filter_map(|sm| largest.get(sm))
+            .max()
+            .copied()
+            .unwrap_or(0);
+        if biggest > 2 {
+            gpcs.push(group);
+        } else {
+            open.extend(group);
+        }
+    }
+    open.sort_unstable();
+    (gpcs, open)
 }
 
 /// The median of `values` (`None` for none).

@@ -1,17 +1,12 @@
 //! The simulator's thread-block clusters (issue 17): clusters placed inside GPCs, one block
 //! per SM, distributed shared memory at the profile's latency and bandwidth.
 
-use rand::seq::SliceRandom;
-
 use super::*;
 use crate::cluster::{
     chaser_target, check_cluster_shape, check_stream, ClusterBackend, ClusterChase,
     ClusterChaseRequest, ClusterChaseRun, ClusterLimits, ClusterPlacement, ClusterStreamRequest,
-    ClusterStreamRun, StreamMode,
+    ClusterStreamRun, StreamMode, CLUSTER_SIZES,
 };
-
-/// The cluster sizes the limits are asked for, as on a GPU.
-const SIZES: [u32; 5] = [1, 2, 4, 8, 16];
 
 impl SimBackend {
     fn cluster_spec(&self) -> Result<&ClusterSpec, RunnerError> {
@@ -26,8 +21,9 @@ impl SimBackend {
     }
 
     /// Places `clusters` clusters of `size` blocks, one block per SM, each cluster inside
-    /// one GPC, on SMs chosen at random among the free ones (the hardware's choice differs
-    /// from launch to launch too).
+    /// one GPC: GPCs in turn, each cluster on the lowest free SM ids of its GPC. The same
+    /// launch lands on the same SMs every time, as on the H100 (two runs gave the same
+    /// placement): SMs a size leaves over in a GPC stay out of every cluster of that size.
     fn place_clusters(
         &mut self,
         size: u32,
@@ -40,27 +36,22 @@ impl SimBackend {
                 "{clusters} clusters of {size} blocks, one block per SM: at most {active} are resident at once"
             )));
         }
-        let gpcs = spec.sm_gpcs();
-        let mut free: Vec<Vec<u32>> = vec![Vec::new(); spec.gpc_sms.len()];
-        for (sm, g) in gpcs.iter().enumerate() {
-            free[*g as usize].push(sm as u32);
+        let mut free: Vec<std::collections::VecDeque<u32>> =
+            vec![Default::default(); spec.gpc_sms.len()];
+        for (sm, g) in spec.sm_gpcs().iter().enumerate() {
+            free[*g as usize].push_back(sm as u32);
         }
-        for sms in &mut free {
-            sms.shuffle(&mut self.rng);
-        }
-        let mut order: Vec<usize> = (0..free.len()).collect();
-        order.shuffle(&mut self.rng);
         let mut out = Vec::with_capacity((size * clusters) as usize);
         for cluster in 0..clusters {
-            // The next GPC in the shuffled order with room for a whole cluster.
-            let g = (0..order.len())
-                .map(|i| order[(cluster as usize + i) % order.len()])
+            // The next GPC, in turn, with room for a whole cluster.
+            let g = (0..free.len())
+                .map(|i| (cluster as usize + i) % free.len())
                 .find(|&g| free[g].len() >= size as usize)
                 .ok_or_else(|| {
                     RunnerError::InvalidRequest(format!("no GPC has room for cluster {cluster}"))
                 })?;
             for rank in 0..size {
-                let sm = free[g].pop().expect("room checked above");
+                let sm = free[g].pop_front().expect("room checked above");
                 out.push(ClusterPlacement {
                     block: cluster * size + rank,
                     sm,
@@ -82,9 +73,8 @@ impl ClusterBackend for SimBackend {
             )));
         }
         Ok(ClusterLimits {
-            active_clusters: SIZES
-                .iter()
-                .map(|&s| (s, spec.active_clusters(s)))
+            active_clusters: CLUSTER_SIZES
+                .map(|s| (s, spec.active_clusters(s)))
                 .collect(),
         })
     }

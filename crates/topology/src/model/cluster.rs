@@ -69,6 +69,10 @@ pub struct Clusters {
     /// The GPCs inferred from cluster placement, ordered by their lowest SM.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpcs: Vec<Gpc>,
+    /// SMs whose GPC cluster placement did not tell (they never shared a cluster of more than
+    /// two blocks); with any, the number of GPCs is a lower bound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unassigned_sms: Vec<u32>,
     /// Whether two independent halves of the placement launches gave the same GPCs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpc_map_consistent: Option<bool>,
@@ -112,6 +116,9 @@ impl Clusters {
                     return Err(format!("clusters.gpcs[{g}]: SM {sm} is in two GPCs"));
                 }
             }
+        }
+        if let Some(sm) = self.unassigned_sms.iter().find(|sm| seen.contains(*sm)) {
+            return Err(format!("clusters.unassigned_sms: SM {sm} is also in a GPC"));
         }
         let rates = self.dsmem.iter().flat_map(|d| {
             [d.read_bytes_per_cycle, d.write_bytes_per_cycle]

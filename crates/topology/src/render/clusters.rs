@@ -39,8 +39,19 @@ pub fn cluster_lines(topo: &Topology) -> Vec<String> {
             Some(false) => "; the halves of the launches differ",
             None => "",
         };
+        let (bound, open) = if c.unassigned_sms.is_empty() {
+            ("", String::new())
+        } else {
+            (
+                "at least ",
+                format!(
+                    "; GPC not told by placement for SMs {:?} (they never shared a cluster of more than two blocks)",
+                    c.unassigned_sms
+                ),
+            )
+        };
         lines.push(format!(
-            "GPCs (from cluster placement): {} GPCs, SMs per GPC {} ({total} SMs){consistent}",
+            "GPCs (from cluster placement): {bound}{} GPCs, SMs per GPC {} ({total} SMs){consistent}{open}",
             c.gpcs.len(),
             sizes.join(", ")
         ));

@@ -23,6 +23,7 @@ fn with_clusters() -> Topology {
                 dsmem_p50: None,
             },
         ],
+        unassigned_sms: vec![5],
         gpc_map_consistent: Some(true),
         dsmem: vec![DsmemAtSize {
             cluster_size: 2,

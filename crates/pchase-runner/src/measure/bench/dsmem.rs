@@ -98,8 +98,10 @@ fn measure(s: &mut Session<'_>, gpu: &mut Duration) -> Result<Vec<DsmemAtSize>, 
         }
     };
     let mut out = Vec::new();
+    // Latency and bandwidth at the powers of two (the sizes kernels use); the GPC map uses
+    // every size.
     for (size, clusters) in limits.active_clusters.clone() {
-        if clusters == 0 {
+        if clusters == 0 || !size.is_power_of_two() {
             continue;
         }
         // Enough launches that every rank but 0 is read by some cluster.

@@ -13,7 +13,7 @@ use crate::{
     cluster::{ClusterChaseRequest, ClusterPlacement},
     error::RunnerError,
     measure::{
-        cluster::{gpcs_from_placements, median_by_gpc, GpcMap},
+        cluster::{gpcs_from_placements, median_by_gpc, split_undetermined, GpcMap},
         report::clusters as report_clusters,
         Measurements, Session,
     },
@@ -61,8 +61,10 @@ fn map(s: &mut Session<'_>, gpu: &mut Duration) -> Result<GpcMap, RunnerError> {
         ));
     };
     let limits = clusters.cluster_limits(needed)?;
-    // Every size from the largest down to 2: the largest shows the GPCs most directly;
-    // smaller ones reach the SMs a GPC too small for the largest cluster holds.
+    // Every size from the largest down to 2, powers of two or not: the largest shows the
+    // GPCs most directly; smaller ones reach the SMs a GPC too small for the largest cluster
+    // holds, and sizes such as 3, 6 or 9 fill a GPC of 18 SMs that 4, 8 and 16 leave one
+    // TPC of (H100: SMs 120-131 stayed out of every power-of-two cluster above 2).
     let sizes: Vec<u32> = limits
         .active_clusters
         .iter()
@@ -94,14 +96,18 @@ fn map(s: &mut Session<'_>, gpu: &mut Duration) -> Result<GpcMap, RunnerError> {
             chases.extend(run.chases);
         }
     }
-    let all = halves.iter().flatten().map(Vec::as_slice);
-    let gpcs = gpcs_from_placements(all);
-    let first = gpcs_from_placements(halves[0].iter().map(Vec::as_slice));
-    let second = gpcs_from_placements(halves[1].iter().map(Vec::as_slice));
+    let all = || halves.iter().flatten().map(Vec::as_slice);
+    let (gpcs, unassigned) = split_undetermined(gpcs_from_placements(all()), all());
+    let half = |h: &Vec<Vec<ClusterPlacement>>| {
+        let launches = || h.iter().map(Vec::as_slice);
+        split_undetermined(gpcs_from_placements(launches()), launches())
+    };
+    let (first, second) = (half(&halves[0]), half(&halves[1]));
     let dsmem_median_by_gpc = median_by_gpc(&gpcs, &chases, overhead);
     let result = GpcMap {
-        consistent: first == second && first == gpcs,
+        consistent: first == second && first.0 == gpcs,
         gpcs,
+        unassigned,
         launches,
         dsmem_median_by_gpc,
     };
@@ -144,6 +150,9 @@ impl Benchmark for GpcMapBench {
             truth[*g as usize].push(sm as u32);
         }
         truth.sort_by_key(|g| g[0]);
+        if !found.unassigned.is_empty() {
+            return Err(format!("SMs left unassigned: {:?}", found.unassigned));
+        }
         if found.gpcs != truth {
             return Err(format!(
                 "GPC map {:?}, truth {truth:?}",

@@ -81,6 +81,7 @@ pub(crate) fn write_gpcs(m: &Measurements, topo: &mut Topology) {
         return;
     };
     clusters.gpc_map_consistent = Some(map.consistent);
+    clusters.unassigned_sms = map.unassigned.clone();
     clusters.gpcs = map
         .gpcs
         .iter()
