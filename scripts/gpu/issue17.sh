@@ -34,7 +34,7 @@ for path, t in zip(sys.argv[1:], runs):
     print("residency (size: clusters):", {r["cluster_size"]: r["clusters"] for r in c.get("residency", [])})
     g = c.get("gpcs", [])
     print("GPCs:", len(g), "sizes", [len(x["sms"]) for x in g], "SMs covered", sum(len(x["sms"]) for x in g),
-          "consistent halves:", c.get("gpc_map_consistent"))
+          "consistent halves:", c.get("gpc_map_consistent"), "unassigned SMs:", c.get("unassigned_sms", []))
     for x in g:
         print("  GPC sms", x["sms"], "L2 partitions", x.get("l2_partitions"), "dsmem p50", x.get("dsmem_p50"))
     for d in c.get("dsmem", []):
@@ -53,7 +53,9 @@ cat <<'T'
 What to check:
  1. both cluster runs rc=0; no "not measured"/warning about gpc-map or dsmem; validate rc=0.
  2. residency: size 16 > 0 (non-portable allowed on H100); 1..8 all > 0.
- 3. GPCs: about 7-8 groups, 16-18 SMs each, together 132 SMs; halves consistent; identical in runs 1 and 2.
+ 3. GPCs: 8 (NVIDIA: 8 GPCs on the 132-SM H100 SXM5), expected 18x6, 16, 8 from the first run's residency;
+    unassigned SMs empty (if not: the pairs every size 2-16 left over; the count is then a lower bound);
+    halves consistent; identical in runs 1 and 2; residency now lists every size 1-16.
  4. DSMEM p50 about 180-210 cycles (published) at sizes 2..16, ~ the same per rank; size 1 (own
     shared through the cluster window) near the shared latency (~30).
  5. read/write B/clk/SM plausible (tens of bytes per cycle); local read above the remote.
