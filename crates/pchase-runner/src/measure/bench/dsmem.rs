@@ -169,6 +169,15 @@ impl Benchmark for Dsmem {
         }
     }
 
+    fn expected_steps(
+        &self,
+        device: &crate::device::DeviceInfo,
+        _options: &crate::measure::MeasureOptions,
+        _plan: &[&'static dyn Benchmark],
+    ) -> u64 {
+        report_clusters::expected_steps(device)
+    }
+
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
         report_clusters::write_dsmem(measured, topo);
     }

@@ -131,6 +131,15 @@ impl Benchmark for GpcMapBench {
         }
     }
 
+    fn expected_steps(
+        &self,
+        device: &crate::device::DeviceInfo,
+        _options: &crate::measure::MeasureOptions,
+        _plan: &[&'static dyn Benchmark],
+    ) -> u64 {
+        report_clusters::expected_steps(device)
+    }
+
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
         report_clusters::write_gpcs(measured, topo);
     }

@@ -25,6 +25,13 @@ pub(crate) fn not_applicable(s: &mut Session<'_>) -> bool {
     true
 }
 
+/// Progress steps of a cluster benchmark on `device`: one where clusters exist, none where
+/// it only records "not applicable".
+pub(crate) fn expected_steps(device: &crate::device::DeviceInfo) -> u64 {
+    let cc = pchase_kernels::ComputeCapability::from(device.compute_capability);
+    u64::from(pchase_kernels::catalogue::hopper_module().supports(cc))
+}
+
 /// A simulated GPU without clusters must have been found "not applicable".
 pub(crate) fn check_not_applicable(m: &Measurements) -> Result<(), String> {
     match &m.clusters.not_applicable {
