@@ -145,6 +145,13 @@ pub enum KernelKind {
     },
     /// Fine-grained chase through the shared memory of another CTA of the same cluster.
     ChaseDistributedShared,
+    /// Fine-grained chase by rank 0 of every cluster through the shared memory of a rank
+    /// chosen per cluster; the cluster shape comes from the launch (`cuLaunchKernelEx`),
+    /// and every block records its SM, rank and cluster.
+    ClusterChase,
+    /// Every thread of every block streams 16-byte loads or stores over another rank's (or
+    /// its own) shared memory; thread 0 times the passes.
+    ClusterStream,
     /// Parallel construction of strided chains.
     InitChain,
     /// Back-to-back clock reads with the fine kernels' shared store, no load.
@@ -267,7 +274,9 @@ impl Kernel {
     }
 
     /// The thread-block cluster shape compiled into the kernel (`.reqnctapercluster`), if any:
-    /// grid.x must then be a multiple of `cluster_dims[0]`.
+    /// grid.x must then be a multiple of `cluster_dims[0]`. The kernels of kinds
+    /// [`KernelKind::ClusterChase`] and [`KernelKind::ClusterStream`] have none: their
+    /// launch gives the shape.
     pub fn cluster_dims(&self) -> Option<[u32; 3]> {
         self.cluster_dims
     }

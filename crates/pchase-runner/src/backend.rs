@@ -595,4 +595,10 @@ pub trait Backend {
     fn quick_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         self.measure_sm_clock_mhz()
     }
+
+    /// The thread-block-cluster requests, where the device has clusters (compute capability
+    /// 9.0 and newer); `None` makes the cluster benchmarks "not applicable".
+    fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
+        None
+    }
 }

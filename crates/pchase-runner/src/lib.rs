@@ -19,6 +19,7 @@
 
 pub mod backend;
 pub mod bandwidth;
+pub mod cluster;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod device;

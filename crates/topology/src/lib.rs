@@ -65,9 +65,10 @@ pub use bandwidth::{Bandwidth, BandwidthLaunch, BandwidthPeak};
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
-    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ComputeCapability, DeviceInfo,
-    Element, ElementKind, Elements, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
-    ReplacementPolicy, SharedPhysicalCache, TlbLevel, Topology,
+    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
+    ComputeCapability, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc, L2Partitions,
+    Limits, Note, NoteSeverity, QuantityKind, RankLatency, ReplacementPolicy, SharedPhysicalCache,
+    TlbLevel, Topology,
 };
 pub use quantity::{
     ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,

@@ -475,6 +475,9 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
             ),
         );
     }
+    if let Some(Err(message)) = topology.clusters.as_ref().map(|c| c.check()) {
+        check.fail("clusters", message);
+    }
     let device = &topology.device;
     if device.name.trim().is_empty() {
         check.fail("device.name", "must not be empty");

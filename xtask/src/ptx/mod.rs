@@ -92,6 +92,8 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
                 chase::chase_entry(kernel, path, granularity)?
             }
             KernelKind::ChaseDistributedShared => chase::dsmem_entry(kernel)?,
+            KernelKind::ClusterChase => chase::cluster_chase_entry(kernel)?,
+            KernelKind::ClusterStream => chase::cluster_stream_entry(kernel)?,
             KernelKind::ChasePinned { path } => chase::pinned_entry(kernel, path)?,
             KernelKind::PartitionMap => chase::partition_map_entry(kernel)?,
             KernelKind::InitChain => chase::init_chain_entry(kernel)?,

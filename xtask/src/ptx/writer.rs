@@ -21,6 +21,7 @@ const SPECIAL_REGISTERS: &[&str] = &[
     "%clock64",
     "%globaltimer",
     "%cluster_ctarank",
+    "%cluster_nctarank",
     "%clusterid",
 ];
 

@@ -6,11 +6,14 @@
 //! descriptions, indexed by path and granularity or by path pair) and their parameter lists
 //! in `params`.
 
+mod cluster;
 mod kernels;
 pub(crate) mod params;
 
 use crate::kernel::{Granularity, Kernel, Module, ModuleGlobal, ParamType};
 use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
+pub use cluster::CLUSTER_BLOCK_WORDS;
+use cluster::{DSMEM_CLUSTER_CHASE, DSMEM_CLUSTER_STREAM};
 use kernels::{
     chase_index, two_phase_path_index, CHASE, CHASE_FINE_DSMEM, CHASE_PINNED_GLOBAL_CG,
     CLOCK_OVERHEAD, INIT_CHAIN, L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
@@ -38,7 +41,8 @@ static HOPPER: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 8),
     min_capability: ComputeCapability::SM_90,
     min_driver_version: 11080,
-    description: "pointer chase through distributed shared memory of a thread-block cluster",
+    description:
+        "pointer chases and streams through the distributed shared memory of thread-block clusters",
 };
 
 /// Module `l2map`: kernels whose waits sleep between polls (`nanosleep`, Volta and newer).
@@ -178,6 +182,29 @@ pub fn chase_fine_dsmem() -> &'static Kernel {
     &CHASE_FINE_DSMEM
 }
 
+/// `dsmem_cluster_chase`: rank 0 of every cluster chases, fine-grained, a chain in the
+/// shared memory of one rank of its cluster (chosen per cluster, so that one launch covers
+/// every rank); every block records `%smid`, `%cluster_ctarank` and `%clusterid.x`. The
+/// cluster shape comes from the launch.
+///
+/// ```
+/// use pchase_kernels::{catalogue, KernelKind};
+/// let kernel = catalogue::dsmem_cluster_chase();
+/// assert_eq!(kernel.kind(), KernelKind::ClusterChase);
+/// assert_eq!(kernel.cluster_dims(), None);
+/// assert_eq!(kernel.dynamic_shared_bytes(256, 1024)?, 8 * 256 + 4 * 1024);
+/// # Ok::<(), pchase_kernels::Error>(())
+/// ```
+pub fn dsmem_cluster_chase() -> &'static Kernel {
+    &DSMEM_CLUSTER_CHASE
+}
+
+/// `dsmem_cluster_stream`: every block streams 16-byte loads (or stores) over the shared
+/// memory of the next rank of its cluster (or its own); thread 0 times the passes.
+pub fn dsmem_cluster_stream() -> &'static Kernel {
+    &DSMEM_CLUSTER_STREAM
+}
+
 /// The module with every kernel that runs from Maxwell on.
 pub fn pchase_module() -> &'static Module {
     &PCHASE
@@ -205,12 +232,13 @@ pub fn modules() -> &'static [&'static Module] {
 
 /// Every kernel of every module, in catalogue order (chases by path and granularity,
 /// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
-/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`),
-/// then the bandwidth kernels ([`crate::bandwidth::kernels`]).
+/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`,
+/// `dsmem_cluster_chase`, `dsmem_cluster_stream`), then the bandwidth kernels
+/// ([`crate::bandwidth::kernels`]).
 ///
 /// ```
 /// use pchase_kernels::{bandwidth, catalogue};
-/// assert_eq!(catalogue::kernels().count(), 43 + bandwidth::kernels().count());
+/// assert_eq!(catalogue::kernels().count(), 45 + bandwidth::kernels().count());
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
     CHASE
@@ -221,6 +249,8 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
             &CHASE_PINNED_GLOBAL_CG,
             &CHASE_FINE_DSMEM,
             &L2_PARTITION_MAP,
+            &DSMEM_CLUSTER_CHASE,
+            &DSMEM_CLUSTER_STREAM,
         ])
         .chain(crate::bandwidth::kernels())
 }
@@ -237,7 +267,10 @@ pub fn kernel_by_entry(entry: &str) -> Option<&'static Kernel> {
 /// use pchase_kernels::catalogue;
 /// let hopper = catalogue::hopper_module();
 /// let entries: Vec<_> = catalogue::kernels_of(hopper).map(|k| k.entry()).collect();
-/// assert_eq!(entries, [catalogue::chase_fine_dsmem().entry()]);
+/// assert_eq!(
+///     entries,
+///     ["chase_fine_dsmem", "dsmem_cluster_chase", "dsmem_cluster_stream"]
+/// );
 /// ```
 pub fn kernels_of(module: &'static Module) -> impl Iterator<Item = &'static Kernel> {
     kernels().filter(move |kernel| std::ptr::eq(kernel.module(), module))

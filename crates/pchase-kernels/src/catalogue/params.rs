@@ -21,12 +21,12 @@ const SHARED_NODES_ELEMS: Param = param(
     ParamType::U32,
     "shared paths: chain elements copied into shared memory from the block's offset; others: ignored",
 );
-const WARMUP_STEPS: Param = param(
+pub(super) const WARMUP_STEPS: Param = param(
     "warmup_steps",
     ParamType::U32,
     "untimed dependent loads before the timed pass",
 );
-const STEPS: Param = param("steps", ParamType::U32, "timed dependent loads");
+pub(super) const STEPS: Param = param("steps", ParamType::U32, "timed dependent loads");
 const OUT_LATENCY: Param = param(
     "out_latency",
     ParamType::U64,
@@ -69,6 +69,19 @@ pub(super) static COARSE_PARAMS: [Param; 7] = [
     OUT_BLOCK,
 ];
 
+/// `out_latency` of the cluster chases: one row per cluster.
+pub(super) const CLUSTER_OUT_LATENCY: Param = param(
+    "out_latency",
+    ParamType::U64,
+    "global pointer to u32[clusters * steps]: %clock cycles of each timed load, cluster c at c * steps",
+);
+/// `out_index` of the cluster chases.
+pub(super) const CLUSTER_OUT_INDEX: Param = param(
+    "out_index",
+    ParamType::U64,
+    "global pointer to u32[clusters * steps]: the index each timed load returned",
+);
+
 pub(super) static DSMEM_PARAMS: [Param; 8] = [
     param(
         "chain",
@@ -87,16 +100,8 @@ pub(super) static DSMEM_PARAMS: [Param; 8] = [
     ),
     WARMUP_STEPS,
     STEPS,
-    param(
-        "out_latency",
-        ParamType::U64,
-        "global pointer to u32[clusters * steps]: %clock cycles of each timed load, cluster c at c * steps",
-    ),
-    param(
-        "out_index",
-        ParamType::U64,
-        "global pointer to u32[clusters * steps]: the index each timed load returned",
-    ),
+    CLUSTER_OUT_LATENCY,
+    CLUSTER_OUT_INDEX,
     param(
         "out_block",
         ParamType::U64,

@@ -1,6 +1,7 @@
 //! Every catalogue kernel is an `.entry` of its module with exactly the catalogue's parameters.
 
 use pchase_kernels::catalogue;
+use pchase_kernels::KernelKind;
 
 use crate::ptx_text::parse_module;
 
@@ -81,6 +82,14 @@ fn cluster_kernels_declare_their_cluster_shape() {
                     kernel.entry(),
                     entry.directives
                 );
+            }
+            // The cluster kernels take their shape from the launch: `.explicitcluster` alone.
+            None if matches!(
+                kernel.kind(),
+                KernelKind::ClusterChase | KernelKind::ClusterStream
+            ) =>
+            {
+                assert_eq!(entry.directives, [".explicitcluster"], "{}", kernel.entry())
             }
             None => assert!(entry.directives.is_empty(), "{}", kernel.entry()),
         }

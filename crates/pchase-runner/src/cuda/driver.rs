@@ -185,6 +185,11 @@ impl LoadedFunction {
         })
     }
 
+    /// The raw handle, for launches this wrapper does not make (`cuLaunchKernelEx`).
+    pub fn handle(&self) -> FunctionHandle {
+        self.handle
+    }
+
     /// Launches with `args` given by parameter name; every catalogue parameter must be
     /// given exactly once with its declared type.
     pub fn launch(
@@ -193,6 +198,30 @@ impl LoadedFunction {
         shape: LaunchShape,
         args: &[(&str, Arg)],
     ) -> Result<(), RunnerError> {
+        let mut ordered = self.ordered(args)?;
+        let mut pointers = arg_pointers(&mut ordered);
+        // SAFETY: each pointer refers to a value of the type the PTX declares, in order,
+        // and outlives the call (the driver copies parameters at launch).
+        check("cuLaunchKernel", unsafe {
+            ffi::cuLaunchKernel(
+                self.handle,
+                shape.grid.0,
+                shape.grid.1,
+                1,
+                shape.threads,
+                1,
+                1,
+                shape.shared_bytes,
+                stream,
+                pointers.as_mut_ptr(),
+                ptr::null_mut(),
+            )
+        })
+    }
+
+    /// `args` in the catalogue's parameter order; every parameter must be given exactly once
+    /// with its declared type, and no other.
+    pub fn ordered(&self, args: &[(&str, Arg)]) -> Result<Vec<Arg>, RunnerError> {
         let params = self.kernel.params();
         let mut ordered: Vec<Arg> = Vec::with_capacity(params.len());
         for param in params {
@@ -235,31 +264,20 @@ impl LoadedFunction {
                 self.kernel.entry()
             )));
         }
-        let mut pointers: Vec<*mut c_void> = ordered
-            .iter_mut()
-            .map(|arg| match arg {
-                Arg::U32(v) => (v as *mut u32).cast(),
-                Arg::U64(v) => (v as *mut u64).cast(),
-            })
-            .collect();
-        // SAFETY: each pointer refers to a value of the type the PTX declares, in order,
-        // and outlives the call (the driver copies parameters at launch).
-        check("cuLaunchKernel", unsafe {
-            ffi::cuLaunchKernel(
-                self.handle,
-                shape.grid.0,
-                shape.grid.1,
-                1,
-                shape.threads,
-                1,
-                1,
-                shape.shared_bytes,
-                stream,
-                pointers.as_mut_ptr(),
-                ptr::null_mut(),
-            )
-        })
+        Ok(ordered)
     }
+}
+
+/// The `kernelParams` array of a launch: one pointer to each argument, valid while
+/// `ordered` lives and is not moved.
+pub fn arg_pointers(ordered: &mut [Arg]) -> Vec<*mut c_void> {
+    ordered
+        .iter_mut()
+        .map(|arg| match arg {
+            Arg::U32(v) => (v as *mut u32).cast(),
+            Arg::U64(v) => (v as *mut u64).cast(),
+        })
+        .collect()
 }
 
 /// A texture object over linear device memory of 32-bit unsigned integers.

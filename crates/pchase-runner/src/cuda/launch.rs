@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::{
     driver::{Arg, LaunchShape, LoadedFunction},
-    ffi,
+    ffi::{self, StreamHandle},
     handles::Event,
     CudaBackend,
 };
@@ -24,10 +24,19 @@ impl CudaBackend {
         shape: LaunchShape,
         args: &[(&str, Arg)],
     ) -> Result<Duration, RunnerError> {
+        self.timed(|stream| function.launch(stream, shape, args))
+    }
+
+    /// Runs `launch` on the stream between two events, waits, and returns the time between
+    /// them.
+    pub(super) fn timed(
+        &self,
+        launch: impl FnOnce(StreamHandle) -> Result<(), RunnerError>,
+    ) -> Result<Duration, RunnerError> {
         let start = Event::new()?;
         let stop = Event::new()?;
         start.record(&self.stream)?;
-        function.launch(self.stream.handle(), shape, args)?;
+        launch(self.stream.handle())?;
         stop.record(&self.stream)?;
         self.stream
             .synchronize("cuStreamSynchronize (kernel execution)")?;

@@ -6,12 +6,16 @@
 //! the loaded modules and the [`Backend`] impl), `launch` (timed launches and shared-memory
 //! settings), `chains` (laying out, writing and verifying chains; the L2 flush),
 //! `chase` (the chase and two-phase launches, texture binding included), `pinned` (the
-//! SM-pinned chase and the partition map) and `clock` (clock overhead and SM clock).
+//! SM-pinned chase and the partition map), `clock` (clock overhead and SM clock),
+//! `cluster` (the thread-block-cluster requests) and `cluster_driver` (`cuLaunchKernelEx`
+//! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`).
 
 mod bandwidth;
 mod chains;
 mod chase;
 mod clock;
+mod cluster;
+mod cluster_driver;
 mod device;
 mod driver;
 mod errors;
@@ -202,6 +206,16 @@ impl Backend for CudaBackend {
     fn quick_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         // About 1 ms: 0.1 % against the microsecond resolution, enough to see a drop of 3 %.
         self.sm_clock_over(2_000_000)
+    }
+
+    fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
+        // Thread-block clusters arrived with compute capability 9.0 (the `hopper` module).
+        let cc = pchase_kernels::ComputeCapability::from(self.info.compute_capability);
+        if catalogue::hopper_module().supports(cc) {
+            Some(self)
+        } else {
+            None
+        }
     }
 }
 

@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod bandwidth;
 pub mod bench;
 pub mod carveout;
+pub mod cluster;
 mod constant_l15;
 mod fine;
 pub mod hierarchy;

@@ -47,6 +47,7 @@
 
 mod bandwidth;
 mod cache;
+mod cluster;
 mod mlp;
 mod model;
 mod profile;
@@ -63,7 +64,8 @@ use rand_distr::{Distribution, Normal};
 pub use bandwidth::{BandwidthSpec, LevelThroughput};
 pub use mlp::MlpSpec;
 pub use profile::{
-    Associativity, CacheSpec, ClockSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec, Replacement,
+    Associativity, CacheSpec, ClockSpec, ClusterSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec,
+    Replacement,
     SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};

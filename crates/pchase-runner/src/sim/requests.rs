@@ -288,6 +288,14 @@ impl Backend for SimBackend {
         Ok(u32::try_from(*median).unwrap_or(u32::MAX))
     }
 
+    fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
+        if self.profile.clusters.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         self.count_launch();
         let mhz = self.observe().sm_clock_mhz;

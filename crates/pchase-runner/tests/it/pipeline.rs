@@ -66,13 +66,24 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
                 m.l2 = None;
             }
         }
-        None => {
-            m.sharing.clear();
-            m.copies.clear();
-            m.bandwidth.clear();
-            m.tlb.clear();
-            m.mlp.clear();
-        }
+        None => match benchmark.info().name {
+            "gpc-map" => {
+                m.clusters.gpc = None;
+                m.clusters.not_applicable = None;
+            }
+            "dsmem" => {
+                m.clusters.dsmem.clear();
+                m.clusters.local_read_bytes_per_cycle = None;
+                m.clusters.not_applicable = None;
+            }
+            _ => {
+                m.sharing.clear();
+                m.copies.clear();
+                m.bandwidth.clear();
+                m.tlb.clear();
+                m.mlp.clear();
+            }
+        },
     }
     m
 }
@@ -435,16 +446,20 @@ fn three_and_four_partitions_are_counted() {
 
 #[test]
 fn every_benchmark_launches_only_the_kernels_it_declares() {
-    let profile = SimProfile::bundled("volta").expect("bundled");
+    let volta = SimProfile::bundled("volta").expect("bundled");
+    // The cluster benchmarks launch nothing on Volta ("not applicable"): they run on the
+    // Hopper profile, where their kernels exist.
+    let hopper = SimProfile::bundled("h100").expect("bundled");
     for benchmark in REGISTRY {
         let name = benchmark.info().name;
         let selection = Selection::named(&[name]).expect("registered");
         let plan = pchase_runner::measure::bench::plan(&selection);
-        let declared: std::collections::BTreeSet<&str> = plan
-            .iter()
-            .flat_map(|b| (b.info().kernels)())
-            .map(|k| k.entry())
-            .collect();
+        let kernels: Vec<_> = plan.iter().flat_map(|b| (b.info().kernels)()).collect();
+        let declared: std::collections::BTreeSet<&str> =
+            kernels.iter().map(|k| k.entry()).collect();
+        let cc = volta.device.compute_capability;
+        let runs_on_volta = kernels.iter().any(|k| k.check_supported(cc.into()).is_ok());
+        let profile = if runs_on_volta { &volta } else { &hopper };
         let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
         let options = MeasureOptions {
             only: selection,

@@ -1,12 +1,14 @@
 //! The typed model of a GPU's memory topology: the device, its elements, notes, and the
 //! topology that holds them.
 
+mod cluster;
 mod device;
 mod element;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use cluster::{ClusterResidency, Clusters, DsmemAtSize, Gpc, RankLatency};
 pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
 
@@ -91,6 +93,9 @@ pub struct Topology {
     /// date, host, tool version and command line (schema 1.3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<crate::run::RunRecord>,
+    /// Thread-block clusters: the GPCs and distributed shared memory (schema 1.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Clusters>,
 }
 
 impl Topology {
@@ -105,6 +110,7 @@ impl Topology {
             tlb: Vec::new(),
             notes: Vec::new(),
             run: None,
+            clusters: None,
         }
     }
 

@@ -159,6 +159,13 @@ pub fn markdown(topo: &Topology) -> String {
         }
     }
 
+    let clusters = super::cluster_lines(topo);
+    if !clusters.is_empty() {
+        let _ = writeln!(out, "\n## Thread-block clusters\n");
+        for line in clusters {
+            let _ = writeln!(out, "- {}", md_escape(&line));
+        }
+    }
     let general = general_notes(topo);
     if !general.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");

@@ -8,6 +8,7 @@
 //! precision rule ([`number`], [`p_value`], [`median_iqr`]).
 
 mod bandwidth;
+mod clusters;
 mod html;
 mod markdown;
 mod number;
@@ -21,6 +22,7 @@ use std::fmt::Write as _;
 use crate::model::{CarveoutRole, ElementKind, NoteSeverity, QuantityKind, Topology};
 use crate::quantity::{Latency, Size};
 
+pub use clusters::cluster_lines;
 pub use html::html;
 pub(crate) use html::STYLE;
 pub use markdown::{carveout_row_label, markdown};
@@ -295,6 +297,9 @@ pub fn table(topo: &Topology) -> String {
         let _ = writeln!(out, "[{}] {entry}", i + 1);
     }
     out.push_str(&bandwidth::text_table(topo));
+    for line in cluster_lines(topo) {
+        let _ = writeln!(out, "{line}");
+    }
     for note in general_notes(topo) {
         let _ = writeln!(out, "{note}");
     }

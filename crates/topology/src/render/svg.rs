@@ -320,6 +320,9 @@ pub fn svg(topo: &Topology) -> String {
         y += 34.0;
     }
 
+    // The GPCs, where cluster placement gave them (schema 1.5).
+    y += super::clusters::svg_gpcs(&mut body, topo, MARGIN, y, inner_width);
+
     // Device memory.
     if present(topo, ElementKind::DeviceMemory) || d.memory_bytes.is_some() {
         let mut parts = vec!["Device memory".to_owned()];

@@ -1,5 +1,6 @@
 //! Integration tests of the `topology` crate (one binary, topic modules).
 
+mod clusters;
 mod diff;
 mod fixtures;
 mod fleet;

@@ -21,6 +21,24 @@ fn dsmem_access() -> Access {
     }
 }
 
+/// Maps the shared chain at `%r_schain` to cluster rank `rank` (a register or an immediate)
+/// and chases it there from index 0: warm-up, the fine timed window, the copy-out to row
+/// `%r_row`.
+pub(super) fn remote_fine_chase(w: &mut EntryWriter, rank: &str, comment: &str) {
+    w.comment(comment);
+    w.ins("cvt.u64.u32 %rd_schain, %r_schain");
+    w.ins("cvta.shared.u64 %rd_schain_generic, %rd_schain");
+    w.ins(&format!("mapa.u64 %rd_remote, %rd_schain_generic, {rank}"));
+    w.ins("mov.u32 %r_j, 0");
+    w.blank();
+    warmup_loop(w, &dsmem_access());
+    w.blank();
+    timing_cursors(w, "%r_steps");
+    fine_timed_loop(w, &dsmem_access());
+    w.blank();
+    copy_timings_out(w, "%r_steps", true);
+}
+
 /// `chase_fine_dsmem`: block rank 1 of each two-block cluster fills its shared memory with
 /// the chain, block rank 0 chases it remotely through a `mapa` address.
 pub fn dsmem_entry(kernel: &'static Kernel) -> Result<String, String> {
@@ -83,18 +101,11 @@ pub fn dsmem_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("st.global.u32 [%rd_block_out+4], %r_no_index");
     bra(&mut w, "", "release");
     w.label("chase");
-    w.comment("Generic address of the chain in the shared memory of rank 1.");
-    w.ins("cvt.u64.u32 %rd_schain, %r_schain");
-    w.ins("cvta.shared.u64 %rd_schain_generic, %rd_schain");
-    w.ins("mapa.u64 %rd_remote, %rd_schain_generic, 1");
-    w.ins("mov.u32 %r_j, 0");
-    w.blank();
-    warmup_loop(&mut w, &dsmem_access());
-    w.blank();
-    timing_cursors(&mut w, "%r_steps");
-    fine_timed_loop(&mut w, &dsmem_access());
-    w.blank();
-    copy_timings_out(&mut w, "%r_steps", true);
+    remote_fine_chase(
+        &mut w,
+        "1",
+        "Generic address of the chain in the shared memory of rank 1.",
+    );
     w.ins("st.global.u32 [%rd_block_out+4], %r_j");
     w.label("release");
     w.comment("Every thread of both blocks arrives again, so rank 1 (and its shared memory)");

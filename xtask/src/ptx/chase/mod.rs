@@ -12,12 +12,14 @@
 //! chain initialisation). This file holds what they share: load addressing, the chain
 //! registers, and the untimed, timed and copy loops.
 
+mod cluster;
 mod dsmem;
 mod pinned;
 mod single;
 mod support;
 mod two_phase;
 
+pub use cluster::{cluster_chase_entry, cluster_stream_entry};
 pub use dsmem::dsmem_entry;
 pub use pinned::{partition_map_entry, pinned_entry};
 pub use single::chase_entry;

@@ -19,6 +19,8 @@
 //! ```
 
 mod bandwidth;
+mod dsmem;
+mod gpc;
 mod l2;
 mod memory;
 mod mlp;
@@ -127,6 +129,8 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &bandwidth::BANDWIDTH_SHARED,
     &bandwidth::BANDWIDTH_L2,
     &bandwidth::BANDWIDTH_MEMORY,
+    &gpc::GPC_MAP,
+    &dsmem::DSMEM,
 ];
 
 /// The registered benchmark called `name`.

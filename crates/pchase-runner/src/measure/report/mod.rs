@@ -9,6 +9,7 @@ use topology::{
 use super::{bench::REGISTRY, ElementResult, Measurements, SizeAtCarveout, SizeFinding};
 use crate::{backend::Carveout, device::DeviceInfo};
 
+pub(crate) mod clusters;
 mod l2;
 pub(crate) use l2::l2_findings;
 

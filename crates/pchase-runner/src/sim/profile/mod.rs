@@ -11,9 +11,12 @@
 //! `validate` (every field's checks and the memory budget) and `random` (valid random
 //! hierarchies for property tests).
 
+mod cluster;
 mod load;
 mod random;
 mod validate;
+
+pub use cluster::ClusterSpec;
 
 use std::collections::BTreeMap;
 
@@ -81,6 +84,10 @@ pub struct SimProfile {
     /// without it they report "not measured".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<super::BandwidthSpec>,
+    /// Thread-block clusters, GPCs and distributed shared memory; absent on GPUs without
+    /// clusters (compute capability below 9.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<ClusterSpec>,
 }
 
 /// The SM clock and the cost of reading it.

@@ -173,6 +173,7 @@ impl SimProfile {
             uuid: None,
             co_tenant: None,
             bandwidth: Some(crate::sim::bandwidth::random_spec(&mut rng)),
+            clusters: None,
         }
     }
 }

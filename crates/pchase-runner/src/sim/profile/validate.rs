@@ -32,6 +32,9 @@ impl SimProfile {
         if d.sm_count == 0 {
             return err("device.sm_count: must be at least 1".into());
         }
+        if let Some(clusters) = &self.clusters {
+            clusters.validate(d.sm_count)?;
+        }
         if d.warp_size == 0 || d.max_threads_per_block == 0 {
             return err("device.warp_size / device.max_threads_per_block: must be positive".into());
         }

@@ -1,0 +1,182 @@
+//! The GPC map (issue 17): which SMs form each GPC, inferred from where the hardware places
+//! the blocks of thread-block clusters (a cluster never spans GPCs), checked by the DSMEM
+//! latency inside each GPC, and joined with the L2 partition map in the report.
+
+use std::time::Duration;
+
+use pchase_kernels::catalogue;
+use topology::Topology;
+
+use super::{Benchmark, Info};
+use crate::{
+    backend::ChainSpec,
+    cluster::{ClusterChaseRequest, ClusterPlacement},
+    error::RunnerError,
+    measure::{
+        cluster::{gpcs_from_placements, median_by_gpc, split_undetermined, GpcMap},
+        report::clusters as report_clusters,
+        Measurements, Session,
+    },
+    sim::SimProfile,
+};
+
+/// The GPC-map benchmark.
+pub(crate) struct GpcMapBench {
+    info: Info,
+}
+
+/// The GPC map.
+pub(crate) static GPC_MAP: GpcMapBench = GpcMapBench {
+    info: Info {
+        name: "gpc-map",
+        summary: "GPCs: which SMs form each GPC, from thread-block cluster placement (%smid, %cluster_ctarank, %clusterid), checked by DSMEM latency; compute capability 9.0+",
+        element: None,
+        needs: &[],
+        automatic: false,
+        deep: false,
+        kernels: || vec![catalogue::dsmem_cluster_chase()],
+    },
+};
+
+/// Launches of each cluster size the map is built from: two, so that the two halves
+/// (first and second launch of every size) can be compared.
+const LAUNCHES_PER_SIZE: u32 = 2;
+
+/// Timed loads per cluster in the map's launches (the DSMEM check per GPC).
+const MAP_STEPS: u32 = 32;
+
+/// Dynamic shared memory the map's chase needs: the timings and a 4 KiB chain.
+pub(super) fn chase_chain() -> Result<ChainSpec, RunnerError> {
+    ChainSpec::new(4096, 64)
+}
+
+fn map(s: &mut Session<'_>, gpu: &mut Duration) -> Result<GpcMap, RunnerError> {
+    let overhead = f64::from(s.results.clock_overhead.unwrap_or(0));
+    let chain = chase_chain()?;
+    let needed = catalogue::dsmem_cluster_chase()
+        .dynamic_shared_bytes(MAP_STEPS, chain.elements() as u32)
+        .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+    let Some(clusters) = s.backend.clusters() else {
+        return Err(RunnerError::InvalidRequest(
+            "the backend offers no clusters".into(),
+        ));
+    };
+    let limits = clusters.cluster_limits(needed)?;
+    // Every size from the largest down to 2, powers of two or not: the largest shows the
+    // GPCs most directly; smaller ones reach the SMs a GPC too small for the largest cluster
+    // holds, and sizes such as 3, 6 or 9 fill a GPC of 18 SMs that 4, 8 and 16 leave one
+    // TPC of (H100: SMs 120-131 stayed out of every power-of-two cluster above 2).
+    let sizes: Vec<u32> = limits
+        .active_clusters
+        .iter()
+        .filter(|(size, n)| *size >= 2 && *n > 0)
+        .map(|(size, _)| *size)
+        .rev()
+        .collect();
+    if sizes.is_empty() {
+        return Err(RunnerError::WrongResult(
+            "no cluster of two or more blocks can be resident".into(),
+        ));
+    }
+    let mut halves: [Vec<Vec<ClusterPlacement>>; 2] = [Vec::new(), Vec::new()];
+    let mut chases = Vec::new();
+    let mut launches = 0;
+    for &size in &sizes {
+        for turn in 0..LAUNCHES_PER_SIZE {
+            let run = clusters.cluster_chase(&ClusterChaseRequest {
+                cluster_size: size,
+                clusters: limits.active(size),
+                chain,
+                warmup_steps: 8,
+                steps: MAP_STEPS,
+                target_offset: turn,
+            })?;
+            *gpu += run.gpu_time;
+            launches += 1;
+            halves[turn as usize % 2].push(run.placements);
+            chases.extend(run.chases);
+        }
+    }
+    let all = || halves.iter().flatten().map(Vec::as_slice);
+    let (gpcs, unassigned) = split_undetermined(gpcs_from_placements(all()), all());
+    let half = |h: &Vec<Vec<ClusterPlacement>>| {
+        let launches = || h.iter().map(Vec::as_slice);
+        split_undetermined(gpcs_from_placements(launches()), launches())
+    };
+    let (first, second) = (half(&halves[0]), half(&halves[1]));
+    let dsmem_median_by_gpc = median_by_gpc(&gpcs, &chases, overhead);
+    let result = GpcMap {
+        consistent: first == second && first.0 == gpcs,
+        gpcs,
+        unassigned,
+        launches,
+        dsmem_median_by_gpc,
+    };
+    s.results.clusters.limits = Some(limits);
+    Ok(result)
+}
+
+impl Benchmark for GpcMapBench {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn run(&self, s: &mut Session<'_>) {
+        if report_clusters::not_applicable(s) {
+            return;
+        }
+        let step = format!("{} placement", self.info.name);
+        match s.timed(&step, map) {
+            Ok(found) => s.results.clusters.gpc = Some(found),
+            Err(e) => s.results.clusters.failures.push(format!("{step}: {e}")),
+        }
+    }
+
+    fn expected_steps(
+        &self,
+        device: &crate::device::DeviceInfo,
+        _options: &crate::measure::MeasureOptions,
+        _plan: &[&'static dyn Benchmark],
+    ) -> u64 {
+        report_clusters::expected_steps(device)
+    }
+
+    fn report(&self, measured: &Measurements, topo: &mut Topology) {
+        report_clusters::write_gpcs(measured, topo);
+    }
+
+    fn sim_check(&self, profile: &SimProfile, m: &Measurements) -> Result<(), String> {
+        let Some(spec) = &profile.clusters else {
+            return report_clusters::check_not_applicable(m);
+        };
+        let found = m
+            .clusters
+            .gpc
+            .as_ref()
+            .ok_or_else(|| format!("no GPC map: {:?}", m.clusters.failures))?;
+        let gpc_of = spec.sm_gpcs();
+        let mut truth: Vec<Vec<u32>> = vec![Vec::new(); spec.gpc_sms.len()];
+        for (sm, g) in gpc_of.iter().enumerate() {
+            truth[*g as usize].push(sm as u32);
+        }
+        truth.sort_by_key(|g| g[0]);
+        if !found.unassigned.is_empty() {
+            return Err(format!("SMs left unassigned: {:?}", found.unassigned));
+        }
+        if found.gpcs != truth {
+            return Err(format!(
+                "GPC map {:?}, truth {truth:?}",
+                found.gpcs.iter().map(Vec::len).collect::<Vec<_>>()
+            ));
+        }
+        for median in found.dsmem_median_by_gpc.iter().flatten() {
+            if (median - f64::from(spec.dsmem_latency)).abs() > 3.0 {
+                return Err(format!(
+                    "DSMEM latency inside a GPC {median} cycles, truth {}",
+                    spec.dsmem_latency
+                ));
+            }
+        }
+        Ok(())
+    }
+}

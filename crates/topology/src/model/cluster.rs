@@ -1,0 +1,137 @@
+//! Thread-block clusters (schema 1.5, issue 17): the GPCs, distributed shared memory's
+//! latency and bandwidth per cluster size. Absent on GPUs without clusters (compute
+//! capability below 9.0), where a note says why.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::quantity::Latency;
+use crate::units::Cycles;
+
+/// How many clusters of one size can be resident at once (one block per SM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClusterResidency {
+    /// Blocks per cluster.
+    pub cluster_size: u32,
+    /// Clusters resident at once (`cuOccupancyMaxActiveClusters`); 0: the size cannot launch.
+    pub clusters: u32,
+}
+
+/// One GPC: the SMs that share clusters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Gpc {
+    /// Its SMs (`%smid`), ascending.
+    pub sms: Vec<u32>,
+    /// The L2 partitions (as numbered by the L2 partition map) its SMs are served by
+    /// nearest; empty without a partition map.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub l2_partitions: Vec<u32>,
+    /// Median latency of a load from another SM's shared memory inside this GPC, cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsmem_p50: Option<Cycles>,
+}
+
+/// The median latency of loads from one rank of the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RankLatency {
+    /// The rank read (`%cluster_ctarank` of the target block).
+    pub rank: u32,
+    /// Median cycles.
+    pub p50: Cycles,
+}
+
+/// Distributed shared memory at one cluster size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DsmemAtSize {
+    /// Blocks per cluster; 1 is a block reading its own shared memory through the cluster
+    /// window.
+    pub cluster_size: u32,
+    /// Latency of one load by rank 0 from another rank's shared memory (fine-grained chase).
+    pub latency: Latency,
+    /// Median latency per rank read: whether it matters which SM of the cluster is addressed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_by_rank: Vec<RankLatency>,
+    /// Bytes per SM cycle one block reads from the next rank's shared memory, every block of
+    /// every resident cluster reading at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes_per_cycle: Option<f64>,
+    /// Bytes per SM cycle one block writes to the next rank's shared memory, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes_per_cycle: Option<f64>,
+}
+
+/// Thread-block clusters, GPCs and distributed shared memory (schema 1.5).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Clusters {
+    /// Resident clusters per cluster size tried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub residency: Vec<ClusterResidency>,
+    /// The GPCs inferred from cluster placement, ordered by their lowest SM.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpcs: Vec<Gpc>,
+    /// SMs whose GPC cluster placement did not tell (they never shared a cluster of more than
+    /// two blocks); with any, the number of GPCs is a lower bound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unassigned_sms: Vec<u32>,
+    /// Whether two independent halves of the placement launches gave the same GPCs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpc_map_consistent: Option<bool>,
+    /// DSMEM latency and bandwidth per cluster size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dsmem: Vec<DsmemAtSize>,
+    /// Bytes per SM cycle a block reads from its own shared memory with the same 16-byte
+    /// loads, for comparison with `dsmem`'s remote reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_read_bytes_per_cycle: Option<f64>,
+}
+
+impl Clusters {
+    /// The largest cluster size with a resident cluster.
+    pub fn max_cluster_size(&self) -> Option<u32> {
+        self.residency
+            .iter()
+            .filter(|r| r.clusters > 0)
+            .map(|r| r.cluster_size)
+            .max()
+    }
+
+    /// Checks that no SM is in two GPCs and every bandwidth is a positive number.
+    ///
+    /// ```
+    /// use topology::{Clusters, Gpc};
+    /// let gpc = |sms: Vec<u32>| Gpc { sms, l2_partitions: vec![], dsmem_p50: None };
+    /// let mut c = Clusters { gpcs: vec![gpc(vec![0, 2]), gpc(vec![1, 3])], ..Default::default() };
+    /// assert!(c.check().is_ok());
+    /// c.gpcs.push(gpc(vec![2]));
+    /// assert!(c.check().unwrap_err().contains("SM 2"));
+    /// ```
+    ///
+    /// # Errors
+    /// A sentence naming the field.
+    pub fn check(&self) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (g, gpc) in self.gpcs.iter().enumerate() {
+            for sm in &gpc.sms {
+                if !seen.insert(*sm) {
+                    return Err(format!("clusters.gpcs[{g}]: SM {sm} is in two GPCs"));
+                }
+            }
+        }
+        if let Some(sm) = self.unassigned_sms.iter().find(|sm| seen.contains(*sm)) {
+            return Err(format!("clusters.unassigned_sms: SM {sm} is also in a GPC"));
+        }
+        let rates = self.dsmem.iter().flat_map(|d| {
+            [d.read_bytes_per_cycle, d.write_bytes_per_cycle]
+                .into_iter()
+                .flatten()
+        });
+        for rate in rates.chain(self.local_read_bytes_per_cycle) {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(format!(
+                    "clusters: bandwidth {rate} is not a positive number"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
