@@ -293,11 +293,11 @@ impl SimBackend {
             .profile
             .modelled_bytes_per_second(request)
             .ok_or_else(|| match self.profile.bandwidth {
-                None => RunnerError::Unsupported {
-                    kernel: request.kernel().map_or("bandwidth", |k| k.entry()),
-                    needed: "a profile with a [bandwidth] section".into(),
-                    found: format!("profile `{}` without one", self.profile.name),
-                },
+                None => RunnerError::Profile(format!(
+                    "profile `{}` has no [bandwidth] section, so the simulator cannot answer `{}`",
+                    self.profile.name,
+                    request.kernel().map_or("a bandwidth kernel", |k| k.entry())
+                )),
                 Some(_) => {
                     RunnerError::InvalidRequest(format!("no block of {} fits an SM", request.shape))
                 }

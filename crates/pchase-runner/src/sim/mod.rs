@@ -65,8 +65,8 @@ pub use bandwidth::{BandwidthSpec, LevelThroughput};
 pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, ClusterSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec,
-    Replacement,
-    SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
+    Replacement, SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES,
+    SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
 pub use tlb::{TlbLevelSpec, TlbSpec};

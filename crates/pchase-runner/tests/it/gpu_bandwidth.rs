@@ -23,7 +23,7 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
     let device = gpu.device().clone();
     let mhz = gpu.measure_sm_clock_mhz().expect("clock");
     for level in BandwidthLevel::ALL {
-        let plan = LevelPlan::new(level, &device, mhz, None).expect("plan");
+        let plan = LevelPlan::new(level, &device, mhz, None, None).expect("plan");
         let request = plan.request(plan.seed, device.sm_count, FINAL_LAUNCH, 3);
         let run = gpu.bandwidth(&request).expect("bandwidth launch");
         assert_eq!(run.elapsed.len(), 3);

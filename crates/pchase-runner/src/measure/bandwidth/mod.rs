@@ -11,7 +11,7 @@
 //! use pchase_runner::measure::bandwidth::{BandwidthLevel, LevelPlan};
 //! use pchase_runner::sim::SimProfile;
 //! let h100 = SimProfile::bundled("h100")?;
-//! let plan = LevelPlan::new(BandwidthLevel::MemoryRead, &h100.device, 1755.0, None)?;
+//! let plan = LevelPlan::new(BandwidthLevel::MemoryRead, &h100.device, 1755.0, None, None)?;
 //! assert_eq!(plan.region_bytes, 512 << 20); // 8 × 50 MiB, to the next power of two
 //! assert!(plan.space.shapes().len() > 100);
 //! # Ok::<(), pchase_runner::RunnerError>(())
@@ -96,7 +96,8 @@ pub fn api_memory_peak(device: &DeviceInfo) -> Option<f64> {
 }
 
 impl LevelPlan {
-    /// The plan of `level` on `device`, whose SM clock is `sm_mhz`. `sm_cache_bytes` is the
+    /// The plan of `level` on `device`, whose SM clock is `sm_mhz`; `l2_partitions` sizes the
+    /// near-partition read (two where unknown). `sm_cache_bytes` is the
     /// smallest SM cache of the global reads (L1 data, read-only) where the session measured
     /// it; the L1 read sizes its regions and blocks by it (an eighth of it per block, from 4 to
     /// 8 KiB, and the blocks of one SM within half of it). Without it the L1 is taken to be
@@ -109,6 +110,7 @@ impl LevelPlan {
         device: &DeviceInfo,
         sm_mhz: f64,
         sm_cache_bytes: Option<u64>,
+        l2_partitions: Option<u32>,
     ) -> Result<Self, RunnerError> {
         use BandwidthOp::{Copy, Read, SharedRead, Write};
         let sms = f64::from(device.sm_count);
@@ -122,7 +124,9 @@ impl LevelPlan {
             .next_power_of_two()
             .min(pow2_floor(device.total_memory_bytes / 8))
             .min(1 << 31);
-        let partitions_hint = 2;
+        // The near partition's share of the L2: from the partition map where the L2
+        // benchmark ran, else two partitions (Hopper's).
+        let partitions_hint = u64::from(l2_partitions.unwrap_or(2).max(1));
         let l1 = sm_cache_bytes.unwrap_or(if device.compute_capability.major >= 7 {
             128 << 10
         } else {
@@ -299,6 +303,9 @@ pub struct BandwidthFinding {
     pub peak: Option<(f64, &'static str, Option<f64>)>,
     /// The SM cache size the plan was sized by, where the session had measured it.
     pub sm_cache_bytes: Option<u64>,
+    /// The L2 partition count the plan sized the near-partition buffer by (the partition
+    /// map's, where the L2 benchmark ran).
+    pub l2_partitions: Option<u32>,
 }
 
 impl BandwidthFinding {
@@ -349,7 +356,13 @@ pub(crate) fn measure(
         .into_iter()
         .filter_map(|e| s.exact_size(e))
         .min();
-    let mut plan = LevelPlan::new(level, &device, sm_mhz, sm_cache_bytes)?;
+    let l2_partitions = s
+        .results
+        .l2
+        .as_ref()
+        .and_then(|l2| l2.map.as_ref().ok())
+        .map(|map| map.count);
+    let mut plan = LevelPlan::new(level, &device, sm_mhz, sm_cache_bytes, l2_partitions)?;
     let sms = device.sm_count;
     let l2 = matches!(level, BandwidthLevel::L2 | BandwidthLevel::L2Near);
     let tuning = if l2 { L2_TUNING_LAUNCH } else { TUNING_LAUNCH };
@@ -436,5 +449,6 @@ pub(crate) fn measure(
         sm_count: sms,
         peak: peak(level, &device, sm_mhz),
         sm_cache_bytes,
+        l2_partitions,
     })
 }

@@ -161,8 +161,14 @@ fn bandwidth_of(f: &BandwidthFinding) -> Bandwidth {
 /// visits a few of its shapes).
 fn check_level(profile: &SimProfile, f: &BandwidthFinding) -> Result<(), String> {
     let sms = profile.device.sm_count;
-    let plan = LevelPlan::new(f.level, &profile.device, f.sm_clock_mhz, f.sm_cache_bytes)
-        .map_err(|e| e.to_string())?;
+    let plan = LevelPlan::new(
+        f.level,
+        &profile.device,
+        f.sm_clock_mhz,
+        f.sm_cache_bytes,
+        f.l2_partitions,
+    )
+    .map_err(|e| e.to_string())?;
     let request = plan.request(f.shape, sms, bw::FINAL_LAUNCH, bw::FINAL_REPETITIONS);
     let served = profile.throughput_level(&request);
     // With one L2 partition the near partition is the whole L2.
