@@ -1,6 +1,6 @@
 //! A second, independent look at the L2's capacities (issue 13.3): every size the sweep
 //! found is probed again around its knee, by two pinned chases of their own at 90 % and
-//! 110 % of the edge, whose sampled loads are sorted into the levels the sweep found.
+//! 125 % of the edge, whose sampled loads are sorted into the levels the sweep found.
 //!
 //! Below the near edge the near hits must keep the share they have in the smallest array
 //! of the sweep; above it they must have lost it. Below the far edge far hits must keep at
@@ -15,9 +15,12 @@ use std::time::Duration;
 use super::{sweep, L2Findings, LevelKind};
 use crate::backend::Backend;
 
-/// Where the probes go, relative to an edge.
+/// Where the probes go, relative to an edge. Above it by more than the sweep's step
+/// (2^(1/4) ≈ 1.19): the H100's near edge is soft, and at 1.1 × it a quiet GPU still gave
+/// 94–97 % near hits, over the full share, so a probe there raised false alarms (exit 9 on
+/// an idle H100, `--only l2`, session 6).
 const BELOW: f64 = 0.9;
-const ABOVE: f64 = 1.1;
+const ABOVE: f64 = 1.25;
 
 /// The share of `samples` closest (on a log scale) to the level `kind` among all levels.
 fn share_of(l2: &L2Findings, kind: LevelKind, samples: &[f64]) -> f64 {
