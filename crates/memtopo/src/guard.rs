@@ -139,14 +139,10 @@ pub fn watched<B: Backend>(
         unconfirmed.retain(|(e, _)| first.contains(e));
     }
     for (element, finding) in unconfirmed {
+        let benchmark = format!("{} size confirmation", element.display_name());
         measured
             .disturbed
-            .push(pchase_runner::measure::Disturbance {
-                element: Some(element),
-                benchmark: format!("{} size confirmation", element.display_name()),
-                findings: vec![finding],
-                cleared_by_repeat: false,
-            });
+            .push(unconfirmed_size(element, benchmark, vec![finding]));
     }
     confirm_l2(backend, &mut measured);
     let after = sentinel::read(backend);
@@ -166,14 +162,26 @@ fn confirm_l2<B: Backend>(backend: &mut B, measured: &mut Measurements) {
     let overhead = f64::from(measured.clock_overhead.unwrap_or(0));
     let findings = pchase_runner::measure::l2::confirm::confirm_l2(backend, l2, overhead);
     if !findings.is_empty() {
-        measured
-            .disturbed
-            .push(pchase_runner::measure::Disturbance {
-                element: Some(topology::ElementKind::L2),
-                benchmark: "l2 size confirmation".into(),
-                findings,
-                cleared_by_repeat: false,
-            });
+        measured.disturbed.push(unconfirmed_size(
+            topology::ElementKind::L2,
+            "l2 size confirmation".into(),
+            findings,
+        ));
+    }
+}
+
+/// A size its second probe did not confirm, again on a repeat: a disturbance of its
+/// element that no repeat cleared.
+fn unconfirmed_size(
+    element: topology::ElementKind,
+    benchmark: String,
+    findings: Vec<String>,
+) -> pchase_runner::measure::Disturbance {
+    pchase_runner::measure::Disturbance {
+        element: Some(element),
+        benchmark,
+        findings,
+        cleared_by_repeat: false,
     }
 }
 

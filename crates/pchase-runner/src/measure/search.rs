@@ -132,16 +132,7 @@ pub fn find_size<B: Backend + ?Sized>(
             .take_while(|&s| s <= last)
             .collect();
         let points = probe.run(backend, &sizes, gpu_time)?;
-        let mut decision = decide_sweep(&points, alpha)?;
-        let rises = rise_is_real(&points, decision.change_index);
-        decision.accepted &= rises;
-        if decision.accepted {
-            // In a set-associative cache the share of misses rises over a few sizes, one
-            // set overflowing after another, and the best mean-shift split lands inside
-            // that ramp. The capacity is where the first set overflows: walk back to the
-            // first size of the rise.
-            decision.change_index = first_change(&points, decision.change_index);
-        }
+        let (decision, rises) = decide_fine_sweep(&points, alpha)?;
         let flat = !rises && !points.iter().any(|p| detector.changed(&p.values));
         if flat && attempts < 3 && last < bracket_hi {
             log::debug!(
@@ -177,6 +168,26 @@ pub fn find_size<B: Backend + ?Sized>(
         };
         return Ok((finding, curve));
     }
+}
+
+/// The decision of a fine sweep: change-point detection, accepted only where the rise is
+/// real, with the change moved back to the first size of the rise; and whether it rises.
+///
+/// In a set-associative cache the share of misses rises over a few sizes, one set
+/// overflowing after another, and the best mean-shift split lands inside that ramp. The
+/// capacity is where the first set overflows: the accepted change walks back to the first
+/// size of the rise.
+fn decide_fine_sweep(
+    points: &[SizeSamples],
+    alpha: f64,
+) -> Result<(SweepDecision, bool), RunnerError> {
+    let mut decision = decide_sweep(points, alpha)?;
+    let rises = rise_is_real(points, decision.change_index);
+    decision.accepted &= rises;
+    if decision.accepted {
+        decision.change_index = first_change(points, decision.change_index);
+    }
+    Ok((decision, rises))
 }
 
 /// Strides on each side of a predicted size in [`find_size_near`]'s one sweep.
@@ -217,10 +228,8 @@ pub fn find_size_near<B: Backend + ?Sized>(
     let window_starts_hitting = !detector.changed(&points[0].values);
     let window_ends_missing = points.last().is_some_and(|p| detector.changed(&p.values));
     if window_starts_hitting && window_ends_missing {
-        let mut decision = decide_sweep(&points, alpha)?;
-        decision.accepted &= rise_is_real(&points, decision.change_index);
+        let (decision, _) = decide_fine_sweep(&points, alpha)?;
         if decision.accepted {
-            decision.change_index = first_change(&points, decision.change_index);
             let bytes = points[decision.change_index - 1].bytes;
             let curve = RawCurve {
                 name: String::new(),
