@@ -6,6 +6,14 @@
 //! not help, the same down. A move must beat the best by [`MIN_GAIN`] (a repetition's noise
 //! must not walk the search). Rounds repeat while one improved, up to a budget of
 //! evaluations.
+//!
+//! Besides the single coordinates the search moves along *ridges*: pairs that trade
+//! parallelism for parallelism at the same bytes in flight per SM (a wider vector or a
+//! deeper unroll for fewer threads; more threads for fewer blocks). The H100's L2 showed
+//! why: from 8 B × 8 × 1024 threads (10.1 TB/s) every single move lowered the bytes in
+//! flight or raised them past what helps, so the search stopped there in some runs, while
+//! 16 B × 8 × 512 threads, the same bytes in flight with more of them per thread, reached
+//! 12.7–13.3 TB/s in the others (docs/results/h100.md, session 7).
 
 use crate::bandwidth::{BandwidthOp, BandwidthShape};
 use crate::error::RunnerError;
@@ -89,15 +97,24 @@ enum Coordinate {
     Unroll,
     Threads,
     BlocksPerSm,
+    /// Vector width up, threads down (or the reverse): the same bytes in flight.
+    VectorForThreads,
+    /// Unroll up, threads down (or the reverse).
+    UnrollForThreads,
+    /// Threads up, blocks per SM down (or the reverse): the same threads per SM.
+    ThreadsForBlocks,
 }
 
 impl Coordinate {
-    const ALL: [Coordinate; 5] = [
+    const ALL: [Coordinate; 8] = [
         Coordinate::Op,
         Coordinate::Vector,
         Coordinate::Unroll,
         Coordinate::Threads,
         Coordinate::BlocksPerSm,
+        Coordinate::VectorForThreads,
+        Coordinate::UnrollForThreads,
+        Coordinate::ThreadsForBlocks,
     ];
 
     /// `shape` with this coordinate moved `steps` places along its list, if that exists
@@ -108,10 +125,12 @@ impl Coordinate {
         shape: &BandwidthShape,
         steps: isize,
     ) -> Option<BandwidthShape> {
-        let step = |list: &[u32], value: u32| -> Option<u32> {
+        let step_by = |list: &[u32], value: u32, steps: isize| -> Option<u32> {
             let at = list.iter().position(|&v| v == value)?;
             list.get(at.checked_add_signed(steps)?).copied()
         };
+        let step = |list: &[u32], value: u32| step_by(list, value, steps);
+        let against = |list: &[u32], value: u32| step_by(list, value, -steps);
         let mut next = *shape;
         match self {
             Coordinate::Op => return None,
@@ -120,6 +139,18 @@ impl Coordinate {
             Coordinate::Threads => next.threads = step(&space.threads, shape.threads)?,
             Coordinate::BlocksPerSm => {
                 next.blocks_per_sm = step(&space.blocks_per_sm, shape.blocks_per_sm)?;
+            }
+            Coordinate::VectorForThreads => {
+                next.vector_bytes = step(&space.vectors, shape.vector_bytes)?;
+                next.threads = against(&space.threads, shape.threads)?;
+            }
+            Coordinate::UnrollForThreads => {
+                next.unroll = step(&space.unrolls, shape.unroll)?;
+                next.threads = against(&space.threads, shape.threads)?;
+            }
+            Coordinate::ThreadsForBlocks => {
+                next.threads = step(&space.threads, shape.threads)?;
+                next.blocks_per_sm = against(&space.blocks_per_sm, shape.blocks_per_sm)?;
             }
         }
         Some(next)
@@ -322,6 +353,50 @@ mod tests {
             Err(RunnerError::InvalidRequest("no".into()))
         });
         assert!(failing.is_err());
+    }
+
+    /// The L2's shape of landscape: the bytes in flight per SM must stay at the top's, and
+    /// among those shapes more bytes per thread are better. Every single move from
+    /// `start` changes the bytes in flight and loses; only a trade finds the top.
+    #[test]
+    fn a_ridge_is_climbed_by_trading_threads_for_bytes_per_thread() {
+        let space = space();
+        let top = BandwidthShape {
+            op: BandwidthOp::Read(ReadVariant::Cg),
+            vector_bytes: 16,
+            unroll: 8,
+            blocks_per_sm: 1,
+            threads: 512,
+        };
+        let log = |v: u32| f64::from(v).log2();
+        let in_flight = |s: &BandwidthShape| {
+            log(s.vector_bytes) + log(s.unroll) + log(s.threads) + log(s.blocks_per_sm)
+        };
+        let per_thread = |s: &BandwidthShape| log(s.vector_bytes) + log(s.unroll);
+        let f = |s: &BandwidthShape| {
+            100.0 - 10.0 * (in_flight(s) - in_flight(&top)).abs()
+                - (per_thread(s) - per_thread(&top)).abs()
+                - if s.op == top.op { 0.0 } else { 5.0 }
+        };
+        let start = BandwidthShape {
+            vector_bytes: 8,
+            threads: 1024,
+            ..top
+        };
+        for single in [
+            Coordinate::Vector,
+            Coordinate::Unroll,
+            Coordinate::Threads,
+            Coordinate::BlocksPerSm,
+        ] {
+            for steps in [1, -1] {
+                if let Some(next) = single.moved(&space, &start, steps) {
+                    assert!(f(&next) < f(&start), "{next} climbs without a trade");
+                }
+            }
+        }
+        let search = coordinate_search(&space, start, 100, |s| Ok(f(s))).unwrap();
+        assert_eq!(search.best, top);
     }
 
     #[test]
