@@ -58,6 +58,8 @@ pub enum BandwidthLevel {
     L2Near,
     /// Reads of a buffer spread over the whole L2.
     L2,
+    /// Writes to a buffer spread over the whole L2 (it stays resident: the L2 writes back).
+    L2Write,
     /// Device-memory reads.
     MemoryRead,
     /// Device-memory writes.
@@ -68,11 +70,12 @@ pub enum BandwidthLevel {
 
 impl BandwidthLevel {
     /// Every level, from the SM outwards.
-    pub const ALL: [BandwidthLevel; 7] = [
+    pub const ALL: [BandwidthLevel; 8] = [
         BandwidthLevel::L1,
         BandwidthLevel::Shared,
         BandwidthLevel::L2Near,
         BandwidthLevel::L2,
+        BandwidthLevel::L2Write,
         BandwidthLevel::MemoryRead,
         BandwidthLevel::MemoryWrite,
         BandwidthLevel::MemoryCopy,
@@ -83,7 +86,9 @@ impl BandwidthLevel {
         match self {
             BandwidthLevel::L1 => ElementKind::L1Data,
             BandwidthLevel::Shared => ElementKind::SharedMemory,
-            BandwidthLevel::L2Near | BandwidthLevel::L2 => ElementKind::L2,
+            BandwidthLevel::L2Near | BandwidthLevel::L2 | BandwidthLevel::L2Write => {
+                ElementKind::L2
+            }
             _ => ElementKind::DeviceMemory,
         }
     }
@@ -94,7 +99,7 @@ impl BandwidthLevel {
             BandwidthLevel::L1 | BandwidthLevel::Shared | BandwidthLevel::L2 => "read",
             BandwidthLevel::L2Near => "read_near_partition",
             BandwidthLevel::MemoryRead => "read",
-            BandwidthLevel::MemoryWrite => "write",
+            BandwidthLevel::MemoryWrite | BandwidthLevel::L2Write => "write",
             BandwidthLevel::MemoryCopy => "copy",
         }
     }
@@ -112,6 +117,7 @@ impl fmt::Display for BandwidthLevel {
             BandwidthLevel::Shared => "shared read",
             BandwidthLevel::L2Near => "L2 near-partition read",
             BandwidthLevel::L2 => "L2 read",
+            BandwidthLevel::L2Write => "L2 write",
             BandwidthLevel::MemoryRead => "memory read",
             BandwidthLevel::MemoryWrite => "memory write",
             BandwidthLevel::MemoryCopy => "memory copy",

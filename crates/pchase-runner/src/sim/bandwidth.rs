@@ -6,7 +6,8 @@
 //!   would: shared memory for shared reads; for global reads through `ca`/`nc`, the SM cache
 //!   of that path where one SM's share fits it; the L2 near partition where the data fits
 //!   half of one partition, the whole L2 where it fits three quarters of it; device memory
-//!   otherwise (writes and copies always);
+//!   otherwise; writes go to the L2 where their data fits three quarters of it, else to
+//!   device memory; copies always to device memory;
 //! - counts the blocks resident per SM (threads per SM, and for shared reads shared memory
 //!   per SM), and the waves a grid of more blocks needs;
 //! - bounds the throughput per SM by Little's law (bytes in flight, resident blocks ×
@@ -86,6 +87,10 @@ pub struct BandwidthSpec {
     pub l2_near: LevelThroughput,
     /// Reads of data spread over the whole L2 (GB/s).
     pub l2: LevelThroughput,
+    /// Writes of data spread over the whole L2 (GB/s); absent in profiles older than it,
+    /// which then write at the whole L2's read throughput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_write: Option<LevelThroughput>,
     /// Device-memory reads (GB/s).
     pub memory_read: LevelThroughput,
     /// Device-memory writes (GB/s).
@@ -115,6 +120,9 @@ impl BandwidthSpec {
         ] {
             level.validate(name)?;
         }
+        if let Some(l2_write) = &self.l2_write {
+            l2_write.validate("l2_write")?;
+        }
         if !(self.noise.is_finite() && (0.0..0.5).contains(&self.noise)) {
             return Err(RunnerError::Profile(format!(
                 "bandwidth.noise: {} is not in [0, 0.5)",
@@ -131,6 +139,7 @@ impl BandwidthSpec {
             BandwidthLevel::Shared => &self.shared,
             BandwidthLevel::L2Near => &self.l2_near,
             BandwidthLevel::L2 => &self.l2,
+            BandwidthLevel::L2Write => self.l2_write.as_ref().unwrap_or(&self.l2),
             BandwidthLevel::MemoryRead => &self.memory_read,
             BandwidthLevel::MemoryWrite => &self.memory_write,
             BandwidthLevel::MemoryCopy => &self.memory_copy,
@@ -155,6 +164,7 @@ pub(super) fn random_spec(rng: &mut Xoshiro256PlusPlus) -> BandwidthSpec {
         shared: level(32..=128, 60..=200),
         l2_near: level(200..=8000, 300..=1000),
         l2: level(200..=8000, 300..=1000),
+        l2_write: Some(level(200..=8000, 300..=1000)),
         memory_read: level(50..=4000, 400..=900),
         memory_write: level(50..=4000, 300..=900),
         memory_copy: level(50..=4000, 400..=900),
@@ -179,7 +189,13 @@ impl SimProfile {
         let footprint = request.footprint_bytes(sms);
         let variant = match request.shape.op {
             BandwidthOp::SharedRead => return BandwidthLevel::Shared,
-            BandwidthOp::Write => return BandwidthLevel::MemoryWrite,
+            BandwidthOp::Write => {
+                return if footprint <= self.l2.size_bytes / 4 * 3 {
+                    BandwidthLevel::L2Write
+                } else {
+                    BandwidthLevel::MemoryWrite
+                };
+            }
             BandwidthOp::Copy => return BandwidthLevel::MemoryCopy,
             BandwidthOp::Read(v) => v,
         };

@@ -48,7 +48,7 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
                     "{level}: {best} B/s over the peak {peak}"
                 );
             }
-            BandwidthLevel::L2Near | BandwidthLevel::L2 => {
+            BandwidthLevel::L2Near | BandwidthLevel::L2 | BandwidthLevel::L2Write => {
                 assert!(per_sm_clock < 256.0, "{level}: {per_sm_clock} B/clk/SM");
             }
         }

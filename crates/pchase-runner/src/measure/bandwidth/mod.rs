@@ -167,6 +167,13 @@ impl LevelPlan {
                     sm_peak / 2.0,
                     vec![1, 2, 4, 8, 16],
                 ),
+                BandwidthLevel::L2Write => (
+                    vec![Write],
+                    RegionLayout::GridStride,
+                    pow2_floor(device.l2_bytes / 4 * 3),
+                    sm_peak / 2.0,
+                    vec![1, 2, 4, 8, 16],
+                ),
                 BandwidthLevel::MemoryRead => (
                     vec![
                         Read(ReadVariant::Cg),
@@ -364,7 +371,10 @@ pub(crate) fn measure(
         .map(|map| map.count);
     let mut plan = LevelPlan::new(level, &device, sm_mhz, sm_cache_bytes, l2_partitions)?;
     let sms = device.sm_count;
-    let l2 = matches!(level, BandwidthLevel::L2 | BandwidthLevel::L2Near);
+    let l2 = matches!(
+        level,
+        BandwidthLevel::L2 | BandwidthLevel::L2Near | BandwidthLevel::L2Write
+    );
     let tuning = if l2 { L2_TUNING_LAUNCH } else { TUNING_LAUNCH };
     let space = plan.space.clone();
     let mut sized = false;

@@ -47,7 +47,7 @@ fn ops_of(levels: &[BandwidthLevel]) -> Vec<BandwidthOp> {
                 BandwidthOp::Read(Nc),
                 BandwidthOp::Read(Ca),
             ],
-            BandwidthLevel::MemoryWrite => vec![BandwidthOp::Write],
+            BandwidthLevel::MemoryWrite | BandwidthLevel::L2Write => vec![BandwidthOp::Write],
             BandwidthLevel::MemoryCopy => vec![BandwidthOp::Copy],
         });
     }
@@ -88,14 +88,18 @@ pub(crate) static BANDWIDTH_L2: BandwidthBench = BandwidthBench {
     info: Info {
         name: "bandwidth-l2",
         summary:
-            "L2: read bandwidth of data in the near partition and spread over the whole L2, tuned",
+            "L2: read bandwidth of data in the near partition and over the whole L2, and write, tuned",
         element: None,
         needs: &[],
         automatic: false,
         deep: false,
-        kernels: || kernels_of(&ops_of(&[BandwidthLevel::L2])),
+        kernels: || kernels_of(&ops_of(&[BandwidthLevel::L2, BandwidthLevel::L2Write])),
     },
-    levels: &[BandwidthLevel::L2Near, BandwidthLevel::L2],
+    levels: &[
+        BandwidthLevel::L2Near,
+        BandwidthLevel::L2,
+        BandwidthLevel::L2Write,
+    ],
 };
 
 /// Device-memory read, write and copy bandwidth.
@@ -235,7 +239,7 @@ impl Benchmark for BandwidthBench {
                 let slots = topo.element_mut(level.element()).bandwidth_mut();
                 let slot = match level {
                     BandwidthLevel::L2Near => &mut slots.read_near_partition,
-                    BandwidthLevel::MemoryWrite => &mut slots.write,
+                    BandwidthLevel::MemoryWrite | BandwidthLevel::L2Write => &mut slots.write,
                     BandwidthLevel::MemoryCopy => &mut slots.copy,
                     _ => &mut slots.read,
                 };
