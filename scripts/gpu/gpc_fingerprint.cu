@@ -52,6 +52,7 @@ int main() {
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   int smem = 0;
   CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+  smem -= 1024;  // room for the static `sink`
   const size_t region = 32u << 20;  // lines drawn from 32 MiB
   const size_t words = region / 4;
   uint32_t* chain;

@@ -15,7 +15,7 @@ for i in $(seq 1 "$n"); do
   start=$(date +%s.%N)
   $M --timings -o "$out/quiet-$i.json" -o "$out/quiet-$i.md" > "$out/quiet-$i.txt" 2> "$out/quiet-$i.log"
   rc=$?; end=$(date +%s.%N)
-  echo "quiet run $i: exit $rc (0 expected), wall $(echo "$end - $start" | bc) s"
+  echo "quiet run $i: exit $rc (0 expected), wall $(awk "BEGIN{printf \"%.2f\", $end - $start}") s"
   grep -E "not confirmed|DISTURBED|disturbed" "$out/quiet-$i.txt" "$out/quiet-$i.log" | head -5
   grep -E "^(L2|  near|  far|Constant L1|Texture|L1 data) " "$out/quiet-$i.txt"
 done
