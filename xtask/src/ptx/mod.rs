@@ -8,6 +8,7 @@
 
 mod bandwidth;
 mod chase;
+mod copy;
 mod writer;
 
 use std::fs;
@@ -103,6 +104,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
                 chase::two_phase_entry(kernel, first, second)?
             }
             KernelKind::Bandwidth(shape) => bandwidth::entry(kernel, shape)?,
+            KernelKind::Copy(path) => copy::entry(kernel, path)?,
             other => return Err(format!("no PTX template for kernel kind {other:?}")),
         };
         out.push('\n');
