@@ -1,5 +1,6 @@
 //! Integration tests of pchase-runner: one binary, one module per topic.
 
+mod async_copy;
 mod geometry;
 mod golden;
 mod gpu;

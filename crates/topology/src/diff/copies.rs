@@ -3,20 +3,20 @@
 //! least 5 %: launches of one shape spread by a few per cent), and paths that became
 //! (not) applicable.
 
-use crate::model::{Copies, CopyAtSize, CopyPathKind};
+use crate::model::{CopiesToShared, CopyAtSize, CopyPathKind};
 
 use super::{show, Differ};
 
 /// The relative change of a copy bandwidth below which it is noise.
 const BANDWIDTH_TOLERANCE: f64 = 0.05;
 
-fn sizes(copies: Option<&Copies>, path: CopyPathKind) -> &[CopyAtSize] {
+fn sizes(copies: Option<&CopiesToShared>, path: CopyPathKind) -> &[CopyAtSize] {
     copies
         .and_then(|c| c.path(path))
         .map_or(&[], |p| p.sizes.as_slice())
 }
 
-pub(super) fn diff(d: &mut Differ, a: Option<&Copies>, b: Option<&Copies>) {
+pub(super) fn diff(d: &mut Differ, a: Option<&CopiesToShared>, b: Option<&CopiesToShared>) {
     for path in CopyPathKind::ALL {
         let (sa, sb) = (sizes(a, path), sizes(b, path));
         let mut bytes: Vec<u64> = sa.iter().chain(sb).map(|s| s.bytes.0).collect();
@@ -25,7 +25,7 @@ pub(super) fn diff(d: &mut Differ, a: Option<&Copies>, b: Option<&Copies>) {
         for size in bytes {
             let at = |s: &[CopyAtSize]| s.iter().find(|x| x.bytes.0 == size).cloned();
             let (x, y) = (at(sa), at(sb));
-            let base = format!("copies.{}.{size}", path.key());
+            let base = format!("copies_to_shared.{}.{size}", path.key());
             d.latency(
                 format!("{base}.latency"),
                 x.as_ref().and_then(|s| s.latency.as_ref()),
@@ -54,11 +54,11 @@ pub(super) fn diff(d: &mut Differ, a: Option<&Copies>, b: Option<&Copies>) {
             }
         }
         let na =
-            |c: Option<&Copies>| c.is_some_and(|c| c.not_applicable.iter().any(|n| n.path == path));
+            |c: Option<&CopiesToShared>| c.is_some_and(|c| c.not_applicable.iter().any(|n| n.path == path));
         if na(a) != na(b) {
             let word = |n: bool| if n { "not applicable" } else { "-" };
             d.change(
-                format!("copies.{}.not_applicable", path.key()),
+                format!("copies_to_shared.{}.not_applicable", path.key()),
                 word(na(a)).to_owned(),
                 word(na(b)).to_owned(),
             );

@@ -1,4 +1,4 @@
-//! Copies from global to shared memory (schema 1.6, issue 17): per copy path (the tensor
+//! CopiesToShared from global to shared memory (schema 1.6, issue 17): per copy path (the tensor
 //! memory accelerator's bulk copies, `cp.async`, the threads' plain loads) and per size, the
 //! latency of one copy in flight and the bandwidth with many in flight. Paths the device
 //! lacks are listed as not applicable, with the reason.
@@ -77,7 +77,7 @@ pub struct CopyLaunch {
     pub blocks_per_sm: u32,
     /// Threads per block (32 for the bulk copies: one issues).
     pub threads_per_block: u32,
-    /// Copies each block has in flight per round.
+    /// CopiesToShared each block has in flight per round.
     pub copies_in_flight: u32,
 }
 
@@ -125,9 +125,9 @@ pub struct CopyNotApplicable {
     pub reason: String,
 }
 
-/// Copies from global to shared memory (schema 1.6).
+/// CopiesToShared from global to shared memory (schema 1.6).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct Copies {
+pub struct CopiesToShared {
     /// Where the copies read from (e.g. "the L2: a source region of 1 MiB, read once before
     /// the timed rounds").
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,7 +140,7 @@ pub struct Copies {
     pub not_applicable: Vec<CopyNotApplicable>,
 }
 
-impl Copies {
+impl CopiesToShared {
     /// The result of `path`, if measured.
     pub fn path(&self, path: CopyPathKind) -> Option<&CopyPathResult> {
         self.paths.iter().find(|p| p.path == path)
@@ -152,12 +152,12 @@ impl Copies {
     /// other latency of the document.
     ///
     /// ```
-    /// use topology::{Bytes, CopyAtSize, CopyPathKind, CopyPathResult, Copies, Cycles};
+    /// use topology::{Bytes, CopyAtSize, CopyPathKind, CopyPathResult, CopiesToShared, Cycles};
     /// let size = |bytes| CopyAtSize {
     ///     bytes: Bytes(bytes), tile: None, latency: None, latency_p5: None,
     ///     bytes_per_clock_per_sm: Some(40.0), gigabytes_per_second: None, launch: None,
     /// };
-    /// let mut c = Copies { paths: vec![CopyPathResult { path: CopyPathKind::Bulk, sizes: vec![size(128), size(256)] }], ..Default::default() };
+    /// let mut c = CopiesToShared { paths: vec![CopyPathResult { path: CopyPathKind::Bulk, sizes: vec![size(128), size(256)] }], ..Default::default() };
     /// assert!(c.check().is_ok());
     /// c.paths[0].sizes[1].bytes = Bytes(100);
     /// assert!(c.check().unwrap_err().contains("multiple of 16"));
@@ -167,7 +167,7 @@ impl Copies {
     /// A sentence naming the field.
     pub fn check(&self) -> Result<(), String> {
         for (i, result) in self.paths.iter().enumerate() {
-            let at = format!("copies.paths[{i}] ({})", result.path.key());
+            let at = format!("copies_to_shared.paths[{i}] ({})", result.path.key());
             if self.not_applicable.iter().any(|n| n.path == result.path) {
                 return Err(format!("{at}: measured and also not applicable"));
             }

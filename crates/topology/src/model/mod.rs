@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use cluster::{ClusterResidency, Clusters, DsmemAtSize, Gpc, RankLatency};
-pub use copy::{Copies, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind, CopyPathResult};
+pub use copy::{CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind, CopyPathResult};
 pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
 
@@ -98,10 +98,10 @@ pub struct Topology {
     /// Thread-block clusters: the GPCs and distributed shared memory (schema 1.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<Clusters>,
-    /// Copies from global to shared memory: the tensor memory accelerator, `cp.async` and
+    /// CopiesToShared from global to shared memory: the tensor memory accelerator, `cp.async` and
     /// plain loads, per size (schema 1.6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub copies: Option<Copies>,
+    pub copies_to_shared: Option<CopiesToShared>,
 }
 
 impl Topology {
@@ -117,7 +117,7 @@ impl Topology {
             notes: Vec::new(),
             run: None,
             clusters: None,
-            copies: None,
+            copies_to_shared: None,
         }
     }
 

@@ -25,7 +25,7 @@ fn cycles(value: f64) -> String {
 /// the one with the highest bandwidth at that size (among the linear copies; the tensor
 /// form's tiles are compared with the linear sizes of the same bytes).
 pub(super) fn rows(topo: &Topology) -> Vec<[String; 7]> {
-    let Some(copies) = &topo.copies else {
+    let Some(copies) = &topo.copies_to_shared else {
         return Vec::new();
     };
     let best = |bytes: u64, key: fn(&crate::CopyAtSize) -> Option<f64>, lowest: bool| {
@@ -93,12 +93,12 @@ pub(super) fn rows(topo: &Topology) -> Vec<[String; 7]> {
 
 /// Lines for the paths the device lacks and where the copies read from.
 pub(super) fn lines(topo: &Topology) -> Vec<String> {
-    let Some(copies) = &topo.copies else {
+    let Some(copies) = &topo.copies_to_shared else {
         return Vec::new();
     };
     let mut lines = Vec::new();
     if let Some(source) = &copies.source {
-        lines.push(format!("Copies read {source}"));
+        lines.push(format!("CopiesToShared read {source}"));
     }
     for na in &copies.not_applicable {
         lines.push(format!("{}: {}", na.path.label(), na.reason));
@@ -117,7 +117,7 @@ pub(super) fn lines(topo: &Topology) -> Vec<String> {
 ///     latency_p5: Some(Cycles(600.0)), bytes_per_clock_per_sm: Some(90.0),
 ///     gigabytes_per_second: Some(20000.0), launch: None,
 /// };
-/// topo.copies = Some(Copies {
+/// topo.copies_to_shared = Some(CopiesToShared {
 ///     paths: vec![CopyPathResult { path: CopyPathKind::Bulk, sizes: vec![size] }],
 ///     ..Default::default()
 /// });
