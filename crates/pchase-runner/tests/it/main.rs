@@ -5,6 +5,7 @@ mod geometry;
 mod golden;
 mod gpu;
 mod gpu_bandwidth;
+mod gpu_copy;
 mod l2_confirm;
 mod levels;
 mod mlp;
