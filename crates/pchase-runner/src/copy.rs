@@ -141,8 +141,8 @@ impl CopyRequest {
 
     /// The first region block `block` copies in round `round`.
     pub fn first_region(&self, block: u32, round: u32) -> u64 {
-        let q = (u64::from(round) * u64::from(self.grid) + u64::from(block))
-            * u64::from(self.depth);
+        let q =
+            (u64::from(round) * u64::from(self.grid) + u64::from(block)) * u64::from(self.depth);
         q % self.source.regions().max(1)
     }
 

@@ -407,7 +407,11 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
         };
         d.change("shared_physical_caches".into(), show(ga), show(gb));
     }
-    copies::diff(&mut d, before.copies_to_shared.as_ref(), after.copies_to_shared.as_ref());
+    copies::diff(
+        &mut d,
+        before.copies_to_shared.as_ref(),
+        after.copies_to_shared.as_ref(),
+    );
     d.result.conditions = condition_changes(before, after);
     d.result.notes = note_changes(before, after);
     d.result

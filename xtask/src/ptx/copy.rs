@@ -30,7 +30,9 @@ pub fn entry(kernel: &'static Kernel, path: CopyPath) -> Result<String, String> 
     w.ins("mul.lo.u32 %r_q, %r_q, %r_depth");
     w.ins("rem.u32 %r_q, %r_q, %r_regions");
     if path == CopyPath::BulkTensor2d {
-        w.comment("Tile q sits at x = (q mod tiles_per_row) x box_w, y = (q / tiles_per_row) x box_h.");
+        w.comment(
+            "Tile q sits at x = (q mod tiles_per_row) x box_w, y = (q / tiles_per_row) x box_h.",
+        );
         w.ins("rem.u32 %r_x, %r_q, %r_tiles_per_row");
         w.ins("mul.lo.u32 %r_x, %r_x, %r_box_w");
         w.ins("div.u32 %r_y, %r_q, %r_tiles_per_row");

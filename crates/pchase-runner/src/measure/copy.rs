@@ -126,7 +126,7 @@ fn source(path: CopyPath, bytes: u32, tile: Option<(u32, u32)>, regions: u64) ->
 /// (and four copies) read once in the warm-up rounds.
 pub fn latency_request(path: CopyPath, bytes: u32, tile: Option<(u32, u32)>) -> CopyRequest {
     let span = LATENCY_SPAN_BYTES.max(4 * u64::from(bytes));
-    let source = source(path, bytes, tile, span / u64::from(bytes));
+    let source = source(path, bytes, tile, span.div_ceil(u64::from(bytes)));
     let regions = u32::try_from(source.regions()).unwrap_or(u32::MAX);
     CopyRequest {
         path,
@@ -255,7 +255,10 @@ mod tests {
         let max = max_copy_bytes(device.shared_per_block_optin_bytes);
         for path in CopyPath::ALL {
             let list: Vec<(u32, Option<(u32, u32)>)> = if path == CopyPath::BulkTensor2d {
-                tiles(max).into_iter().map(|t| (t.0 * t.1 * 4, Some(t))).collect()
+                tiles(max)
+                    .into_iter()
+                    .map(|t| (t.0 * t.1 * 4, Some(t)))
+                    .collect()
             } else {
                 linear_sizes(max).into_iter().map(|b| (b, None)).collect()
             };

@@ -80,8 +80,8 @@ impl SimBackend {
             longest = longest.max(ideal * f64::from(request.warmup_rounds + request.rounds));
             blocks.push(CopyBlock { sm, cycles, rounds });
         }
-        let gpu_time = LAUNCH_OVERHEAD
-            + Duration::from_secs_f64(longest / (self.profile.clock.sm_mhz * 1e6));
+        let gpu_time =
+            LAUNCH_OVERHEAD + Duration::from_secs_f64(longest / (self.profile.clock.sm_mhz * 1e6));
         Ok(CopyRun { blocks, gpu_time })
     }
 }

@@ -41,7 +41,11 @@ fn every_bundled_profile_is_recovered_or_not_applicable() {
         let topo = report::to_topology(&profile.device, &m, "test");
         topo.validate().expect("valid topology");
         let hopper = profile.device.compute_capability.major >= 9;
-        assert_eq!(m.copies_to_shared.paths.len(), if hopper { 7 } else { 0 }, "{name}");
+        assert_eq!(
+            m.copies_to_shared.paths.len(),
+            if hopper { 7 } else { 0 },
+            "{name}"
+        );
         if hopper {
             let section = topo.copies_to_shared.as_ref().expect("section");
             assert!(section.not_applicable.is_empty());
@@ -92,7 +96,15 @@ fn a_profile_without_copies_fails_the_benchmark_not_the_session() {
     profile.copies = None;
     let m = measure(&profile);
     assert!(m.copies_to_shared.paths.is_empty());
-    assert_eq!(m.copies_to_shared.failures.len(), 7, "{:?}", m.copies_to_shared.failures);
+    assert_eq!(
+        m.copies_to_shared.failures.len(),
+        7,
+        "{:?}",
+        m.copies_to_shared.failures
+    );
     let topo = report::to_topology(&profile.device, &m, "test");
-    assert!(topo.notes.iter().any(|n| n.message.contains("describes no copies")));
+    assert!(topo
+        .notes
+        .iter()
+        .any(|n| n.message.contains("describes no copies")));
 }

@@ -53,8 +53,9 @@ pub(super) fn diff(d: &mut Differ, a: Option<&CopiesToShared>, b: Option<&Copies
                 ),
             }
         }
-        let na =
-            |c: Option<&CopiesToShared>| c.is_some_and(|c| c.not_applicable.iter().any(|n| n.path == path));
+        let na = |c: Option<&CopiesToShared>| {
+            c.is_some_and(|c| c.not_applicable.iter().any(|n| n.path == path))
+        };
         if na(a) != na(b) {
             let word = |n: bool| if n { "not applicable" } else { "-" };
             d.change(

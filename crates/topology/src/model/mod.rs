@@ -10,7 +10,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use cluster::{ClusterResidency, Clusters, DsmemAtSize, Gpc, RankLatency};
-pub use copy::{CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind, CopyPathResult};
+pub use copy::{
+    CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind, CopyPathResult,
+};
 pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
 

@@ -98,7 +98,7 @@ pub(super) fn lines(topo: &Topology) -> Vec<String> {
     };
     let mut lines = Vec::new();
     if let Some(source) = &copies.source {
-        lines.push(format!("CopiesToShared read {source}"));
+        lines.push(format!("Copies to shared memory read {source}"));
     }
     for na in &copies.not_applicable {
         lines.push(format!("{}: {}", na.path.label(), na.reason));

@@ -314,7 +314,10 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
         for (i, path) in copies.paths.iter().enumerate() {
             for (j, size) in path.sizes.iter().enumerate() {
                 if let Some(latency) = &size.latency {
-                    check.latency(&format!("copies_to_shared.paths[{i}].sizes[{j}].latency"), latency);
+                    check.latency(
+                        &format!("copies_to_shared.paths[{i}].sizes[{j}].latency"),
+                        latency,
+                    );
                 }
             }
         }

@@ -17,8 +17,8 @@ use crate::{
     error::RunnerError,
     measure::{
         copy::{
-            bandwidth_request, bandwidth_shape, latency_request, linear_sizes, max_copy_bytes,
-            p5, tiles, CopyAtSize, CopyPathFinding,
+            bandwidth_request, bandwidth_shape, latency_request, linear_sizes, max_copy_bytes, p5,
+            tiles, CopyAtSize, CopyPathFinding,
         },
         report::copies as report_copies,
         Measurements, Session,
@@ -220,9 +220,9 @@ impl Benchmark for AsyncCopy {
             let truth = spec
                 .path(path)
                 .ok_or_else(|| format!("the profile lacks copies.paths.{path}"))?;
-            let result = found.path(path).ok_or_else(|| {
-                format!("{path} was not measured ({:?})", found.failures)
-            })?;
+            let result = found
+                .path(path)
+                .ok_or_else(|| format!("{path} was not measured ({:?})", found.failures))?;
             let want: Vec<u32> = sizes(path, device).iter().map(|(b, _)| *b).collect();
             let got: Vec<u32> = result.sizes.iter().map(|s| s.bytes).collect();
             if got != want {
@@ -272,7 +272,9 @@ mod tests {
             lack.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
             [CopyPath::Bulk, CopyPath::BulkTensor2d]
         );
-        assert!(lack[0].1.contains("need compute capability 9.0, the device has 8.0"));
+        assert!(lack[0]
+            .1
+            .contains("need compute capability 9.0, the device has 8.0"));
         device.compute_capability = crate::device::ComputeCapability { major: 7, minor: 0 };
         assert!(applicable(&device).0.is_empty());
     }

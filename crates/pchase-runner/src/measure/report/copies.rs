@@ -3,8 +3,8 @@
 
 use pchase_kernels::copy::CopyPath;
 use topology::{
-    Bytes, CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind,
-    CopyPathResult, Cycles, Latency, Note, NoteSeverity, Topology,
+    Bytes, CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind, CopyPathResult,
+    Cycles, Latency, Note, NoteSeverity, Topology,
 };
 
 use crate::measure::Measurements;
