@@ -18,16 +18,21 @@ pub enum CopyPathKind {
     /// Every thread loads 16 bytes (`ld.global.cg.v4`) and stores them (`st.shared.v4`).
     PlainV16,
     /// `cp.async.ca.shared.global`, 4 bytes per thread and instruction.
+    #[serde(rename = "cp_async_ca_4")]
     CpAsyncCa4,
     /// `cp.async.ca.shared.global`, 8 bytes.
+    #[serde(rename = "cp_async_ca_8")]
     CpAsyncCa8,
     /// `cp.async.ca.shared.global`, 16 bytes.
+    #[serde(rename = "cp_async_ca_16")]
     CpAsyncCa16,
     /// `cp.async.cg.shared.global`, 16 bytes.
+    #[serde(rename = "cp_async_cg_16")]
     CpAsyncCg16,
     /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes` (TMA, one thread).
     Bulk,
     /// `cp.async.bulk.tensor.2d…tile.mbarrier::complete_tx::bytes` through a tensor map.
+    #[serde(rename = "bulk_tensor_2d")]
     BulkTensor2d,
 }
 
