@@ -55,10 +55,17 @@ fn every_bundled_profile_is_recovered_or_not_applicable() {
             assert!(text.contains("TMA bulk"), "{text}");
         } else {
             assert_eq!(m.copies_to_shared.not_applicable.len(), 7, "{name}");
-            assert!(topo
+            let notes: Vec<&str> = topo
                 .notes
                 .iter()
-                .any(|n| n.message.starts_with("not applicable: cp.async need")));
+                .map(|n| n.message.as_str())
+                .filter(|m| m.starts_with("not applicable: "))
+                .collect();
+            // One sentence per family: plain, cp.async, bulk.
+            assert_eq!(notes.len(), 3, "{notes:?}");
+            assert!(notes
+                .iter()
+                .any(|m| m.starts_with("not applicable: cp.async (")));
         }
     }
 }

@@ -91,7 +91,7 @@ pub(super) fn rows(topo: &Topology) -> Vec<[String; 7]> {
     rows
 }
 
-/// Lines for the paths the device lacks and where the copies read from.
+/// Where the copies read from, and the paths the device lacks where no note says so.
 pub(super) fn lines(topo: &Topology) -> Vec<String> {
     let Some(copies) = &topo.copies_to_shared else {
         return Vec::new();
@@ -100,9 +100,16 @@ pub(super) fn lines(topo: &Topology) -> Vec<String> {
     if let Some(source) = &copies.source {
         lines.push(format!("Copies to shared memory read {source}"));
     }
+    // Paths the device lacks, once per reason; the notes usually carry the same sentence
+    // (then it is not repeated here).
+    let mut reasons: Vec<&str> = Vec::new();
     for na in &copies.not_applicable {
-        lines.push(format!("{}: {}", na.path.label(), na.reason));
+        let noted = topo.notes.iter().any(|n| n.message == na.reason);
+        if !noted && !reasons.contains(&na.reason.as_str()) {
+            reasons.push(&na.reason);
+        }
     }
+    lines.extend(reasons.into_iter().map(str::to_owned));
     lines
 }
 

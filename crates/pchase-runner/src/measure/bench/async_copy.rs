@@ -53,20 +53,15 @@ fn applicable(device: &DeviceInfo) -> (Vec<CopyPath>, Vec<(CopyPath, String)>) {
         if cc >= path.min_capability() {
             have.push(path);
         } else {
-            let what = if path.is_bulk() {
-                "the tensor memory accelerator's bulk copies (cp.async.bulk)"
+            let need = path.min_capability();
+            let reason = if path.is_bulk() {
+                format!("not applicable: the tensor memory accelerator's bulk copies (paths bulk, bulk_tensor_2d) need compute capability {need}, the device has {cc}")
             } else if path == CopyPath::Plain16 {
-                "the plain-load baseline (measured beside cp.async only)"
+                format!("not applicable: the plain-load baseline (path plain_v16) is measured beside cp.async only, which needs compute capability {need}; the device has {cc}")
             } else {
-                "cp.async"
+                format!("not applicable: cp.async (paths cp_async_ca_4, _8, _16, cp_async_cg_16) needs compute capability {need}, the device has {cc}")
             };
-            lack.push((
-                path,
-                format!(
-                    "not applicable: {what} need compute capability {}, the device has {cc} ({path})",
-                    path.min_capability()
-                ),
-            ));
+            lack.push((path, reason));
         }
     }
     (have, lack)
