@@ -56,8 +56,13 @@ impl Module {
     /// when it starts: the bandwidth module, kernel by kernel
     /// ([`crate::bandwidth::kernel_ptx`]), so that only the shapes a search visits are
     /// JIT-compiled.
+    ///
+    /// The copy modules (`asynccopy`, `tma`) are loaded whole, the first time one of their
+    /// kernels is launched, for the same reason: only the copy benchmark needs them.
     pub fn loaded_on_demand(&self) -> bool {
         std::ptr::eq(self, crate::bandwidth::module())
+            || std::ptr::eq(self, crate::copy::async_copy_module())
+            || std::ptr::eq(self, crate::copy::tma_module())
     }
 
     /// Whether a device of compute capability `device` can load the module.
@@ -73,14 +78,19 @@ pub enum ParamType {
     U32,
     /// `.u64`: device pointers, texture objects, element strides, cycle counts.
     U64,
+    /// `.align 64 .b8 [128]`: an opaque `CUtensorMap` passed by value (the
+    /// `__grid_constant__` form); the kernel takes its address with `cvta.param`.
+    TensorMap,
 }
 
 impl ParamType {
-    /// The PTX spelling (`.u32`, `.u64`).
+    /// The PTX spelling of the type (`.u32`, `.u64`, `.align 64 .b8` for the tensor map,
+    /// whose declaration adds the array size: [`ParamType::declaration`]).
     pub fn ptx(self) -> &'static str {
         match self {
             ParamType::U32 => ".u32",
             ParamType::U64 => ".u64",
+            ParamType::TensorMap => ".align 64 .b8",
         }
     }
 
@@ -89,6 +99,24 @@ impl ParamType {
         match self {
             ParamType::U32 => 4,
             ParamType::U64 => 8,
+            ParamType::TensorMap => 128,
+        }
+    }
+
+    /// The declaration in an entry's parameter list, without `.param`.
+    ///
+    /// ```
+    /// use pchase_kernels::ParamType;
+    /// assert_eq!(ParamType::U32.declaration("param_steps"), ".u32 param_steps");
+    /// assert_eq!(
+    ///     ParamType::TensorMap.declaration("param_tmap"),
+    ///     ".align 64 .b8 param_tmap[128]"
+    /// );
+    /// ```
+    pub fn declaration(self, name: &str) -> String {
+        match self {
+            ParamType::TensorMap => format!("{} {name}[{}]", self.ptx(), self.size_bytes()),
+            _ => format!("{} {name}", self.ptx()),
         }
     }
 }
@@ -179,6 +207,8 @@ pub enum KernelKind {
     PartitionMap,
     /// A bandwidth kernel: streaming accesses of one shape (`crate::bandwidth`).
     Bandwidth(BandwidthKernel),
+    /// A copy from global to shared memory in rounds (`crate::copy`).
+    Copy(crate::copy::CopyPath),
 }
 
 /// How a kernel's dynamic shared memory is laid out; every array holds `u32`.
@@ -201,6 +231,13 @@ pub enum SharedLayout {
     /// One buffer the launch sizes (the bandwidth kernels' shared region): its bytes are
     /// passed to [`Kernel::dynamic_shared_bytes`] as `4 * shared_chain_elems`.
     Buffer,
+    /// A header of `header` bytes (the copy kernels' mbarrier, padded), then a buffer the
+    /// launch sizes (their slots), passed as `4 * shared_chain_elems` like
+    /// [`SharedLayout::Buffer`].
+    HeaderThenBuffer {
+        /// Bytes before the buffer; a multiple of 16.
+        header: u32,
+    },
 }
 
 impl SharedLayout {
@@ -212,7 +249,8 @@ impl SharedLayout {
             SharedLayout::None
             | SharedLayout::Timings
             | SharedLayout::HeaderThenTimings { .. }
-            | SharedLayout::Buffer => None,
+            | SharedLayout::Buffer
+            | SharedLayout::HeaderThenBuffer { .. } => None,
         }
     }
 
@@ -226,6 +264,7 @@ impl SharedLayout {
             SharedLayout::TimingsThenChain => timings + chain,
             SharedLayout::HeaderThenTimings { header } => u64::from(header) + timings,
             SharedLayout::Buffer => chain,
+            SharedLayout::HeaderThenBuffer { header } => u64::from(header) + chain,
         }
     }
 }

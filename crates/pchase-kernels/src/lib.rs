@@ -14,6 +14,9 @@
 //! * `bandwidth` (`.version 7.0`, `.target sm_50`): streaming reads, writes and copies at
 //!   every vector width and unroll ([`bandwidth`]), loaded only when a bandwidth benchmark
 //!   runs ([`Module::loaded_on_demand`]).
+//! * `asynccopy` (`.version 7.0`, `.target sm_80`) and `tma` (`.version 8.0`, `.target
+//!   sm_90`): copies from global to shared memory by `cp.async`, plain loads and the tensor
+//!   memory accelerator's bulk copies ([`copy`]), also loaded on demand.
 //!
 //! The crate has no CUDA dependency: a runner loads [`Module::ptx`], looks up
 //! [`Kernel::entry`] and passes arguments in the order of [`Kernel::params`].
@@ -37,6 +40,7 @@
 pub mod bandwidth;
 mod capability;
 pub mod catalogue;
+pub mod copy;
 mod error;
 mod kernel;
 mod path;

@@ -20,6 +20,7 @@
 pub mod backend;
 pub mod bandwidth;
 pub mod cluster;
+pub mod copy;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod device;

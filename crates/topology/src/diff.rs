@@ -19,7 +19,10 @@
 //!   present on one side only are listed in [`TopologyDiff::notes`]: a warning or
 //!   a failed benchmark that appears or disappears is a difference too. Info notes
 //!   are context and quote measured numbers (every run's differ), so they are not
-//!   compared.
+//!   compared;
+//! - copies (schema 1.6): each path's latency per size by the latency rule, its
+//!   bandwidth when it moved by more than 5 % (or the relative tolerance, if larger),
+//!   and a path that became applicable or not.
 //!
 //! ```
 //! use topology::*;
@@ -39,6 +42,8 @@
 //! ```
 
 use std::fmt;
+
+mod copies;
 
 use crate::model::{ElementKind, Note, NoteSeverity, Topology};
 use crate::quantity::{Count, Latency, Provenance, Size, SizeBound};
@@ -402,6 +407,11 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
         };
         d.change("shared_physical_caches".into(), show(ga), show(gb));
     }
+    copies::diff(
+        &mut d,
+        before.copies_to_shared.as_ref(),
+        after.copies_to_shared.as_ref(),
+    );
     d.result.conditions = condition_changes(before, after);
     d.result.notes = note_changes(before, after);
     d.result

@@ -8,6 +8,7 @@
 
 mod bandwidth;
 mod chase;
+mod copy;
 mod writer;
 
 use std::fs;
@@ -80,9 +81,16 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             constant.len()
         ));
     }
+    // The tensor copy's destination must be 128-byte aligned (its slots are multiples of
+    // 128 bytes from the start of dynamic shared memory), so module `tma` declares that.
+    let align = if std::ptr::eq(module, pchase_kernels::copy::tma_module()) {
+        128
+    } else {
+        16
+    };
     out.push_str(&format!(
         "// Sized per launch (shared_mem_bytes); layouts in docs/ptx.md.\n\
-         .extern .shared .align 16 .b8 {DYNAMIC_SHARED}[];\n"
+         .extern .shared .align {align} .b8 {DYNAMIC_SHARED}[];\n"
     ));
 
     let mut entries = 0;
@@ -103,6 +111,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
                 chase::two_phase_entry(kernel, first, second)?
             }
             KernelKind::Bandwidth(shape) => bandwidth::entry(kernel, shape)?,
+            KernelKind::Copy(path) => copy::entry(kernel, path)?,
             other => return Err(format!("no PTX template for kernel kind {other:?}")),
         };
         out.push('\n');

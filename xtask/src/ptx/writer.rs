@@ -179,7 +179,12 @@ impl EntryWriter {
             .kernel
             .params()
             .iter()
-            .map(|param| format!("\t.param {} param_{}", param.ty().ptx(), param.name()))
+            .map(|param| {
+                format!(
+                    "\t.param {}",
+                    param.ty().declaration(&format!("param_{}", param.name()))
+                )
+            })
             .collect();
         // Writing into a String cannot fail.
         let _ = writeln!(out, ".visible .entry {}(", self.kernel.entry());

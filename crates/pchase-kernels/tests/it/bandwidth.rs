@@ -15,7 +15,7 @@ fn body<'a>(ptx: &'a str, name: &str) -> &'a str {
 }
 
 #[test]
-fn every_shape_has_one_kernel_and_only_the_bandwidth_module_loads_on_demand() {
+fn every_shape_has_one_kernel_and_only_the_bandwidth_and_copy_modules_load_on_demand() {
     for op in BandwidthOp::ALL {
         for vector in VECTOR_BYTES {
             for unroll in UNROLLS {
@@ -38,7 +38,7 @@ fn every_shape_has_one_kernel_and_only_the_bandwidth_module_loads_on_demand() {
     for module in catalogue::modules() {
         assert_eq!(
             module.loaded_on_demand(),
-            module.name() == "bandwidth",
+            ["bandwidth", "asynccopy", "tma"].contains(&module.name()),
             "{}",
             module.name()
         );

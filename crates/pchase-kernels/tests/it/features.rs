@@ -103,9 +103,13 @@ fn only_kernels_that_copy_a_chain_or_run_phases_use_a_barrier() {
         );
         // The shared-memory bandwidth kernels fill their buffer before reading it.
         let fills_shared = kernel.shared_layout() == pchase_kernels::SharedLayout::Buffer;
+        // The copy kernels whose threads copy wait for each other at every round's end;
+        // the bulk copies' one thread waits on an mbarrier instead.
+        let threads_copy =
+            pchase_kernels::copy::path_of(kernel).is_some_and(|p| p.thread_width().is_some());
         assert_eq!(
             barriers > 0,
-            copies_chain || runs_phases || fills_shared,
+            copies_chain || runs_phases || fills_shared || threads_copy,
             "{}",
             kernel.entry()
         );

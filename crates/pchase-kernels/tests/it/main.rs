@@ -2,6 +2,7 @@
 
 mod bandwidth;
 mod catalogue;
+mod copy;
 mod entries;
 mod features;
 mod headers;

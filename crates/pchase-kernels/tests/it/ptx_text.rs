@@ -263,9 +263,17 @@ pub fn parse_module(text: &str) -> PtxModule {
                 .into_iter()
                 .map(|p| {
                     let words: Vec<&str> = p.split_whitespace().collect();
-                    assert_eq!(words.len(), 3, "parameter `{p}` of {name}");
                     assert_eq!(words[0], ".param", "parameter `{p}` of {name}");
-                    (words[1].to_owned(), words[2].to_owned())
+                    match words.len() {
+                        3 => (words[1].to_owned(), words[2].to_owned()),
+                        // `.param .align 64 .b8 param_tmap[128]`: the type with its
+                        // alignment, the name without the array size.
+                        5 => (
+                            words[1..4].join(" "),
+                            words[4].split('[').next().unwrap_or_default().to_owned(),
+                        ),
+                        _ => panic!("parameter `{p}` of {name}"),
+                    }
                 })
                 .collect();
             let brace = close + rest[close..].find('{').expect("entry without body");

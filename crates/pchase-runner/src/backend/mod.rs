@@ -435,4 +435,21 @@ pub trait Backend {
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
         None
     }
+
+    /// Runs a copy from global to shared memory ([`crate::copy::CopyRequest`]). The
+    /// benchmark asks only for paths the device's compute capability has; the default
+    /// answers [`RunnerError::Unsupported`] (a backend without copies).
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the request does not fit the device or the launch fails.
+    fn copy(
+        &mut self,
+        request: &crate::copy::CopyRequest,
+    ) -> Result<crate::copy::CopyRun, RunnerError> {
+        Err(RunnerError::Unsupported {
+            kernel: request.kernel().entry(),
+            needed: request.path.min_capability().to_string(),
+            found: self.device().compute_capability.to_string(),
+        })
+    }
 }

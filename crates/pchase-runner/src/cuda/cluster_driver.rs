@@ -70,7 +70,7 @@ type OccupancyMaxActiveClusters = unsafe extern "C" fn(
 ) -> CuResult;
 
 /// The driver's function `name`, as of CUDA 12.0's ABI.
-fn proc_address(name: &'static str) -> Result<*mut c_void, RunnerError> {
+pub(super) fn proc_address(name: &'static str) -> Result<*mut c_void, RunnerError> {
     let symbol = CString::new(name).expect("entry point names have no NUL");
     let mut pfn: *mut c_void = ptr::null_mut();
     // SAFETY: valid NUL-terminated name and out-pointer; flags 0 is CU_GET_PROC_ADDRESS_DEFAULT.

@@ -156,6 +156,8 @@ pub enum Arg {
     U32(u32),
     /// A `.u64` parameter (pointers and texture objects too).
     U64(u64),
+    /// A 128-byte `CUtensorMap` passed by value (`ParamType::TensorMap`).
+    TensorMap([u64; 16]),
 }
 
 /// A kernel of a loaded module.
@@ -242,7 +244,9 @@ impl LoadedFunction {
             }
             let type_ok = matches!(
                 (param.ty(), arg),
-                (ParamType::U32, Arg::U32(_)) | (ParamType::U64, Arg::U64(_))
+                (ParamType::U32, Arg::U32(_))
+                    | (ParamType::U64, Arg::U64(_))
+                    | (ParamType::TensorMap, Arg::TensorMap(_))
             );
             if !type_ok {
                 return Err(RunnerError::InvalidRequest(format!(
@@ -276,6 +280,7 @@ pub fn arg_pointers(ordered: &mut [Arg]) -> Vec<*mut c_void> {
         .map(|arg| match arg {
             Arg::U32(v) => (v as *mut u32).cast(),
             Arg::U64(v) => (v as *mut u64).cast(),
+            Arg::TensorMap(map) => map.as_mut_ptr().cast(),
         })
         .collect()
 }

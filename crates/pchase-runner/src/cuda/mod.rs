@@ -7,8 +7,10 @@
 //! settings), `chains` (laying out, writing and verifying chains; the L2 flush),
 //! `chase` (the chase and two-phase launches, texture binding included), `pinned` (the
 //! SM-pinned chase and the partition map), `clock` (clock overhead and SM clock),
-//! `cluster` (the thread-block-cluster requests) and `cluster_driver` (`cuLaunchKernelEx`
-//! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`).
+//! `cluster` (the thread-block-cluster requests), `cluster_driver` (`cuLaunchKernelEx`
+//! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`), `copy` (copies
+//! from global to shared memory) and `tensor_map` (`cuTensorMapEncodeTiled`, looked up the
+//! same way).
 
 mod bandwidth;
 mod chains;
@@ -16,6 +18,7 @@ mod chase;
 mod clock;
 mod cluster;
 mod cluster_driver;
+mod copy;
 mod device;
 mod driver;
 mod errors;
@@ -24,6 +27,7 @@ mod handles;
 mod launch;
 mod peer;
 mod pinned;
+mod tensor_map;
 
 use pchase_kernels::{catalogue, Kernel};
 
@@ -61,6 +65,7 @@ pub fn describe_result(code: u32) -> String {
 pub struct CudaBackend {
     single_thread_fill: bool,
     bandwidth: bandwidth::BandwidthState,
+    copy: copy::CopyState,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -117,6 +122,7 @@ impl CudaBackend {
         Ok(CudaBackend {
             single_thread_fill: false,
             bandwidth: bandwidth::BandwidthState::default(),
+            copy: copy::CopyState::default(),
             chain_buffer: None,
             flush_buffer: None,
             modules,
@@ -206,6 +212,13 @@ impl Backend for CudaBackend {
     fn quick_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         // About 1 ms: 0.1 % against the microsecond resolution, enough to see a drop of 3 %.
         self.sm_clock_over(2_000_000)
+    }
+
+    fn copy(
+        &mut self,
+        request: &crate::copy::CopyRequest,
+    ) -> Result<crate::copy::CopyRun, RunnerError> {
+        self.run_copy(request)
     }
 
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod carveout;
 pub mod cluster;
 mod constant_l15;
+pub mod copy;
 mod fine;
 pub mod hierarchy;
 pub mod l2;

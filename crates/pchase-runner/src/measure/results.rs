@@ -113,6 +113,9 @@ pub struct Measurements {
     pub mlp: Vec<(ElementKind, super::mlp::MlpFinding)>,
     /// Thread-block clusters: DSMEM, the GPC map, or why they are not applicable.
     pub clusters: super::cluster::ClusterFindings,
+    /// Copies from global to shared memory: latency and bandwidth per path and size, or
+    /// why a path is not applicable (benchmark `async-copy`, `--deep`).
+    pub copies_to_shared: super::copy::CopyFindings,
     /// Timings per benchmark.
     pub timings: Vec<Timing>,
     /// Benchmarks the sentinels found disturbed

@@ -48,6 +48,7 @@
 mod bandwidth;
 mod cache;
 mod cluster;
+mod copy;
 mod mlp;
 mod model;
 mod profile;
@@ -64,9 +65,9 @@ use rand_distr::{Distribution, Normal};
 pub use bandwidth::{BandwidthSpec, LevelThroughput};
 pub use mlp::MlpSpec;
 pub use profile::{
-    Associativity, CacheSpec, ClockSpec, ClusterSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec,
-    Replacement, SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES,
-    SIM_MEMORY_BUDGET,
+    Associativity, CacheSpec, ClockSpec, ClusterSpec, CopyPathSpec, CopySpec, L2Interleave, L2Spec,
+    MemorySpec, NoiseSpec, Replacement, SharedMemorySpec, SimProfile, UnifiedStore,
+    CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
 pub use tlb::{TlbLevelSpec, TlbSpec};

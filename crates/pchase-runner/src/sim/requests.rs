@@ -288,6 +288,13 @@ impl Backend for SimBackend {
         Ok(u32::try_from(*median).unwrap_or(u32::MAX))
     }
 
+    fn copy(
+        &mut self,
+        request: &crate::copy::CopyRequest,
+    ) -> Result<crate::copy::CopyRun, RunnerError> {
+        self.run_copy(request)
+    }
+
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
         if self.profile.clusters.is_some() {
             Some(self)

@@ -1,9 +1,11 @@
 //! Integration tests of pchase-runner: one binary, one module per topic.
 
+mod async_copy;
 mod geometry;
 mod golden;
 mod gpu;
 mod gpu_bandwidth;
+mod gpu_copy;
 mod l2_confirm;
 mod levels;
 mod mlp;

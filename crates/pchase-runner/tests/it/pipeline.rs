@@ -76,6 +76,7 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
                 m.clusters.local_read_bytes_per_cycle = None;
                 m.clusters.not_applicable = None;
             }
+            "async-copy" => m.copies_to_shared = Default::default(),
             _ => {
                 m.sharing.clear();
                 m.copies.clear();

@@ -2,6 +2,7 @@
 //! topology that holds them.
 
 mod cluster;
+mod copy;
 mod device;
 mod element;
 
@@ -9,6 +10,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use cluster::{ClusterResidency, Clusters, DsmemAtSize, Gpc, RankLatency};
+pub use copy::{
+    CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind, CopyPathResult,
+};
 pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
 
@@ -96,6 +100,10 @@ pub struct Topology {
     /// Thread-block clusters: the GPCs and distributed shared memory (schema 1.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<Clusters>,
+    /// CopiesToShared from global to shared memory: the tensor memory accelerator, `cp.async` and
+    /// plain loads, per size (schema 1.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies_to_shared: Option<CopiesToShared>,
 }
 
 impl Topology {
@@ -111,6 +119,7 @@ impl Topology {
             notes: Vec::new(),
             run: None,
             clusters: None,
+            copies_to_shared: None,
         }
     }
 

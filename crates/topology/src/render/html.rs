@@ -82,6 +82,19 @@ pub fn html(topo: &Topology, raw: Option<&RawData>) -> String {
             bandwidth.into_iter().map(|r| r.to_vec()),
         );
     }
+    let copies = super::copies::rows(topo);
+    if !copies.is_empty() {
+        let _ = writeln!(out, "<h2>Copies from global to shared memory</h2>");
+        table(
+            &mut out,
+            &super::copies::HEADERS,
+            &[2, 3, 4],
+            copies.into_iter().map(|r| r.to_vec()),
+        );
+    }
+    for line in super::copies::lines(topo) {
+        let _ = writeln!(out, "<p>{}</p>", escape(&line));
+    }
     carveout(&mut out, topo);
     latencies(&mut out, topo);
     let _ = writeln!(out, "<h2>Sizes and their evidence</h2>");

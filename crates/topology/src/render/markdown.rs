@@ -85,6 +85,23 @@ pub fn markdown(topo: &Topology) -> String {
         }
     }
 
+    let copies = super::copies::rows(topo);
+    let copy_lines = super::copies::lines(topo);
+    if !copies.is_empty() || !copy_lines.is_empty() {
+        let _ = writeln!(out, "\n## Copies from global to shared memory\n");
+        if !copies.is_empty() {
+            let _ = writeln!(out, "| {} |", super::copies::HEADERS.join(" | "));
+            let _ = writeln!(out, "|{}", " --- |".repeat(super::copies::HEADERS.len()));
+            for row in &copies {
+                let cells: Vec<String> = row.iter().map(|c| md_escape(c)).collect();
+                let _ = writeln!(out, "| {} |", cells.join(" | "));
+            }
+        }
+        for line in copy_lines {
+            let _ = writeln!(out, "- {}", md_escape(&line));
+        }
+    }
+
     if let Some(p) = topo.l2_partitions() {
         let _ = writeln!(out, "\n## L2 partitions as one SM sees them\n");
         if let Some(count) = p.count {

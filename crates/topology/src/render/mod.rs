@@ -9,6 +9,7 @@
 
 mod bandwidth;
 mod clusters;
+mod copies;
 mod html;
 mod markdown;
 mod number;
@@ -297,6 +298,7 @@ pub fn table(topo: &Topology) -> String {
         let _ = writeln!(out, "[{}] {entry}", i + 1);
     }
     out.push_str(&bandwidth::text_table(topo));
+    out.push_str(&copies::text_table(topo));
     for line in cluster_lines(topo) {
         let _ = writeln!(out, "{line}");
     }

@@ -307,6 +307,21 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
     if let Some(Err(message)) = topology.clusters.as_ref().map(|c| c.check()) {
         check.fail("clusters", message);
     }
+    if let Some(copies) = &topology.copies_to_shared {
+        if let Err(message) = copies.check() {
+            check.fail("copies_to_shared", message);
+        }
+        for (i, path) in copies.paths.iter().enumerate() {
+            for (j, size) in path.sizes.iter().enumerate() {
+                if let Some(latency) = &size.latency {
+                    check.latency(
+                        &format!("copies_to_shared.paths[{i}].sizes[{j}].latency"),
+                        latency,
+                    );
+                }
+            }
+        }
+    }
     let device = &topology.device;
     if device.name.trim().is_empty() {
         check.fail("device.name", "must not be empty");

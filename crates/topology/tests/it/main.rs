@@ -1,6 +1,7 @@
 //! Integration tests of the `topology` crate (one binary, topic modules).
 
 mod clusters;
+mod copies;
 mod diff;
 mod fixtures;
 mod fleet;

@@ -18,6 +18,7 @@
 //! assert_eq!(planned, ["constant-l1", "constant-l15", "sharing", "copies"]);
 //! ```
 
+mod async_copy;
 mod bandwidth;
 mod dsmem;
 mod gpc;
@@ -131,6 +132,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &bandwidth::BANDWIDTH_MEMORY,
     &gpc::GPC_MAP,
     &dsmem::DSMEM,
+    &async_copy::ASYNC_COPY,
 ];
 
 /// The registered benchmark called `name`.

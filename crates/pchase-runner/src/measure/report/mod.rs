@@ -10,6 +10,7 @@ use super::{bench::REGISTRY, ElementResult, Measurements, SizeAtCarveout, SizeFi
 use crate::{backend::Carveout, device::DeviceInfo};
 
 pub(crate) mod clusters;
+pub(crate) mod copies;
 mod l2;
 pub(crate) use l2::l2_findings;
 

@@ -12,11 +12,13 @@
 //! hierarchies for property tests).
 
 mod cluster;
+mod copy;
 mod load;
 mod random;
 mod validate;
 
 pub use cluster::ClusterSpec;
+pub use copy::{CopyPathSpec, CopySpec};
 
 use std::collections::BTreeMap;
 
@@ -88,6 +90,11 @@ pub struct SimProfile {
     /// clusters (compute capability below 9.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<ClusterSpec>,
+    /// Copies from global to shared memory (`cp.async`, the bulk copies, plain loads), per
+    /// path; absent where no path was described (then the copy benchmark fails where the
+    /// device's compute capability has paths, and is "not applicable" where it has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<CopySpec>,
 }
 
 /// The SM clock and the cost of reading it.

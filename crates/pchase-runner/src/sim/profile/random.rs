@@ -174,6 +174,7 @@ impl SimProfile {
             co_tenant: None,
             bandwidth: Some(crate::sim::bandwidth::random_spec(&mut rng)),
             clusters: None,
+            copies: None,
         }
     }
 }

@@ -35,6 +35,9 @@ impl SimProfile {
         if let Some(clusters) = &self.clusters {
             clusters.validate(d.sm_count)?;
         }
+        if let Some(copies) = &self.copies {
+            copies.validate(d)?;
+        }
         if d.warp_size == 0 || d.max_threads_per_block == 0 {
             return err("device.warp_size / device.max_threads_per_block: must be positive".into());
         }
