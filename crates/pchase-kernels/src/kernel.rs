@@ -56,8 +56,10 @@ impl Module {
     /// when it starts: the bandwidth module, kernel by kernel
     /// ([`crate::bandwidth::kernel_ptx`]), so that only the shapes a search visits are
     /// JIT-compiled.
+    /// The instruction-fetch module too: the runner generates it at the size it needs
+    /// ([`crate::icache::module_ptx`]) and loads that when the benchmark first launches it.
     pub fn loaded_on_demand(&self) -> bool {
-        std::ptr::eq(self, crate::bandwidth::module())
+        std::ptr::eq(self, crate::bandwidth::module()) || std::ptr::eq(self, crate::icache::module())
     }
 
     /// Whether a device of compute capability `device` can load the module.
@@ -179,6 +181,9 @@ pub enum KernelKind {
     PartitionMap,
     /// A bandwidth kernel: streaming accesses of one shape (`crate::bandwidth`).
     Bandwidth(BandwidthKernel),
+    /// Straight-line multiply-adds entered at a chosen segment and run in a loop, one warp
+    /// (`crate::icache`): the instruction caches.
+    InstructionFetch,
 }
 
 /// How a kernel's dynamic shared memory is laid out; every array holds `u32`.

@@ -38,6 +38,7 @@ pub mod bandwidth;
 mod capability;
 pub mod catalogue;
 mod error;
+pub mod icache;
 mod kernel;
 mod path;
 

@@ -24,6 +24,7 @@ pub mod cluster;
 pub mod cuda;
 pub mod device;
 pub mod error;
+pub mod icache;
 pub mod measure;
 pub mod peer;
 pub mod sim;

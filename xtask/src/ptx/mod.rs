@@ -103,6 +103,12 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
                 chase::two_phase_entry(kernel, first, second)?
             }
             KernelKind::Bandwidth(shape) => bandwidth::entry(kernel, shape)?,
+            // Generated at run time at the size a benchmark needs; the file is a small
+            // instance of the same generator, for `cargo xtask ptxas`.
+            KernelKind::InstructionFetch => {
+                pchase_kernels::icache::entry_ptx(pchase_kernels::icache::SAMPLE_SEGMENTS)
+                    .map_err(|e| e.to_string())?
+            }
             other => return Err(format!("no PTX template for kernel kind {other:?}")),
         };
         out.push('\n');

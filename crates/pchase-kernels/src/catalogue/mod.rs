@@ -58,7 +58,13 @@ static L2MAP: Module = Module {
         "the L2 partition map: every SM times its own array after a reference SM loaded them all",
 };
 
-static MODULES: [&Module; 4] = [&PCHASE, &HOPPER, &L2MAP, &crate::bandwidth::BANDWIDTH];
+static MODULES: [&Module; 5] = [
+    &PCHASE,
+    &HOPPER,
+    &L2MAP,
+    &crate::bandwidth::BANDWIDTH,
+    &crate::icache::ICACHE,
+];
 
 /// The 64 KiB constant array the constant-path chases read.
 static CONSTANT_CHAIN: ModuleGlobal = ModuleGlobal {
@@ -234,11 +240,11 @@ pub fn modules() -> &'static [&'static Module] {
 /// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
 /// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`,
 /// `dsmem_cluster_chase`, `dsmem_cluster_stream`), then the bandwidth kernels
-/// ([`crate::bandwidth::kernels`]).
+/// ([`crate::bandwidth::kernels`]), then `icache_ffma` ([`crate::icache`]).
 ///
 /// ```
 /// use pchase_kernels::{bandwidth, catalogue};
-/// assert_eq!(catalogue::kernels().count(), 45 + bandwidth::kernels().count());
+/// assert_eq!(catalogue::kernels().count(), 46 + bandwidth::kernels().count());
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
     CHASE
@@ -253,6 +259,7 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
             &DSMEM_CLUSTER_STREAM,
         ])
         .chain(crate::bandwidth::kernels())
+        .chain([&crate::icache::ICACHE_FFMA])
 }
 
 /// The kernel with this entry name, if the catalogue has one (for tools that read names

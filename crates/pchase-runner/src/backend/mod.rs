@@ -430,6 +430,25 @@ pub trait Backend {
         self.measure_sm_clock_mhz()
     }
 
+    /// Runs the instruction-fetch kernel: one warp on one SM, `request.run_segments()`
+    /// segments of straight-line multiply-adds per iteration (issue 16, item 3). The
+    /// default is [`RunnerError::Unsupported`], for backends without it.
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the request is invalid, the device cannot run it or the
+    /// launch fails.
+    fn instruction_fetch(
+        &mut self,
+        request: &crate::icache::InstructionFetchRequest,
+    ) -> Result<crate::icache::InstructionFetchRun, RunnerError> {
+        request.check()?;
+        Err(RunnerError::Unsupported {
+            kernel: pchase_kernels::icache::kernel().entry(),
+            needed: "a backend that runs it".into(),
+            found: "none".into(),
+        })
+    }
+
     /// The thread-block-cluster requests, where the device has clusters (compute capability
     /// 9.0 and newer); `None` makes the cluster benchmarks "not applicable".
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {

@@ -7,6 +7,7 @@
 //! settings), `chains` (laying out, writing and verifying chains; the L2 flush),
 //! `chase` (the chase and two-phase launches, texture binding included), `pinned` (the
 //! SM-pinned chase and the partition map), `clock` (clock overhead and SM clock),
+//! `icache` (the instruction-fetch kernel, generated at the size asked for),
 //! `cluster` (the thread-block-cluster requests) and `cluster_driver` (`cuLaunchKernelEx`
 //! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`).
 
@@ -21,6 +22,7 @@ mod driver;
 mod errors;
 mod ffi;
 mod handles;
+mod icache;
 mod launch;
 mod peer;
 mod pinned;
@@ -61,6 +63,8 @@ pub fn describe_result(code: u32) -> String {
 pub struct CudaBackend {
     single_thread_fill: bool,
     bandwidth: bandwidth::BandwidthState,
+    /// The instruction-fetch module loaded last, by its segment count.
+    icache: Option<(u32, LoadedModule)>,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -117,6 +121,7 @@ impl CudaBackend {
         Ok(CudaBackend {
             single_thread_fill: false,
             bandwidth: bandwidth::BandwidthState::default(),
+            icache: None,
             chain_buffer: None,
             flush_buffer: None,
             modules,
@@ -196,6 +201,13 @@ impl Backend for CudaBackend {
 
     fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
         self.run_bandwidth(request)
+    }
+
+    fn instruction_fetch(
+        &mut self,
+        request: &crate::icache::InstructionFetchRequest,
+    ) -> Result<crate::icache::InstructionFetchRun, RunnerError> {
+        self.run_instruction_fetch(request)
     }
 
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {

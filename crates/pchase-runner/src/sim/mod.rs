@@ -48,6 +48,7 @@
 mod bandwidth;
 mod cache;
 mod cluster;
+mod icache;
 mod mlp;
 mod model;
 mod profile;
@@ -62,6 +63,7 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
 pub use bandwidth::{BandwidthSpec, LevelThroughput};
+pub use icache::{IcacheLevelSpec, IcacheSpec};
 pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, ClusterSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec,

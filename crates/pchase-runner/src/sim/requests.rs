@@ -124,6 +124,13 @@ impl Backend for SimBackend {
         })
     }
 
+    fn instruction_fetch(
+        &mut self,
+        request: &crate::icache::InstructionFetchRequest,
+    ) -> Result<crate::icache::InstructionFetchRun, RunnerError> {
+        self.run_instruction_fetch(request)
+    }
+
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
         check_pinned(request, self.profile.device.sm_count)?;
         self.kernels_used
