@@ -14,6 +14,7 @@ pub mod cluster;
 mod constant_l15;
 mod fine;
 pub mod hierarchy;
+pub mod icache;
 pub mod l2;
 pub mod levels;
 pub mod mlp;

@@ -4,6 +4,7 @@
 mod cluster;
 mod device;
 mod element;
+mod icache;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use cluster::{ClusterResidency, Clusters, DsmemAtSize, Gpc, RankLatency};
 pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
+pub use icache::InstructionCacheLevel;
 
 use crate::quantity::{Conditions, Latency};
 use crate::units::{Megahertz, Nanoseconds};
@@ -86,6 +88,9 @@ pub struct Topology {
     /// Address-translation levels (later work).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tlb: Vec<TlbLevel>,
+    /// Instruction-fetch levels, nearest first (schema 1.6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instruction_caches: Vec<InstructionCacheLevel>,
     /// Notes and warnings, including why a value was not measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
@@ -108,6 +113,7 @@ impl Topology {
             elements: Elements::default(),
             shared_physical_caches: Vec::new(),
             tlb: Vec::new(),
+            instruction_caches: Vec::new(),
             notes: Vec::new(),
             run: None,
             clusters: None,

@@ -10,6 +10,7 @@
 mod bandwidth;
 mod clusters;
 mod html;
+mod icache;
 mod markdown;
 mod number;
 mod plot;
@@ -24,6 +25,7 @@ use crate::quantity::{Latency, Size};
 
 pub use clusters::cluster_lines;
 pub use html::html;
+pub use icache::instruction_cache_lines;
 pub(crate) use html::STYLE;
 pub use markdown::{carveout_row_label, markdown};
 pub use number::{median_iqr, number, p_value, P_VALUE_FLOOR};
@@ -298,6 +300,9 @@ pub fn table(topo: &Topology) -> String {
     }
     out.push_str(&bandwidth::text_table(topo));
     for line in cluster_lines(topo) {
+        let _ = writeln!(out, "{line}");
+    }
+    for line in instruction_cache_lines(topo) {
         let _ = writeln!(out, "{line}");
     }
     for note in general_notes(topo) {
