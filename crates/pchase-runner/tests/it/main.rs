@@ -4,6 +4,7 @@ mod geometry;
 mod golden;
 mod gpu;
 mod gpu_bandwidth;
+mod icache;
 mod l2_confirm;
 mod levels;
 mod mlp;

@@ -21,6 +21,7 @@
 mod bandwidth;
 mod dsmem;
 mod gpc;
+mod icache;
 mod l2;
 mod memory;
 mod mlp;
@@ -123,6 +124,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &memory::MEMORY,
     &tlb::TLB,
     &mlp::MLP,
+    &icache::ICACHE,
     &relations::SHARING,
     &relations::COPIES,
     &bandwidth::BANDWIDTH_L1,
