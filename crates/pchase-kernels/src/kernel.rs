@@ -176,6 +176,13 @@ pub enum KernelKind {
         /// The load instruction used.
         path: LoadPath,
     },
+    /// The pinned `.cg` chase with `chains` independent chains per warp, all chased by its
+    /// first thread, one load of each per step (no sampled loads): memory-level parallelism
+    /// past one chain per warp.
+    ChasePinnedMulti {
+        /// Independent chains per warp: 2, 4 or 8.
+        chains: u32,
+    },
     /// The L2 partition map: one block per SM; a reference SM loads every SM's array, then
     /// each SM in turn times two passes over its own array, fine-grained.
     PartitionMap,

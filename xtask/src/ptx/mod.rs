@@ -95,6 +95,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             KernelKind::ClusterChase => chase::cluster_chase_entry(kernel)?,
             KernelKind::ClusterStream => chase::cluster_stream_entry(kernel)?,
             KernelKind::ChasePinned { path } => chase::pinned_entry(kernel, path)?,
+            KernelKind::ChasePinnedMulti { chains } => chase::pinned_multi_entry(kernel, chains)?,
             KernelKind::PartitionMap => chase::partition_map_entry(kernel)?,
             KernelKind::InitChain => chase::init_chain_entry(kernel)?,
             KernelKind::ClockOverhead => chase::clock_overhead_entry(kernel)?,
