@@ -14,6 +14,9 @@
 //! * `bandwidth` (`.version 7.0`, `.target sm_50`): streaming reads, writes and copies at
 //!   every vector width and unroll ([`bandwidth`]), loaded only when a bandwidth benchmark
 //!   runs ([`Module::loaded_on_demand`]).
+//! * `icache` (`.version 7.0`, `.target sm_70`): straight-line multiply-adds entered at a chosen
+//!   segment and run in a loop, for the instruction caches ([`icache`]); generated at run time
+//!   at the size a benchmark needs, `ptx/icache.ptx` being a small instance.
 //!
 //! The crate has no CUDA dependency: a runner loads [`Module::ptx`], looks up
 //! [`Kernel::entry`] and passes arguments in the order of [`Kernel::params`].
