@@ -19,7 +19,7 @@
 //! ```
 //! use pchase_kernels::icache;
 //! let ptx = icache::module_ptx(6).unwrap();
-//! assert_eq!(ptx.matches("fma.rn.f32").count(), 6 * icache::SEGMENT_INSTRUCTIONS as usize);
+//! assert_eq!(ptx.matches("\tfma.rn.f32").count(), 6 * icache::SEGMENT_INSTRUCTIONS as usize);
 //! assert!(ptx.contains("brx.idx"));
 //! assert_eq!(icache::code_bytes(2), 1024);
 //! assert!(icache::module_ptx(0).is_err());
