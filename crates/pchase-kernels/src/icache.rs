@@ -192,15 +192,13 @@ pub fn entry_ptx(segments: u32) -> Result<String, Error> {
     out.push_str("\t@%p_more bra icache_loop;\n");
     out.push_str("\tmov.u64 %rd_t1, %clock64;\n");
     out.push_str("\tsub.u64 %rd_cycles, %rd_t1, %rd_t0;\n");
-    out.push_str("\t// Every thread stores its accumulators (nothing is dead); thread 0 the cycles.\n");
+    out.push_str(
+        "\t// Every thread stores its accumulators (nothing is dead); thread 0 the cycles.\n",
+    );
     out.push_str("\tld.param.u64 %rd_out, [param_out];\n");
     out.push_str("\tcvta.to.global.u64 %rd_out, %rd_out;\n");
     out.push_str("\tmov.u32 %r_tid, %tid.x;\n");
-    let _ = writeln!(
-        out,
-        "\tmul.wide.u32 %rd_off, %r_tid, {};",
-        4 * ACCUMULATORS
-    );
+    let _ = writeln!(out, "\tmul.wide.u32 %rd_off, %r_tid, {};", 4 * ACCUMULATORS);
     out.push_str("\tadd.s64 %rd_mine, %rd_out, %rd_off;\n");
     for k in 0..ACCUMULATORS {
         let _ = writeln!(out, "\tst.global.f32 [%rd_mine+{}], %f_acc{k};", 8 + 4 * k);

@@ -59,7 +59,8 @@ impl Module {
     /// The instruction-fetch module too: the runner generates it at the size it needs
     /// ([`crate::icache::module_ptx`]) and loads that when the benchmark first launches it.
     pub fn loaded_on_demand(&self) -> bool {
-        std::ptr::eq(self, crate::bandwidth::module()) || std::ptr::eq(self, crate::icache::module())
+        std::ptr::eq(self, crate::bandwidth::module())
+            || std::ptr::eq(self, crate::icache::module())
     }
 
     /// Whether a device of compute capability `device` can load the module.

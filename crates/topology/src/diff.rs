@@ -419,9 +419,8 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
             a.and_then(|l| l.size.as_ref()),
             b.and_then(|l| l.size.as_ref()),
         );
-        let cost = |l: Option<&crate::model::InstructionCacheLevel>| {
-            l.map(|l| l.cycles_per_instruction)
-        };
+        let cost =
+            |l: Option<&crate::model::InstructionCacheLevel>| l.map(|l| l.cycles_per_instruction);
         match (cost(a), cost(b)) {
             (x, y) if x == y => {}
             (Some(x), Some(y))

@@ -66,9 +66,9 @@ pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
     Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
-    ComputeCapability, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc, InstructionCacheLevel, L2Partitions,
-    Limits, Note, NoteSeverity, QuantityKind, RankLatency, ReplacementPolicy, SharedPhysicalCache,
-    TlbLevel, Topology,
+    ComputeCapability, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc,
+    InstructionCacheLevel, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, RankLatency,
+    ReplacementPolicy, SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantity::{
     ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,

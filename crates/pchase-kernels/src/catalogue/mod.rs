@@ -16,8 +16,7 @@ pub use cluster::CLUSTER_BLOCK_WORDS;
 use cluster::{DSMEM_CLUSTER_CHASE, DSMEM_CLUSTER_STREAM};
 use kernels::{
     chase_index, two_phase_path_index, CHASE, CHASE_FINE_DSMEM, CHASE_PINNED_GLOBAL_CG,
-    CHASE_PINNED_MULTI,
-    CLOCK_OVERHEAD, INIT_CHAIN, L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
+    CHASE_PINNED_MULTI, CLOCK_OVERHEAD, INIT_CHAIN, L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
 };
 
 /// Module `pchase`: every kernel that runs from Maxwell on.

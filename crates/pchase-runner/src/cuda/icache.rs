@@ -41,8 +41,8 @@ impl CudaBackend {
             let ptx = icache::module_ptx(request.segments)
                 .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
             if let Some(dir) = std::env::var_os(DUMP_PTX_ENV) {
-                let path = std::path::Path::new(&dir)
-                    .join(format!("icache_{}.ptx", request.segments));
+                let path =
+                    std::path::Path::new(&dir).join(format!("icache_{}.ptx", request.segments));
                 if let Err(e) = std::fs::write(&path, &ptx) {
                     log::warn!("{DUMP_PTX_ENV}: cannot write {}: {e}", path.display());
                 }

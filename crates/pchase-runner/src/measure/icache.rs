@@ -84,8 +84,8 @@ pub fn coarse_segments(max_segments: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let mut k = 0u32;
     loop {
-        let s = (f64::from(MIN_SEGMENTS) * 2f64.powf(f64::from(k) / f64::from(PER_OCTAVE)))
-            .round() as u32;
+        let s = (f64::from(MIN_SEGMENTS) * 2f64.powf(f64::from(k) / f64::from(PER_OCTAVE))).round()
+            as u32;
         if s >= max_segments {
             break;
         }

@@ -37,10 +37,13 @@ impl SimBackend {
             })?;
         self.kernels_used.insert(kernel.entry());
         self.count_launch();
-        let cpi = self.profile.icache.as_ref().map_or(
-            UNCACHED_CYCLES_PER_INSTRUCTION,
-            |spec| spec.cycles_per_instruction(request.code_bytes()),
-        );
+        let cpi = self
+            .profile
+            .icache
+            .as_ref()
+            .map_or(UNCACHED_CYCLES_PER_INSTRUCTION, |spec| {
+                spec.cycles_per_instruction(request.code_bytes())
+            });
         let instructions = request.instructions_per_iteration() as f64;
         let noise = self.profile.noise;
         let jitter = self.jitter;

@@ -109,12 +109,20 @@ fn a_limit_above_32_chains_per_sm_is_found_with_several_chains_per_warp() {
         let sm = find(true);
         // 95 % of 90 is 85.5: the first grid point at or past it is 96.
         assert_eq!(sm.saturating_chains, 96, "{level}");
-        assert!((sm.in_flight - 90.0).abs() < 1.8, "{level}: {}", sm.in_flight);
+        assert!(
+            (sm.in_flight - 90.0).abs() < 1.8,
+            "{level}: {}",
+            sm.in_flight
+        );
         assert!(!sm.still_rising, "{level}");
         let gpu = find(false);
         // 9000 / 132 = 68.2 per SM; 95 % of it is 64.8: the first point past it is 96.
         assert_eq!(gpu.saturating_chains, 96, "{level}");
-        assert!((gpu.in_flight - 9000.0).abs() < 180.0, "{level}: {}", gpu.in_flight);
+        assert!(
+            (gpu.in_flight - 9000.0).abs() < 180.0,
+            "{level}: {}",
+            gpu.in_flight
+        );
         assert_eq!(gpu.points.last().map(|p| p.chains), Some(256));
     }
 }

@@ -59,10 +59,7 @@ impl InstructionCacheLevel {
             }
             (None, None) => "beyond every cache found".to_owned(),
         };
-        format!(
-            "level {}: {size}, {cpi} cycles/instruction",
-            self.level
-        )
+        format!("level {}: {size}, {cpi} cycles/instruction", self.level)
     }
 }
 
@@ -114,7 +111,8 @@ mod tests {
             assert!(gpu(bad.clone()).validate().is_err(), "{bad:?}");
         }
         let mut moved = good.clone();
-        moved.instruction_caches[1].size = Some(Size::exact(Bytes::kib(192), Provenance::Benchmark));
+        moved.instruction_caches[1].size =
+            Some(Size::exact(Bytes::kib(192), Provenance::Benchmark));
         moved.instruction_caches[2].cycles_per_instruction = 6.05;
         let d = crate::diff::diff(&good, &moved);
         let paths: Vec<&str> = d.changes.iter().map(|c| c.path.as_str()).collect();

@@ -56,7 +56,9 @@ pub(super) fn svg_levels(out: &mut String, topo: &Topology, x: f64, y: f64, widt
     for (i, level) in levels.iter().enumerate() {
         let left = x + i as f64 * (w + gap);
         let line = level.describe();
-        let (head, cost) = line.split_once(", ").map_or((line.as_str(), ""), |(h, c)| (h, c));
+        let (head, cost) = line
+            .split_once(", ")
+            .map_or((line.as_str(), ""), |(h, c)| (h, c));
         let size = level
             .size
             .as_ref()
@@ -71,7 +73,10 @@ pub(super) fn svg_levels(out: &mut String, topo: &Topology, x: f64, y: f64, widt
             r##"<text x="{:.1}" y="{:.1}" font-size="12" fill="#111827">{}</text>"##,
             left + 6.0,
             top + 16.0,
-            escape(&format!("i-fetch {} · {size}", head.trim_start_matches("level ")))
+            escape(&format!(
+                "i-fetch {} · {size}",
+                head.trim_start_matches("level ")
+            ))
         );
         let cost = cost.rsplit(", ").next().unwrap_or(cost);
         let _ = writeln!(

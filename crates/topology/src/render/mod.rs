@@ -25,8 +25,8 @@ use crate::quantity::{Latency, Size};
 
 pub use clusters::cluster_lines;
 pub use html::html;
-pub use icache::instruction_cache_lines;
 pub(crate) use html::STYLE;
+pub use icache::instruction_cache_lines;
 pub use markdown::{carveout_row_label, markdown};
 pub use number::{median_iqr, number, p_value, P_VALUE_FLOOR};
 pub(crate) use plot::escape;

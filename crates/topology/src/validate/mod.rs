@@ -383,7 +383,10 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
     for (i, level) in topology.instruction_caches.iter().enumerate() {
         let path = format!("instruction_caches[{i}]");
         if usize::from(level.level) != i + 1 {
-            check.fail(format!("{path}.level"), "levels count from 1, nearest first");
+            check.fail(
+                format!("{path}.level"),
+                "levels count from 1, nearest first",
+            );
         }
         let cpi = level.cycles_per_instruction;
         if !(cpi.is_finite() && cpi > 0.0) {
@@ -397,10 +400,7 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
         }
         if let Some(b) = before {
             if b.size.is_none() {
-                check.fail(
-                    format!("{path}"),
-                    "only the last level may lack a size",
-                );
+                check.fail(path.clone(), "only the last level may lack a size");
             }
             if cpi <= b.cycles_per_instruction {
                 check.fail(

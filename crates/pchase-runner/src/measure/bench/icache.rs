@@ -107,9 +107,10 @@ impl Benchmark for Icache {
                         level.cycles_per_instruction,
                         level.code_range.0 >> 10,
                         level.code_range.1 >> 10,
-                        level
-                            .size_bytes
-                            .map_or_else(|| "beyond".to_owned(), |b| format!("{} KiB", b as f64 / 1024.0))
+                        level.size_bytes.map_or_else(
+                            || "beyond".to_owned(),
+                            |b| format!("{} KiB", b as f64 / 1024.0)
+                        )
                     );
                 }
                 s.results.icache = Some(f);
@@ -188,7 +189,8 @@ impl Benchmark for Icache {
                 spec.levels
                     .iter()
                     .map(|l| {
-                        let first = (l.bytes.saturating_sub(spec.loop_bytes) / segment + 1) * segment;
+                        let first =
+                            (l.bytes.saturating_sub(spec.loop_bytes) / segment + 1) * segment;
                         (first, l.cycles_per_instruction)
                     })
                     .collect(),
