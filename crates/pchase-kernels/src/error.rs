@@ -44,4 +44,12 @@ pub enum Error {
         /// The path asked for chain B.
         second: LoadPath,
     },
+    /// An instruction-fetch module of no segment or of more than the most allowed.
+    #[error("an instruction-fetch module has 1 to {max} segments, asked for {segments}")]
+    CodeSize {
+        /// Segments asked for.
+        segments: u32,
+        /// The most allowed ([`crate::icache::MAX_SEGMENTS`]).
+        max: u32,
+    },
 }

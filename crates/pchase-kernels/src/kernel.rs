@@ -58,11 +58,14 @@ impl Module {
     /// JIT-compiled.
     ///
     /// The copy modules (`asynccopy`, `tma`) are loaded whole, the first time one of their
-    /// kernels is launched, for the same reason: only the copy benchmark needs them.
+    /// kernels is launched, for the same reason: only the copy benchmark needs them. The
+    /// instruction-fetch module too: the runner generates it at the size it needs
+    /// ([`crate::icache::module_ptx`]) and loads that when the benchmark first launches it.
     pub fn loaded_on_demand(&self) -> bool {
         std::ptr::eq(self, crate::bandwidth::module())
             || std::ptr::eq(self, crate::copy::async_copy_module())
             || std::ptr::eq(self, crate::copy::tma_module())
+            || std::ptr::eq(self, crate::icache::module())
     }
 
     /// Whether a device of compute capability `device` can load the module.
@@ -202,6 +205,13 @@ pub enum KernelKind {
         /// The load instruction used.
         path: LoadPath,
     },
+    /// The pinned `.cg` chase with `chains` independent chains per warp, all chased by its
+    /// first thread, one load of each per step (no sampled loads): memory-level parallelism
+    /// past one chain per warp.
+    ChasePinnedMulti {
+        /// Independent chains per warp: 2, 4 or 8.
+        chains: u32,
+    },
     /// The L2 partition map: one block per SM; a reference SM loads every SM's array, then
     /// each SM in turn times two passes over its own array, fine-grained.
     PartitionMap,
@@ -209,6 +219,9 @@ pub enum KernelKind {
     Bandwidth(BandwidthKernel),
     /// A copy from global to shared memory in rounds (`crate::copy`).
     Copy(crate::copy::CopyPath),
+    /// Straight-line multiply-adds entered at a chosen segment and run in a loop, one warp
+    /// (`crate::icache`): the instruction caches.
+    InstructionFetch,
 }
 
 /// How a kernel's dynamic shared memory is laid out; every array holds `u32`.

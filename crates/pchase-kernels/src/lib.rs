@@ -17,6 +17,9 @@
 //! * `asynccopy` (`.version 7.0`, `.target sm_80`) and `tma` (`.version 8.0`, `.target
 //!   sm_90`): copies from global to shared memory by `cp.async`, plain loads and the tensor
 //!   memory accelerator's bulk copies ([`copy`]), also loaded on demand.
+//! * `icache` (`.version 7.0`, `.target sm_70`): straight-line multiply-adds entered at a chosen
+//!   segment and run in a loop, for the instruction caches ([`icache`]); generated at run time
+//!   at the size a benchmark needs, `ptx/icache.ptx` being a small instance.
 //!
 //! The crate has no CUDA dependency: a runner loads [`Module::ptx`], looks up
 //! [`Kernel::entry`] and passes arguments in the order of [`Kernel::params`].
@@ -42,6 +45,7 @@ mod capability;
 pub mod catalogue;
 pub mod copy;
 mod error;
+pub mod icache;
 mod kernel;
 mod path;
 

@@ -25,6 +25,7 @@ pub mod copy;
 pub mod cuda;
 pub mod device;
 pub mod error;
+pub mod icache;
 pub mod measure;
 pub mod peer;
 pub mod sim;

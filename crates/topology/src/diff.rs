@@ -412,6 +412,38 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
         before.copies_to_shared.as_ref(),
         after.copies_to_shared.as_ref(),
     );
+    // Instruction-fetch levels (schema 1.6), by position: sizes as sizes, costs within
+    // the relative tolerance.
+    let levels = before
+        .instruction_caches
+        .len()
+        .max(after.instruction_caches.len());
+    for i in 0..levels {
+        let (a, b) = (
+            before.instruction_caches.get(i),
+            after.instruction_caches.get(i),
+        );
+        let path = format!("instruction_caches[{i}]");
+        d.size(
+            format!("{path}.size"),
+            a.and_then(|l| l.size.as_ref()),
+            b.and_then(|l| l.size.as_ref()),
+        );
+        let cost =
+            |l: Option<&crate::model::InstructionCacheLevel>| l.map(|l| l.cycles_per_instruction);
+        match (cost(a), cost(b)) {
+            (x, y) if x == y => {}
+            (Some(x), Some(y))
+                if (x - y).abs() <= d.options.relative_tolerance * x.abs().max(y.abs()) =>
+            {
+                d.result.within_uncertainty += 1;
+            }
+            (x, y) => {
+                let show = |c: Option<f64>| show(c.map(|c| format!("{c:.3} cycles/instruction")));
+                d.change(format!("{path}.cycles_per_instruction"), show(x), show(y));
+            }
+        }
+    }
     d.result.conditions = condition_changes(before, after);
     d.result.notes = note_changes(before, after);
     d.result

@@ -67,9 +67,9 @@ pub use format::json_schema;
 pub use model::{
     Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
     ComputeCapability, CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind,
-    CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc, L2Partitions,
-    Limits, Note, NoteSeverity, QuantityKind, RankLatency, ReplacementPolicy, SharedPhysicalCache,
-    TlbLevel, Topology,
+    CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc,
+    InstructionCacheLevel, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, RankLatency,
+    ReplacementPolicy, SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantity::{
     ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,

@@ -18,7 +18,8 @@
 //! - L2 partitions: only `segmentSize` (the size of one) exists; the count and
 //!   the near/far latencies are dropped, `latency` is the near one if no
 //!   overall L2 latency was measured;
-//! - the L1 size per carveout, geometry, TLB levels, notes and not-measured
+//! - the L1 size per carveout, geometry, TLB levels, instruction caches (schema 1.6:
+//!   MT4G has no instruction-cache object), notes and not-measured
 //!   reasons, and the backing relation (used only to derive `missPenalty`);
 //! - `sampleSize` (samples taken) vs `measurements` (samples kept): memtopo
 //!   keeps one count, written to both.

@@ -103,6 +103,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             KernelKind::ClusterChase => chase::cluster_chase_entry(kernel)?,
             KernelKind::ClusterStream => chase::cluster_stream_entry(kernel)?,
             KernelKind::ChasePinned { path } => chase::pinned_entry(kernel, path)?,
+            KernelKind::ChasePinnedMulti { chains } => chase::pinned_multi_entry(kernel, chains)?,
             KernelKind::PartitionMap => chase::partition_map_entry(kernel)?,
             KernelKind::InitChain => chase::init_chain_entry(kernel)?,
             KernelKind::ClockOverhead => chase::clock_overhead_entry(kernel)?,
@@ -112,6 +113,12 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             }
             KernelKind::Bandwidth(shape) => bandwidth::entry(kernel, shape)?,
             KernelKind::Copy(path) => copy::entry(kernel, path)?,
+            // Generated at run time at the size a benchmark needs; the file is a small
+            // instance of the same generator, for `cargo xtask ptxas`.
+            KernelKind::InstructionFetch => {
+                pchase_kernels::icache::entry_ptx(pchase_kernels::icache::SAMPLE_SEGMENTS)
+                    .map_err(|e| e.to_string())?
+            }
             other => return Err(format!("no PTX template for kernel kind {other:?}")),
         };
         out.push('\n');

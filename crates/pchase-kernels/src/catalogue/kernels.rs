@@ -151,6 +151,28 @@ pub(super) static SM_CLOCK: Kernel = Kernel {
     cluster_dims: None,
 };
 
+/// The pinned `.cg` chase with several independent chains per warp (memory-level
+/// parallelism past 32 chains per SM): 2, 4 and 8 chains.
+pub(super) static CHASE_PINNED_MULTI: [Kernel; 3] = [
+    pinned_multi("chase_pinned_global_cg_x2", 2),
+    pinned_multi("chase_pinned_global_cg_x4", 4),
+    pinned_multi("chase_pinned_global_cg_x8", 8),
+];
+
+const fn pinned_multi(entry: &'static str, chains: u32) -> Kernel {
+    Kernel {
+        module: &PCHASE,
+        entry,
+        kind: KernelKind::ChasePinnedMulti { chains },
+        params: &PINNED_PARAMS,
+        min_capability: ComputeCapability::SM_50,
+        shared_layout: SharedLayout::HeaderThenTimings {
+            header: PINNED_SHARED_HEADER,
+        },
+        cluster_dims: None,
+    }
+}
+
 pub(super) static CHASE_PINNED_GLOBAL_CG: Kernel = Kernel {
     module: &PCHASE,
     entry: "chase_pinned_global_cg",

@@ -16,7 +16,7 @@ pub use cluster::CLUSTER_BLOCK_WORDS;
 use cluster::{DSMEM_CLUSTER_CHASE, DSMEM_CLUSTER_STREAM};
 use kernels::{
     chase_index, two_phase_path_index, CHASE, CHASE_FINE_DSMEM, CHASE_PINNED_GLOBAL_CG,
-    CLOCK_OVERHEAD, INIT_CHAIN, L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
+    CHASE_PINNED_MULTI, CLOCK_OVERHEAD, INIT_CHAIN, L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
 };
 
 /// Module `pchase`: every kernel that runs from Maxwell on.
@@ -58,13 +58,14 @@ static L2MAP: Module = Module {
         "the L2 partition map: every SM times its own array after a reference SM loaded them all",
 };
 
-static MODULES: [&Module; 6] = [
+static MODULES: [&Module; 7] = [
     &PCHASE,
     &HOPPER,
     &L2MAP,
     &crate::bandwidth::BANDWIDTH,
     &crate::copy::ASYNC_COPY,
     &crate::copy::TMA,
+    &crate::icache::ICACHE,
 ];
 
 /// The 64 KiB constant array the constant-path chases read.
@@ -168,6 +169,26 @@ pub fn chase_pinned_global_cg() -> &'static Kernel {
     &CHASE_PINNED_GLOBAL_CG
 }
 
+/// The pinned `.cg` chase with `chains` independent chains per warp: 1 is
+/// [`chase_pinned_global_cg`], 2, 4 and 8 the `chase_pinned_global_cg_x<n>` kernels; `None`
+/// for any other count.
+///
+/// ```
+/// use pchase_kernels::{catalogue, KernelKind};
+/// let x4 = catalogue::chase_pinned_global_cg_chains(4).unwrap();
+/// assert_eq!(x4.kind(), KernelKind::ChasePinnedMulti { chains: 4 });
+/// assert_eq!(x4.params(), catalogue::chase_pinned_global_cg().params());
+/// assert!(catalogue::chase_pinned_global_cg_chains(3).is_none());
+/// ```
+pub fn chase_pinned_global_cg_chains(chains: u32) -> Option<&'static Kernel> {
+    match chains {
+        1 => Some(&CHASE_PINNED_GLOBAL_CG),
+        _ => CHASE_PINNED_MULTI
+            .iter()
+            .find(|k| k.kind == crate::KernelKind::ChasePinnedMulti { chains }),
+    }
+}
+
 /// `l2_partition_map`: which L2 partition serves which SM. One block on every SM; the
 /// reference SM loads every SM's array twice, then each SM in SM order times two passes over
 /// its own array, one load at a time, sleeping between polls while it waits (Volta and
@@ -240,14 +261,15 @@ pub fn modules() -> &'static [&'static Module] {
 /// Every kernel of every module, in catalogue order (chases by path and granularity,
 /// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
 /// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`,
-/// `dsmem_cluster_chase`, `dsmem_cluster_stream`), then the bandwidth kernels
-/// ([`crate::bandwidth::kernels`]), then the copy kernels ([`crate::copy::kernels`]).
+/// `dsmem_cluster_chase`, `dsmem_cluster_stream`), the pinned chases with 2, 4 and 8 chains
+/// per warp, then the bandwidth kernels ([`crate::bandwidth::kernels`]), then the copy kernels
+/// ([`crate::copy::kernels`]), then `icache_ffma` ([`crate::icache`]).
 ///
 /// ```
 /// use pchase_kernels::{bandwidth, catalogue, copy};
 /// assert_eq!(
 ///     catalogue::kernels().count(),
-///     45 + bandwidth::kernels().count() + copy::kernels().count()
+///     49 + bandwidth::kernels().count() + copy::kernels().count()
 /// );
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
@@ -262,8 +284,10 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
             &DSMEM_CLUSTER_CHASE,
             &DSMEM_CLUSTER_STREAM,
         ])
+        .chain(CHASE_PINNED_MULTI.iter())
         .chain(crate::bandwidth::kernels())
         .chain(crate::copy::kernels())
+        .chain([&crate::icache::ICACHE_FFMA])
 }
 
 /// The kernel with this entry name, if the catalogue has one (for tools that read names

@@ -37,13 +37,14 @@ fn entry_names_are_unique_and_found_by_name() {
     }
     let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
     // init_chain, clock_overhead, sm_clock, chase_pinned_global_cg, chase_fine_dsmem,
-    // l2_partition_map, dsmem_cluster_chase, dsmem_cluster_stream, then the bandwidth
-    // kernels, then one copy kernel per copy path.
+    // l2_partition_map, dsmem_cluster_chase, dsmem_cluster_stream, the pinned chases with
+    // 2, 4 and 8 chains per warp, then the bandwidth kernels, one copy kernel per copy path
+    // and icache_ffma.
     let bandwidth = pchase_kernels::bandwidth::kernels().count();
     let copies = pchase_kernels::copy::CopyPath::ALL.len();
     assert_eq!(
         seen.len(),
-        2 * LoadPath::ALL.len() + 8 + two_phase + bandwidth + copies
+        2 * LoadPath::ALL.len() + 8 + 3 + two_phase + bandwidth + copies + 1
     );
     assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
 }
@@ -222,7 +223,7 @@ fn capability_checks_use_the_kernel_minimum() {
 #[test]
 fn modules_list_covers_every_kernel_module() {
     let modules = catalogue::modules();
-    assert_eq!(modules.len(), 6);
+    assert_eq!(modules.len(), 7);
     for kernel in catalogue::kernels() {
         assert!(modules.iter().any(|m| std::ptr::eq(*m, kernel.module())));
     }

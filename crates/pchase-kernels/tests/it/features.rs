@@ -68,7 +68,7 @@ fn pchase_uses_only_instructions_of_isa_7_0_on_sm_50() {
     // 32-bit global atom.cas / atom.add: sm_11; 64-bit shared atom.add: sm_20).
     const ALLOWED: &[&str] = &[
         "mov", "setp", "selp", "bra", "ret", "ld", "st", "tex", "cvta", "cvt", "mul", "add", "sub",
-        "shl", "shr", "and", "or", "bar", "atom",
+        "shl", "shr", "and", "or", "xor", "bar", "atom",
     ];
     let parsed = parse_module(catalogue::pchase_module().ptx());
     for entry in &parsed.entries {
@@ -99,7 +99,9 @@ fn only_kernels_that_copy_a_chain_or_run_phases_use_a_barrier() {
         // samples.
         let runs_phases = matches!(
             kernel.kind(),
-            KernelKind::TwoPhase { .. } | KernelKind::ChasePinned { .. }
+            KernelKind::TwoPhase { .. }
+                | KernelKind::ChasePinned { .. }
+                | KernelKind::ChasePinnedMulti { .. }
         );
         // The shared-memory bandwidth kernels fill their buffer before reading it.
         let fills_shared = kernel.shared_layout() == pchase_kernels::SharedLayout::Buffer;

@@ -66,7 +66,11 @@ pub fn check_pinned(request: &PinnedRequest, sm_count: u32) -> Result<(), Runner
             request.sample_steps
         ));
     }
-    if request.warps > 1
+    request.kernel()?;
+    if request.chains_per_warp > 1 && request.sample_steps > 0 {
+        return bad("sampled loads need one chase per warp".into());
+    }
+    if request.chases_per_slot() > 1
         && request
             .chains
             .windows(2)
@@ -77,12 +81,12 @@ pub fn check_pinned(request: &PinnedRequest, sm_count: u32) -> Result<(), Runner
     if let Some(short) = request
         .chains
         .iter()
-        .find(|c| c.nodes() < u64::from(request.warps))
+        .find(|c| c.nodes() < request.chases_per_slot())
     {
         return bad(format!(
-            "a chain of {} nodes cannot give each of {} warps its own start",
+            "a chain of {} nodes cannot give each of {} chases its own start",
             short.nodes(),
-            request.warps
+            request.chases_per_slot()
         ));
     }
     for (k, &sm) in request.sms.iter().enumerate() {

@@ -250,6 +250,11 @@ pub struct PinnedRequest {
     /// go on chasing untimed as many loads (so that a sampled load meets what a timed one
     /// met); 0 for none. At most [`PINNED_MAX_SAMPLES`].
     pub sample_steps: u32,
+    /// Independent chases per warp, all by its first thread, one load of each per step
+    /// (memory-level parallelism past 32 chains per SM): 1, 2, 4 or 8; above 1 without
+    /// samples. Chase `c = warp × chains_per_warp + k` starts at
+    /// [`PinnedRequest::start_node`]`(chain, c)`.
+    pub chains_per_warp: u32,
 }
 
 /// The most per-load samples a [`PinnedRequest`] may ask for (they are kept in shared
@@ -266,12 +271,32 @@ impl PinnedRequest {
             steps,
             warps: 1,
             sample_steps: 0,
+            chains_per_warp: 1,
         }
     }
 
-    /// The node warp `warp` starts its chase of `chain` at.
-    pub fn start_node(&self, chain: &ChainSpec, warp: u32) -> u64 {
-        u64::from(warp) * (chain.nodes() / u64::from(self.warps.max(1)))
+    /// The node chase `chase` (warp `chase / chains_per_warp`, its chase
+    /// `chase % chains_per_warp`) starts at; with one chase per warp, the warp's number.
+    pub fn start_node(&self, chain: &ChainSpec, chase: u32) -> u64 {
+        u64::from(chase) * (chain.nodes() / self.chases_per_slot().max(1))
+    }
+
+    /// Chases per slot: warps × chases per warp.
+    pub fn chases_per_slot(&self) -> u64 {
+        u64::from(self.warps.max(1)) * u64::from(self.chains_per_warp.max(1))
+    }
+
+    /// The catalogue kernel that runs the request.
+    ///
+    /// # Errors
+    /// [`RunnerError::InvalidRequest`] for a number of chases per warp without a kernel.
+    pub fn kernel(&self) -> Result<&'static Kernel, RunnerError> {
+        catalogue::chase_pinned_global_cg_chains(self.chains_per_warp).ok_or_else(|| {
+            RunnerError::InvalidRequest(format!(
+                "{} chases per warp: 1, 2, 4 or 8",
+                self.chains_per_warp
+            ))
+        })
     }
 }
 
@@ -294,8 +319,9 @@ pub struct PinnedSlot {
 }
 
 impl PinnedSlot {
-    /// Mean cycles per timed load of the slot's warps (with the clock overhead spread over
-    /// each warp's pass).
+    /// Mean cycles per timed step of the slot's warps (with the clock overhead spread over
+    /// each warp's pass); a step is one load of each of a warp's chases, so with one chase
+    /// per warp it is the mean latency of a load.
     pub fn cycles_per_load(&self, request: &PinnedRequest) -> f64 {
         let loads = u64::from(request.steps) * u64::from(request.warps.max(1));
         self.total_cycles as f64 / loads.max(1) as f64
@@ -428,6 +454,25 @@ pub trait Backend {
     /// A [`RunnerError`] when the launch fails.
     fn quick_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         self.measure_sm_clock_mhz()
+    }
+
+    /// Runs the instruction-fetch kernel: one warp on one SM, `request.run_segments()`
+    /// segments of straight-line multiply-adds per iteration (issue 16, item 3). The
+    /// default is [`RunnerError::Unsupported`], for backends without it.
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the request is invalid, the device cannot run it or the
+    /// launch fails.
+    fn instruction_fetch(
+        &mut self,
+        request: &crate::icache::InstructionFetchRequest,
+    ) -> Result<crate::icache::InstructionFetchRun, RunnerError> {
+        request.check()?;
+        Err(RunnerError::Unsupported {
+            kernel: pchase_kernels::icache::kernel().entry(),
+            needed: "a backend that runs it".into(),
+            found: "none".into(),
+        })
     }
 
     /// The thread-block-cluster requests, where the device has clusters (compute capability

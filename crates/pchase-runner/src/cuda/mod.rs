@@ -7,6 +7,7 @@
 //! settings), `chains` (laying out, writing and verifying chains; the L2 flush),
 //! `chase` (the chase and two-phase launches, texture binding included), `pinned` (the
 //! SM-pinned chase and the partition map), `clock` (clock overhead and SM clock),
+//! `icache` (the instruction-fetch kernel, generated at the size asked for),
 //! `cluster` (the thread-block-cluster requests), `cluster_driver` (`cuLaunchKernelEx`
 //! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`), `copy` (copies
 //! from global to shared memory) and `tensor_map` (`cuTensorMapEncodeTiled`, looked up the
@@ -24,6 +25,7 @@ mod driver;
 mod errors;
 mod ffi;
 mod handles;
+mod icache;
 mod launch;
 mod peer;
 mod pinned;
@@ -66,6 +68,8 @@ pub struct CudaBackend {
     single_thread_fill: bool,
     bandwidth: bandwidth::BandwidthState,
     copy: copy::CopyState,
+    /// The instruction-fetch module loaded last, by its segment count.
+    icache: Option<(u32, LoadedModule)>,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -123,6 +127,7 @@ impl CudaBackend {
             single_thread_fill: false,
             bandwidth: bandwidth::BandwidthState::default(),
             copy: copy::CopyState::default(),
+            icache: None,
             chain_buffer: None,
             flush_buffer: None,
             modules,
@@ -202,6 +207,13 @@ impl Backend for CudaBackend {
 
     fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
         self.run_bandwidth(request)
+    }
+
+    fn instruction_fetch(
+        &mut self,
+        request: &crate::icache::InstructionFetchRequest,
+    ) -> Result<crate::icache::InstructionFetchRun, RunnerError> {
+        self.run_instruction_fetch(request)
     }
 
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {

@@ -49,7 +49,7 @@ impl CudaBackend {
         };
         let plan = ChainPlan::new(&as_chase, &self.info)?;
         let chain = self.build_chains(&plan)?;
-        let kernel = catalogue::chase_pinned_global_cg();
+        let kernel = request.kernel()?;
         let function = self.function(kernel)?;
         let dynamic = kernel
             .dynamic_shared_bytes(request.sample_steps, 0)

@@ -15,6 +15,7 @@ mod constant_l15;
 pub mod copy;
 mod fine;
 pub mod hierarchy;
+pub mod icache;
 pub mod l2;
 pub mod levels;
 pub mod mlp;

@@ -111,6 +111,10 @@ pub struct Measurements {
     /// Memory-level parallelism (`mlp`, `--deep`): per level (the L2 or device memory) and
     /// scope (one SM, the GPU).
     pub mlp: Vec<(ElementKind, super::mlp::MlpFinding)>,
+    /// The instruction caches (`icache`, `--deep`).
+    pub icache: Option<super::icache::IcacheFinding>,
+    /// Why the instruction caches were not measured (not applicable, or a failure).
+    pub icache_failure: Option<String>,
     /// Thread-block clusters: DSMEM, the GPC map, or why they are not applicable.
     pub clusters: super::cluster::ClusterFindings,
     /// Copies from global to shared memory: latency and bandwidth per path and size, or

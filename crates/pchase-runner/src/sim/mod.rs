@@ -49,6 +49,7 @@ mod bandwidth;
 mod cache;
 mod cluster;
 mod copy;
+mod icache;
 mod mlp;
 mod model;
 mod profile;
@@ -63,6 +64,7 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
 pub use bandwidth::{BandwidthSpec, LevelThroughput};
+pub use icache::{IcacheLevelSpec, IcacheSpec};
 pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, ClusterSpec, CopyPathSpec, CopySpec, L2Interleave, L2Spec,

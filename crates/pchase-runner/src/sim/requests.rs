@@ -124,24 +124,34 @@ impl Backend for SimBackend {
         })
     }
 
+    fn instruction_fetch(
+        &mut self,
+        request: &crate::icache::InstructionFetchRequest,
+    ) -> Result<crate::icache::InstructionFetchRun, RunnerError> {
+        self.run_instruction_fetch(request)
+    }
+
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
         check_pinned(request, self.profile.device.sm_count)?;
-        self.kernels_used
-            .insert(pchase_kernels::catalogue::chase_pinned_global_cg().entry());
+        self.kernels_used.insert(request.kernel()?.entry());
         for chain in &request.chains {
             check_chain(chain)?;
         }
         let shared_bytes = self.profile.shared_carveout_for(Carveout::Percent(0), 0)?;
         let slots = request.sms.len();
-        let warps = request.warps.max(1) as usize;
-        // One state per warp of every slot, warp-major: the first `slots` are the warps 0.
+        // Chases of every slot: warps × chases per warp (each warp's first thread runs its
+        // chases side by side, one load of each per step).
+        let chases = usize::try_from(request.chases_per_slot()).unwrap_or(usize::MAX);
+        let per_warp = request.chains_per_warp.max(1) as usize;
+        // One state per chase of every slot, chase-major: the first `slots` are the chases 0
+        // (warp 0's first), and chase `c` belongs to warp `c / per_warp`.
         let bases = chain_cursors(LoadPath::GlobalCg, &request.chains);
-        let mut cursors = Vec::with_capacity(slots * warps);
-        let mut sms = Vec::with_capacity(slots * warps);
-        for warp in 0..warps {
+        let mut cursors = Vec::with_capacity(slots * chases);
+        let mut sms = Vec::with_capacity(slots * chases);
+        for chase in 0..chases {
             for ((base, chain), &sm) in bases.iter().zip(&request.chains).zip(&request.sms) {
                 let mut cursor = *base;
-                cursor.index = request.start_node(chain, warp as u32) * cursor.stride_elements;
+                cursor.index = request.start_node(chain, chase as u32) * cursor.stride_elements;
                 cursors.push(cursor);
                 sms.push(sm as usize);
             }
@@ -161,11 +171,20 @@ impl Backend for SimBackend {
         // The samples are not part of the timed passes. Where the profile limits the loads
         // in flight, every warp's pass queues by the same factor (`sim/mlp.rs`).
         let factor = self.profile.mlp.map_or(1.0, |m| {
-            m.factor(warps as u32, u32::try_from(slots).unwrap_or(u32::MAX))
+            m.factor(
+                u32::try_from(chases).unwrap_or(u32::MAX),
+                u32::try_from(slots).unwrap_or(u32::MAX),
+            )
         });
-        let timed: Vec<u64> = blocks
-            .iter()
-            .map(|b| (b.timed_cycles as f64 * factor).round() as u64)
+        // A warp's pass lasts as long as its chases' (side by side): their mean, per slot.
+        let timed: Vec<u64> = (0..slots * chases / per_warp)
+            .map(|i| {
+                let (warp, slot) = (i / slots, i % slots);
+                let sum: u64 = (0..per_warp)
+                    .map(|k| blocks[(warp * per_warp + k) * slots + slot].timed_cycles)
+                    .sum();
+                (sum as f64 / per_warp as f64 * factor).round() as u64
+            })
             .collect();
         // Warp 0 samples while the other warps go on chasing, one load each in turn.
         let (first, rest) = blocks.split_at_mut(slots);

@@ -275,6 +275,7 @@ fn pinned_chases_run_on_the_sms_they_name() {
         steps: 4096,
         warps: 1,
         sample_steps: 0,
+        chains_per_warp: 1,
     };
     for launch in 0..3 {
         let run = (0..4)
@@ -304,6 +305,7 @@ fn pinned_chases_run_on_the_sms_they_name() {
         steps: 1,
         warps: 1,
         sample_steps: 0,
+        chains_per_warp: 1,
     };
     assert!(matches!(
         gpu.pinned_chase(&bad),
@@ -332,6 +334,7 @@ fn pinned_chases_with_several_warps_sample_their_loads() {
             steps: nodes / 32,
             warps: 32,
             sample_steps: 2048,
+            chains_per_warp: 1,
         };
         let run = (0..4)
             .map(|_| gpu.pinned_chase(&request).expect("pinned chase runs"))

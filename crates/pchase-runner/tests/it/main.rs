@@ -6,6 +6,7 @@ mod golden;
 mod gpu;
 mod gpu_bandwidth;
 mod gpu_copy;
+mod icache;
 mod l2_confirm;
 mod levels;
 mod mlp;

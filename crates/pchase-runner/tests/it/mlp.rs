@@ -86,3 +86,43 @@ fn without_limits_every_chain_adds_throughput() {
     let m = check(&profile);
     assert!(m.mlp.iter().all(|(_, f)| f.saturating_chains >= 24));
 }
+
+#[test]
+fn a_limit_above_32_chains_per_sm_is_found_with_several_chains_per_warp() {
+    // The H100 still rose at 32 chains per SM; a limit of 90 per SM and 9000 per GPU (68
+    // per SM on 132 SMs) must be found past the 32 warps of a block.
+    let mut profile = SimProfile::bundled("h100").expect("bundled");
+    profile.name = "h100-mlp-deep".into();
+    profile.mlp = Some(MlpSpec {
+        per_sm: 90,
+        per_gpu: 9000,
+    });
+    let m = check(&profile);
+    for level in [ElementKind::L2, ElementKind::DeviceMemory] {
+        let find = |one: bool| {
+            m.mlp
+                .iter()
+                .find(|(l, f)| *l == level && (f.sms == 1) == one)
+                .map(|(_, f)| f)
+                .expect("measured")
+        };
+        let sm = find(true);
+        // 95 % of 90 is 85.5: the first grid point at or past it is 96.
+        assert_eq!(sm.saturating_chains, 96, "{level}");
+        assert!(
+            (sm.in_flight - 90.0).abs() < 1.8,
+            "{level}: {}",
+            sm.in_flight
+        );
+        assert!(!sm.still_rising, "{level}");
+        let gpu = find(false);
+        // 9000 / 132 = 68.2 per SM; 95 % of it is 64.8: the first point past it is 96.
+        assert_eq!(gpu.saturating_chains, 96, "{level}");
+        assert!(
+            (gpu.in_flight - 9000.0).abs() < 180.0,
+            "{level}: {}",
+            gpu.in_flight
+        );
+        assert_eq!(gpu.points.last().map(|p| p.chains), Some(256));
+    }
+}

@@ -83,6 +83,8 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
                 m.bandwidth.clear();
                 m.tlb.clear();
                 m.mlp.clear();
+                m.icache = None;
+                m.icache_failure = None;
             }
         },
     }

@@ -5,6 +5,7 @@ mod cluster;
 mod copy;
 mod device;
 mod element;
+mod icache;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,7 @@ pub use copy::{
 };
 pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
+pub use icache::InstructionCacheLevel;
 
 use crate::quantity::{Conditions, Latency};
 use crate::units::{Megahertz, Nanoseconds};
@@ -90,6 +92,9 @@ pub struct Topology {
     /// Address-translation levels (later work).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tlb: Vec<TlbLevel>,
+    /// Instruction-fetch levels, nearest first (schema 1.6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instruction_caches: Vec<InstructionCacheLevel>,
     /// Notes and warnings, including why a value was not measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
@@ -116,6 +121,7 @@ impl Topology {
             elements: Elements::default(),
             shared_physical_caches: Vec::new(),
             tlb: Vec::new(),
+            instruction_caches: Vec::new(),
             notes: Vec::new(),
             run: None,
             clusters: None,

@@ -97,6 +97,13 @@ pub fn html(topo: &Topology, raw: Option<&RawData>) -> String {
     }
     carveout(&mut out, topo);
     latencies(&mut out, topo);
+    if !topo.instruction_caches.is_empty() {
+        let _ = writeln!(out, "<h2>Instruction caches</h2><ul>");
+        for level in &topo.instruction_caches {
+            let _ = writeln!(out, "<li>{}</li>", escape(&level.describe()));
+        }
+        let _ = writeln!(out, "</ul>");
+    }
     let _ = writeln!(out, "<h2>Sizes and their evidence</h2>");
     let head = [
         "element",

@@ -183,6 +183,15 @@ pub fn markdown(topo: &Topology) -> String {
             let _ = writeln!(out, "- {}", md_escape(&line));
         }
     }
+    if !topo.instruction_caches.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Instruction caches\n\nOne warp's loop over straight-line code (16-byte instructions), nearest level first:\n"
+        );
+        for level in &topo.instruction_caches {
+            let _ = writeln!(out, "- {}", md_escape(&level.describe()));
+        }
+    }
     let general = general_notes(topo);
     if !general.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");

@@ -11,6 +11,7 @@ mod bandwidth;
 mod clusters;
 mod copies;
 mod html;
+mod icache;
 mod markdown;
 mod number;
 mod plot;
@@ -26,6 +27,7 @@ use crate::quantity::{Latency, Size};
 pub use clusters::cluster_lines;
 pub use html::html;
 pub(crate) use html::STYLE;
+pub use icache::instruction_cache_lines;
 pub use markdown::{carveout_row_label, markdown};
 pub use number::{median_iqr, number, p_value, P_VALUE_FLOOR};
 pub(crate) use plot::escape;
@@ -300,6 +302,9 @@ pub fn table(topo: &Topology) -> String {
     out.push_str(&bandwidth::text_table(topo));
     out.push_str(&copies::text_table(topo));
     for line in cluster_lines(topo) {
+        let _ = writeln!(out, "{line}");
+    }
+    for line in instruction_cache_lines(topo) {
         let _ = writeln!(out, "{line}");
     }
     for note in general_notes(topo) {

@@ -322,6 +322,8 @@ pub fn svg(topo: &Topology) -> String {
 
     // The GPCs, where cluster placement gave them (schema 1.5).
     y += super::clusters::svg_gpcs(&mut body, topo, MARGIN, y, inner_width);
+    // The instruction-fetch levels (schema 1.6).
+    y += super::icache::svg_levels(&mut body, topo, MARGIN, y, inner_width);
 
     // Device memory.
     if present(topo, ElementKind::DeviceMemory) || d.memory_bytes.is_some() {

@@ -394,6 +394,43 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
             check.latency(&format!("{path}.miss_latency"), latency);
         }
     }
+    let mut before: Option<&crate::model::InstructionCacheLevel> = None;
+    for (i, level) in topology.instruction_caches.iter().enumerate() {
+        let path = format!("instruction_caches[{i}]");
+        if usize::from(level.level) != i + 1 {
+            check.fail(
+                format!("{path}.level"),
+                "levels count from 1, nearest first",
+            );
+        }
+        let cpi = level.cycles_per_instruction;
+        if !(cpi.is_finite() && cpi > 0.0) {
+            check.fail(
+                format!("{path}.cycles_per_instruction"),
+                format!("must be positive and finite, found {cpi}"),
+            );
+        }
+        if let Some(size) = &level.size {
+            check.size(&format!("{path}.size"), size);
+        }
+        if let Some(b) = before {
+            if b.size.is_none() {
+                check.fail(path.clone(), "only the last level may lack a size");
+            }
+            if cpi <= b.cycles_per_instruction {
+                check.fail(
+                    format!("{path}.cycles_per_instruction"),
+                    "a farther level costs more per instruction",
+                );
+            }
+            if let (Some(near), Some(far)) = (&b.size, &level.size) {
+                if far.bound.lower() <= near.bound.lower() {
+                    check.fail(format!("{path}.size"), "a farther level holds more code");
+                }
+            }
+        }
+        before = Some(level);
+    }
     for (i, note) in topology.notes.iter().enumerate() {
         if note.message.trim().is_empty() {
             check.fail(format!("notes[{i}].message"), "must not be empty");

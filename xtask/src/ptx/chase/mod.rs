@@ -21,7 +21,7 @@ mod two_phase;
 
 pub use cluster::{cluster_chase_entry, cluster_stream_entry};
 pub use dsmem::dsmem_entry;
-pub use pinned::{partition_map_entry, pinned_entry};
+pub use pinned::{partition_map_entry, pinned_entry, pinned_multi_entry};
 pub use single::chase_entry;
 pub use support::{clock_overhead_entry, init_chain_entry, sm_clock_entry};
 pub use two_phase::two_phase_entry;

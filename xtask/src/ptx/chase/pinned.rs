@@ -19,67 +19,7 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.comment("a block on a wanted SM claims that SM's slot (first come), the others leave.");
     w.comment("Shared header: [0] the claimed row or 0xffffffff, [8] the warps' summed cycles,");
     w.comment("[16 + 4 w] warp w's final index; the sampled loads' timings follow it.");
-    w.ins("mov.u32 %r_tid, %tid.x");
-    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
-    w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(&mut w, "@%p_idle ", "published");
-    w.ins("mov.u32 %r_none, 0xffffffff");
-    w.ins("st.shared.u32 [%r_dyn], %r_none");
-    w.ins("mov.u64 %rd_zero, 0");
-    w.ins("st.shared.u64 [%r_dyn+8], %rd_zero");
-    w.ins("mov.u32 %r_smid, %smid");
-    w.load_param("%rd_sms", "sms", ParamType::U64);
-    w.ins("cvta.to.global.u64 %rd_sms, %rd_sms");
-    w.load_param("%r_slots", "slots", ParamType::U32);
-    w.ins("mov.u32 %r_row, 0");
-    w.ins("setp.eq.u32 %p_loop, %r_slots, 0");
-    bra(&mut w, "@%p_loop ", "published");
-    w.label("find");
-    w.ins("mul.wide.u32 %rd_sm_off, %r_row, 4");
-    w.ins("add.s64 %rd_sm_addr, %rd_sms, %rd_sm_off");
-    w.ins("ld.global.u32 %r_wanted, [%rd_sm_addr]");
-    w.ins("setp.eq.u32 %p_found, %r_wanted, %r_smid");
-    bra(&mut w, "@%p_found ", "found");
-    w.ins("add.u32 %r_row, %r_row, 1");
-    w.ins("setp.lt.u32 %p_loop, %r_row, %r_slots");
-    bra(&mut w, "@%p_loop ", "find");
-    bra(&mut w, "", "published");
-    w.label("found");
-    w.comment("Claim slot `row`: only the first block on this SM gets 0 back.");
-    w.load_param("%rd_claims", "claims", ParamType::U64);
-    w.ins("cvta.to.global.u64 %rd_claims, %rd_claims");
-    w.ins("mul.wide.u32 %rd_claim_off, %r_row, 4");
-    w.ins("add.s64 %rd_claim, %rd_claims, %rd_claim_off");
-    w.ins("atom.global.cas.b32 %r_old, [%rd_claim], 0, 1");
-    w.ins("setp.ne.u32 %p_taken, %r_old, 0");
-    bra(&mut w, "@%p_taken ", "published");
-    w.ins("mul.wide.u32 %rd_count_off, %r_slots, 4");
-    w.ins("add.s64 %rd_count, %rd_claims, %rd_count_off");
-    w.ins("atom.global.add.u32 %r_old, [%rd_count], 1");
-    w.comment("Wait (at most wait_cycles) until every slot is claimed, so the chases overlap;");
-    w.comment("the count is read with an atomic, which the L2 serves, never a stale L1 copy.");
-    w.load_param("%rd_wait", "wait_cycles", ParamType::U64);
-    w.ins("mov.u32 %r_together, 0");
-    w.ins("mov.u64 %rd_w0, %clock64");
-    w.label("wait");
-    w.ins("atom.global.add.u32 %r_claimed, [%rd_count], 0");
-    w.ins("setp.ge.u32 %p_all, %r_claimed, %r_slots");
-    bra(&mut w, "@%p_all ", "all_claimed");
-    w.ins("mov.u64 %rd_now, %clock64");
-    w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_w0");
-    w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_wait");
-    bra(&mut w, "@%p_loop ", "wait");
-    bra(&mut w, "", "publish");
-    w.label("all_claimed");
-    w.ins("mov.u32 %r_together, 1");
-    w.label("publish");
-    w.ins("st.shared.u32 [%r_dyn], %r_row");
-    w.label("published");
-    w.comment("Every thread learns whether the block has a slot; a block without one leaves.");
-    w.ins("bar.sync 0");
-    w.ins("ld.shared.u32 %r_row, [%r_dyn]");
-    w.ins("setp.eq.u32 %p_none, %r_row, 0xffffffff");
-    bra(&mut w, "@%p_none ", "exit");
+    claim_slot(&mut w);
     w.ins("and.b32 %r_lane, %r_tid, 31");
     w.ins("shr.u32 %r_warp, %r_tid, 5");
     w.ins("setp.ne.u32 %p_lane, %r_lane, 0");
@@ -147,14 +87,91 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     );
     copy_timings_out(&mut w, "%r_samples", true);
     w.label("sampled");
+    slot_record(&mut w);
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
+
+/// The slot claim every pinned chase starts with: thread 0 reads `%smid`, claims the slot of
+/// its SM (first block there), waits (bounded) until every slot is claimed and publishes the
+/// row; a block without a slot leaves. Afterwards `%r_row` is the slot, `%r_dyn` the shared
+/// header, `%p_idle` "not thread 0", `%r_together` (thread 0) whether all slots started.
+fn claim_slot(w: &mut EntryWriter) {
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
+    bra(w, "@%p_idle ", "published");
+    w.ins("mov.u32 %r_none, 0xffffffff");
+    w.ins("st.shared.u32 [%r_dyn], %r_none");
+    w.ins("mov.u64 %rd_zero, 0");
+    w.ins("st.shared.u64 [%r_dyn+8], %rd_zero");
+    w.ins("mov.u32 %r_smid, %smid");
+    w.load_param("%rd_sms", "sms", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_sms, %rd_sms");
+    w.load_param("%r_slots", "slots", ParamType::U32);
+    w.ins("mov.u32 %r_row, 0");
+    w.ins("setp.eq.u32 %p_loop, %r_slots, 0");
+    bra(w, "@%p_loop ", "published");
+    w.label("find");
+    w.ins("mul.wide.u32 %rd_sm_off, %r_row, 4");
+    w.ins("add.s64 %rd_sm_addr, %rd_sms, %rd_sm_off");
+    w.ins("ld.global.u32 %r_wanted, [%rd_sm_addr]");
+    w.ins("setp.eq.u32 %p_found, %r_wanted, %r_smid");
+    bra(w, "@%p_found ", "found");
+    w.ins("add.u32 %r_row, %r_row, 1");
+    w.ins("setp.lt.u32 %p_loop, %r_row, %r_slots");
+    bra(w, "@%p_loop ", "find");
+    bra(w, "", "published");
+    w.label("found");
+    w.comment("Claim slot `row`: only the first block on this SM gets 0 back.");
+    w.load_param("%rd_claims", "claims", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_claims, %rd_claims");
+    w.ins("mul.wide.u32 %rd_claim_off, %r_row, 4");
+    w.ins("add.s64 %rd_claim, %rd_claims, %rd_claim_off");
+    w.ins("atom.global.cas.b32 %r_old, [%rd_claim], 0, 1");
+    w.ins("setp.ne.u32 %p_taken, %r_old, 0");
+    bra(w, "@%p_taken ", "published");
+    w.ins("mul.wide.u32 %rd_count_off, %r_slots, 4");
+    w.ins("add.s64 %rd_count, %rd_claims, %rd_count_off");
+    w.ins("atom.global.add.u32 %r_old, [%rd_count], 1");
+    w.comment("Wait (at most wait_cycles) until every slot is claimed, so the chases overlap;");
+    w.comment("the count is read with an atomic, which the L2 serves, never a stale L1 copy.");
+    w.load_param("%rd_wait", "wait_cycles", ParamType::U64);
+    w.ins("mov.u32 %r_together, 0");
+    w.ins("mov.u64 %rd_w0, %clock64");
+    w.label("wait");
+    w.ins("atom.global.add.u32 %r_claimed, [%rd_count], 0");
+    w.ins("setp.ge.u32 %p_all, %r_claimed, %r_slots");
+    bra(w, "@%p_all ", "all_claimed");
+    w.ins("mov.u64 %rd_now, %clock64");
+    w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_w0");
+    w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_wait");
+    bra(w, "@%p_loop ", "wait");
+    bra(w, "", "publish");
+    w.label("all_claimed");
+    w.ins("mov.u32 %r_together, 1");
+    w.label("publish");
+    w.ins("st.shared.u32 [%r_dyn], %r_row");
+    w.label("published");
+    w.comment("Every thread learns whether the block has a slot; a block without one leaves.");
+    w.ins("bar.sync 0");
+    w.ins("ld.shared.u32 %r_row, [%r_dyn]");
+    w.ins("setp.eq.u32 %p_none, %r_row, 0xffffffff");
+    bra(w, "@%p_none ", "exit");
+}
+
+/// Thread 0's record of the slot: the summed cycles `%rd_sum`, the final index `%r_j` of
+/// warp 0's (first) chase, the SM and whether all slots started together.
+fn slot_record(w: &mut EntryWriter) {
     row_pointer(
-        &mut w,
+        w,
         "out_slot",
         ["%rd_out_slot", "%rd_slot_off", "%rd_slot_out"],
         16,
     );
     row_pointer(
-        &mut w,
+        w,
         "out_cycles",
         ["%rd_out_cycles", "%rd_cycles_off", "%rd_cycles_out"],
         8,
@@ -165,9 +182,6 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.ins("st.global.u32 [%rd_slot_out], %r_ran");
     w.ins("st.global.u32 [%rd_slot_out+4], %r_smid");
     w.ins("st.global.u32 [%rd_slot_out+12], %r_together");
-    w.label("exit");
-    w.ins("ret");
-    w.finish()
 }
 
 /// `l2_partition_map`: every SM claims its array; the reference SM loads them all; then
@@ -289,4 +303,96 @@ pub fn partition_map_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.label("exit");
     w.ins("ret");
     w.finish()
+}
+
+/// `chase_pinned_global_cg_x<chains>`: the pinned `.cg` chase with `chains` independent
+/// chases per warp (memory-level parallelism past 32 chains per SM). The first thread of
+/// warp `w` chases from elements `(w × chains + k) × warp_offset_elems`, `k < chains`, one
+/// load of each per step, so `warps × chains` loads of the slot are in flight; no samples.
+pub fn pinned_multi_entry(kernel: &'static Kernel, chains: u32) -> Result<String, String> {
+    if !(2..=16).contains(&chains) {
+        return Err(format!(
+            "{}: {chains} chains per warp, expected 2 to 16",
+            kernel.entry()
+        ));
+    }
+    let mut w = EntryWriter::new(kernel);
+    w.comment(&format!(
+        "Coarse .cg chases pinned to chosen SMs, {chains} independent chases per warp. Thread 0"
+    ));
+    w.comment("of every block reads %smid; a block on a wanted SM claims that SM's slot.");
+    w.comment("Shared header: [0] the claimed row or 0xffffffff, [8] the warps' summed cycles,");
+    w.comment("[16 + 4 w] the XOR of warp w's final indices.");
+    claim_slot(&mut w);
+    w.ins("and.b32 %r_lane, %r_tid, 31");
+    w.ins("shr.u32 %r_warp, %r_tid, 5");
+    w.ins("setp.ne.u32 %p_lane, %r_lane, 0");
+    w.load_param("%r_warmup", "warmup_steps", ParamType::U32);
+    w.load_param("%r_steps", "steps", ParamType::U32);
+    first_element(&mut w);
+    global_chain_base(&mut w);
+    w.comment(&format!(
+        "Chase k of warp w starts at element (w * {chains} + k) * warp_offset_elems."
+    ));
+    w.load_param("%rd_warp_offset", "warp_offset_elems", ParamType::U64);
+    w.ins("cvt.u64.u32 %rd_warp, %r_warp");
+    w.ins(&format!("mul.lo.u64 %rd_chase, %rd_warp, {chains}"));
+    for k in 0..chains {
+        w.ins(&format!("add.u64 %rd_chase{k}, %rd_chase, {k}"));
+        w.ins(&format!(
+            "mul.lo.u64 %rd_start{k}, %rd_chase{k}, %rd_warp_offset"
+        ));
+        w.ins(&format!("cvt.u32.u64 %r_j{k}, %rd_start{k}"));
+    }
+    w.comment("Only the first thread of each warp chases; the others wait at the barriers.");
+    bra(&mut w, "@%p_lane ", "warmed");
+    multi_loop(&mut w, "%r_warmup", "warmup", chains);
+    w.label("warmed");
+    w.ins("bar.sync 0");
+    bra(&mut w, "@%p_lane ", "passed");
+    w.ins("shl.b32 %r_fin_off, %r_warp, 2");
+    w.ins("add.u32 %r_fin, %r_dyn, %r_fin_off");
+    w.comment("Timed pass as a whole: one %clock64 interval over `steps` steps of every chase.");
+    w.ins("mov.u64 %rd_c0, %clock64");
+    multi_loop(&mut w, "%r_steps", "timed", chains);
+    w.comment("The XOR of every final index needs every last load: the closing clock read");
+    w.comment("comes after its store, so all of them are inside the interval and live.");
+    w.ins("mov.u32 %r_live, %r_j0");
+    for k in 1..chains {
+        w.ins(&format!("xor.b32 %r_live, %r_live, %r_j{k}"));
+    }
+    w.ins("st.shared.u32 [%r_fin+16], %r_live");
+    w.ins("mov.u64 %rd_c1, %clock64");
+    w.ins("sub.u64 %rd_cycles, %rd_c1, %rd_c0");
+    w.ins("atom.shared.add.u64 %rd_old_sum, [%r_dyn+8], %rd_cycles");
+    w.label("passed");
+    w.ins("bar.sync 0");
+    w.comment("Thread 0: the slot's record, with warp 0's first chase's final index.");
+    bra(&mut w, "@%p_idle ", "exit");
+    w.ins("ld.shared.u64 %rd_sum, [%r_dyn+8]");
+    w.ins("mov.u32 %r_j, %r_j0");
+    slot_record(&mut w);
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}
+
+/// `count` steps of `chains` independent chases: the addresses of all, then all loads.
+fn multi_loop(w: &mut EntryWriter, count_reg: &str, label: &str, chains: u32) {
+    let done = format!("{label}_done");
+    w.ins("mov.u32 %r_k, 0");
+    w.ins(&format!("setp.eq.u32 %p_loop, {count_reg}, 0"));
+    bra(w, "@%p_loop ", &done);
+    w.label(label);
+    for k in 0..chains {
+        w.ins(&format!("mul.wide.u32 %rd_off{k}, %r_j{k}, 4"));
+        w.ins(&format!("add.s64 %rd_addr{k}, %rd_base, %rd_off{k}"));
+    }
+    for k in 0..chains {
+        w.ins(&format!("ld.global.cg.u32 %r_j{k}, [%rd_addr{k}]"));
+    }
+    w.ins("add.u32 %r_k, %r_k, 1");
+    w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count_reg}"));
+    bra(w, "@%p_loop ", label);
+    w.label(&done);
 }

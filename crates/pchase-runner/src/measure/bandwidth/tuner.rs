@@ -374,7 +374,8 @@ mod tests {
         };
         let per_thread = |s: &BandwidthShape| log(s.vector_bytes) + log(s.unroll);
         let f = |s: &BandwidthShape| {
-            100.0 - 10.0 * (in_flight(s) - in_flight(&top)).abs()
+            100.0
+                - 10.0 * (in_flight(s) - in_flight(&top)).abs()
                 - (per_thread(s) - per_thread(&top)).abs()
                 - if s.op == top.op { 0.0 } else { 5.0 }
         };

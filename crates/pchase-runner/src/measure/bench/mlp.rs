@@ -27,26 +27,48 @@ pub(crate) struct Mlp {
 pub(crate) static MLP: Mlp = Mlp {
     info: Info {
         name: "mlp",
-        summary: "memory-level parallelism at the L2 and device memory: latency and throughput against 1-32 chains per SM, one SM and the GPU (deep)",
+        summary: "memory-level parallelism at the L2 and device memory: latency and throughput against 1-256 chains per SM, one SM and the GPU (deep)",
         element: None,
         needs: &[],
         automatic: false,
         deep: true,
         kernels: || {
-            vec![
-                catalogue::chase_pinned_global_cg(),
-                catalogue::chase(LoadPath::GlobalCg, pchase_kernels::Granularity::Fine),
-            ]
+            let mut kernels: Vec<_> = [1, 2, 4, 8]
+                .iter()
+                .filter_map(|&k| catalogue::chase_pinned_global_cg_chains(k))
+                .collect();
+            kernels.push(catalogue::chase(
+                LoadPath::GlobalCg,
+                pchase_kernels::Granularity::Fine,
+            ));
+            kernels
         },
     },
 };
 
-/// Chain counts (warps per SM) tried: 1 to 32, denser where limits usually are.
-const CHAINS: [u32; 10] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
+/// Chain counts per SM tried: 1 to 32 with one chain per warp, then up to 256 with 2, 4 or
+/// 8 chains per warp (the H100 still rose at 32), denser where limits usually are.
+const CHAINS: [u32; 16] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
 /// The most chains per SM.
 const MAX_CHAINS: u32 = CHAINS[CHAINS.len() - 1];
-/// Timed loads of every warp.
+/// Timed steps of every chain up to 32 chains; beyond, fewer, so that every slot makes as
+/// many loads as at 32 ([`steps`]).
 const STEPS: u32 = 256;
+
+/// Warps and chains per warp for `chains` chains per SM: one per warp up to 32, then the
+/// fewest chains per warp (2, 4, 8) that keep the warps at 32 or below.
+fn shape(chains: u32) -> (u32, u32) {
+    let per_warp = [1, 2, 4, 8]
+        .into_iter()
+        .find(|k| chains % k == 0 && chains / k <= 32)
+        .unwrap_or(8);
+    (chains.div_ceil(per_warp), per_warp)
+}
+
+/// Timed steps of each chain at `chains` per SM.
+fn steps(chains: u32) -> u32 {
+    (STEPS * 32 / chains.max(32)).max(32)
+}
 /// Untimed loads of every warp before its timed ones, on the device-memory chains.
 const MEMORY_WARMUP: u32 = 16;
 /// Launches tried until every slot ran together.
@@ -62,27 +84,31 @@ fn point(
 ) -> Result<MlpPoint, RunnerError> {
     let device = s.backend.device().clone();
     let slots = sms.len() as u64;
+    let (warps, per_warp) = shape(chains);
+    let steps = steps(chains);
     let (chain, warmup) = if level == ElementKind::L2 {
-        // A quarter of the L2 over all slots, one node per line: every load an L2 hit
-        // after the warm-up, in which the warps (starting spread over the chain) load
-        // every node once between them.
-        let bytes = (device.l2_bytes / 4 / slots).clamp(16 << 10, 1 << 20) / 128 * 128;
+        // A quarter of the L2 over all slots, one node per line (at least two per chain):
+        // every load an L2 hit after the warm-up, in which the chains (starting spread
+        // over the chain) load every node once between them.
+        let least = (16 << 10).max(256 * u64::from(chains));
+        let bytes = (device.l2_bytes / 4 / slots).clamp(least, least.max(1 << 20)) / 128 * 128;
         let chain = ChainSpec::new(bytes, 128)?;
-        let per_warp = chain.nodes().div_ceil(u64::from(chains));
-        (chain, u32::try_from(per_warp).unwrap_or(u32::MAX))
+        let per_chain = chain.nodes().div_ceil(u64::from(chains));
+        (chain, u32::try_from(per_chain).unwrap_or(u32::MAX))
     } else {
-        // Every warp's loads on their own 512-byte steps, never repeated, after an L2
+        // Every chain's loads on their own 512-byte steps, never repeated, after an L2
         // flush: each one a miss.
-        let nodes = u64::from(MAX_CHAINS) * u64::from(MEMORY_WARMUP + STEPS);
+        let nodes = u64::from(chains) * u64::from(MEMORY_WARMUP + steps);
         (ChainSpec::new(nodes * 512, 512)?, MEMORY_WARMUP)
     };
     let request = PinnedRequest {
         sms: sms.to_vec(),
         chains: vec![chain; sms.len()],
         warmup_steps: warmup,
-        steps: STEPS,
-        warps: chains,
+        steps,
+        warps,
         sample_steps: 0,
+        chains_per_warp: per_warp,
     };
     let overhead = f64::from(s.results.clock_overhead.unwrap_or(0));
     for _ in 0..TRIES {
@@ -102,7 +128,7 @@ fn point(
             .slots
             .iter()
             .flatten()
-            .map(|slot| slot.cycles_per_load(&request) - overhead / f64::from(STEPS))
+            .map(|slot| slot.cycles_per_load(&request) - overhead / f64::from(steps))
             .collect();
         let latency = latencies.iter().sum::<f64>() / latencies.len().max(1) as f64;
         return Ok(MlpPoint { chains, latency });

@@ -22,6 +22,7 @@ mod async_copy;
 mod bandwidth;
 mod dsmem;
 mod gpc;
+mod icache;
 mod l2;
 mod memory;
 mod mlp;
@@ -124,6 +125,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &memory::MEMORY,
     &tlb::TLB,
     &mlp::MLP,
+    &icache::ICACHE,
     &relations::SHARING,
     &relations::COPIES,
     &bandwidth::BANDWIDTH_L1,

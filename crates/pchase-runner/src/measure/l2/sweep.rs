@@ -109,6 +109,7 @@ fn measure_point_with<B: Backend + ?Sized>(
         steps: per_warp,
         warps,
         sample_steps: samples,
+        chains_per_warp: 1,
     };
     for _ in 0..PINNED_TRIES {
         let run = backend.pinned_chase(&request)?;

@@ -75,6 +75,10 @@ pub struct SimProfile {
     /// Outstanding-request limits (`[mlp]`, `docs/simulator.md`); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mlp: Option<super::MlpSpec>,
+    /// Instruction caches (`[icache]`, `docs/simulator.md`); absent: the instruction-fetch
+    /// benchmark has nothing to find and says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icache: Option<super::IcacheSpec>,
     /// The simulated GPU's UUID: a profile that names one is locked like a real GPU
     /// (one memtopo at a time); bundled profiles have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -170,6 +170,7 @@ impl SimProfile {
             },
             tlb: None,
             mlp: None,
+            icache: None,
             uuid: None,
             co_tenant: None,
             bandwidth: Some(crate::sim::bandwidth::random_spec(&mut rng)),

@@ -28,6 +28,9 @@ impl SimProfile {
         if let Some(mlp) = &self.mlp {
             mlp.validate()?;
         }
+        if let Some(icache) = &self.icache {
+            icache.validate()?;
+        }
         let d = &self.device;
         if d.sm_count == 0 {
             return err("device.sm_count: must be at least 1".into());

@@ -326,6 +326,7 @@ fn pinned_chases_run_where_asked_and_reject_bad_requests() {
         steps: 100,
         warps: 1,
         sample_steps: 0,
+        chains_per_warp: 1,
     };
     let run = sim.pinned_chase(&request).expect("runs");
     assert!(run.complete());
