@@ -24,6 +24,7 @@ pub mod search;
 pub mod sentinel;
 mod session;
 pub mod stats;
+pub mod sets;
 pub mod tlb;
 
 #[cfg(doc)]

@@ -46,7 +46,7 @@
 //! ```
 
 mod bandwidth;
-mod cache;
+pub(crate) mod cache;
 mod cluster;
 mod mlp;
 mod model;
@@ -65,7 +65,7 @@ pub use bandwidth::{BandwidthSpec, LevelThroughput};
 pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, ClusterSpec, L2Interleave, L2Spec, MemorySpec, NoiseSpec,
-    Replacement, SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES,
+    Replacement, SetIndex, SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES,
     SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
@@ -243,6 +243,7 @@ impl SimBackend {
                     c.associativity,
                     c.replacement,
                 )
+                .indexed(c.set_index)
                 .stealing(stolen);
                 (geometry, c.copies_per_sm as usize)
             })
