@@ -65,7 +65,7 @@ pub use bandwidth::{Bandwidth, BandwidthLaunch, BandwidthPeak};
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
-    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
+    Bandwidths, CacheGeometry, SetMapping, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
     ComputeCapability, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc, L2Partitions,
     Limits, Note, NoteSeverity, QuantityKind, RankLatency, ReplacementPolicy, SharedPhysicalCache,
     TlbLevel, Topology,

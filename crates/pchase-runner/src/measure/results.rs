@@ -111,6 +111,8 @@ pub struct Measurements {
     /// Memory-level parallelism (`mlp`, `--deep`): per level (the L2 or device memory) and
     /// scope (one SM, the GPU).
     pub mlp: Vec<(ElementKind, super::mlp::MlpFinding)>,
+    /// Sets, ways, mapping and replacement of the SM caches (`sets`, `--deep`).
+    pub sets: Vec<super::sets::CacheSets>,
     /// Thread-block clusters: DSMEM, the GPC map, or why they are not applicable.
     pub clusters: super::cluster::ClusterFindings,
     /// Timings per benchmark.

@@ -82,6 +82,7 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
                 m.bandwidth.clear();
                 m.tlb.clear();
                 m.mlp.clear();
+                m.sets.clear();
             }
         },
     }

@@ -83,6 +83,23 @@ pub fn html(topo: &Topology, raw: Option<&RawData>) -> String {
         );
     }
     carveout(&mut out, topo);
+    let geometry = super::geometry_lines(topo);
+    if !geometry.is_empty() {
+        let _ = writeln!(out, "<h2>Sets, ways and replacement</h2>");
+        table(
+            &mut out,
+            &["element", "evidence"],
+            &[],
+            super::geometry::evidence_lines(topo)
+                .into_iter()
+                .map(|(label, line)| vec![label, line]),
+        );
+        let _ = writeln!(out, "<ul>");
+        for line in geometry {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        let _ = writeln!(out, "</ul>");
+    }
     latencies(&mut out, topo);
     let _ = writeln!(out, "<h2>Sizes and their evidence</h2>");
     let head = [

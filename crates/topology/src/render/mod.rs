@@ -9,6 +9,7 @@
 
 mod bandwidth;
 mod clusters;
+mod geometry;
 mod html;
 mod markdown;
 mod number;
@@ -23,6 +24,7 @@ use crate::model::{CarveoutRole, ElementKind, NoteSeverity, QuantityKind, Topolo
 use crate::quantity::{Latency, Size};
 
 pub use clusters::cluster_lines;
+pub use geometry::geometry_lines;
 pub use html::html;
 pub(crate) use html::STYLE;
 pub use markdown::{carveout_row_label, markdown};
@@ -299,6 +301,9 @@ pub fn table(topo: &Topology) -> String {
     out.push_str(&bandwidth::text_table(topo));
     for line in cluster_lines(topo) {
         let _ = writeln!(out, "{line}");
+    }
+    for line in geometry_lines(topo) {
+        let _ = writeln!(out, "sets: {line}");
     }
     for note in general_notes(topo) {
         let _ = writeln!(out, "{note}");

@@ -25,6 +25,7 @@ mod l2;
 mod memory;
 mod mlp;
 mod relations;
+mod sets;
 mod shared;
 mod sm_cache;
 mod tlb;
@@ -123,6 +124,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &memory::MEMORY,
     &tlb::TLB,
     &mlp::MLP,
+    &sets::SETS,
     &relations::SHARING,
     &relations::COPIES,
     &bandwidth::BANDWIDTH_L1,

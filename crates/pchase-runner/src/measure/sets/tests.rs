@@ -40,7 +40,7 @@ impl SetProbe for Model {
             let node = i % nodes;
             let hit = cache.access(node * stride * LINE, &mut self.rng);
             if i >= 2 * nodes {
-                loads.push((node, !hit));
+                loads.push((node, Some(!hit)));
             }
         }
         Ok(loads)
@@ -60,7 +60,7 @@ impl SetProbe for Model {
                 Ok((fill..fill + nodes)
                     .map(|i| {
                         let node = i % nodes;
-                        (node, !cache.access(node * LINE, &mut self.rng))
+                        (node, Some(!cache.access(node * LINE, &mut self.rng)))
                     })
                     .collect())
             })
