@@ -78,7 +78,8 @@ pub struct MeasureArgs {
     pub only: Vec<String>,
     /// Also run the deep benchmarks, too costly for the default run (today `tlb`: the
     /// TLB levels, their reach and miss cost, and the page size; `mlp`: the loads one SM
-    /// and the GPU keep in flight); with --only, they join the named ones.
+    /// and the GPU keep in flight; `sets`: sets, ways, set mapping and replacement of the
+    /// L1, constant L1 and L1.5); with --only, they join the named ones.
     #[arg(long)]
     pub deep: bool,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name
