@@ -362,7 +362,7 @@ mod tests {
         assert_eq!(only_benchmarks(&[], true).unwrap(), Selection::Deep);
         assert_eq!(
             only_benchmarks(&["l1".into()], true).unwrap(),
-            Selection::named(&["l1", "tlb", "mlp"]).unwrap()
+            Selection::named(&["l1", "tlb", "mlp", "sets"]).unwrap()
         );
     }
 }
