@@ -4,6 +4,7 @@
 mod cluster;
 mod device;
 mod element;
+mod geometry;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 pub use cluster::{ClusterResidency, Clusters, DsmemAtSize, Gpc, RankLatency};
 pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
+pub use geometry::{CacheGeometry, ReplacementPolicy, SetMapping};
 
 use crate::quantity::{Conditions, Latency};
 use crate::units::{Megahertz, Nanoseconds};
