@@ -79,7 +79,8 @@ pub struct MeasureArgs {
     /// Also run the deep benchmarks, too costly for the default run (today `tlb`: the
     /// TLB levels, their reach and miss cost, and the page size; `mlp`: the loads one SM
     /// and the GPU keep in flight, up to 256 chains per SM; `icache`: the instruction
-    /// caches' sizes and cycles per instruction); with --only, they join the named ones.
+    /// caches' sizes and cycles per instruction; `sets`: sets, ways, set mapping and replacement of the
+    /// L1, constant L1 and L1.5); with --only, they join the named ones.
     #[arg(long)]
     pub deep: bool,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name
@@ -362,7 +363,7 @@ mod tests {
         assert_eq!(only_benchmarks(&[], true).unwrap(), Selection::Deep);
         assert_eq!(
             only_benchmarks(&["l1".into()], true).unwrap(),
-            Selection::named(&["l1", "tlb", "mlp", "async-copy", "icache"]).unwrap()
+            Selection::named(&["l1", "tlb", "mlp", "async-copy", "icache", "sets"]).unwrap()
         );
     }
 }

@@ -45,7 +45,7 @@ use std::fmt;
 
 mod copies;
 
-use crate::model::{ElementKind, Note, NoteSeverity, Topology};
+use crate::model::{Element, ElementKind, Note, NoteSeverity, Topology};
 use crate::quantity::{Count, Latency, Provenance, Size, SizeBound};
 
 /// How strict the comparison is, per kind of quantity.
@@ -325,6 +325,32 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
             ea.and_then(|e| e.count_per_sm),
             eb.and_then(|e| e.count_per_sm),
         );
+        // Schema 1.6: sets, ways (exact: a geometry is a count), mapping and replacement.
+        let (ga, gb) = (geometry_of(ea), geometry_of(eb));
+        for (name, a, b) in [
+            ("sets", ga.and_then(|g| g.sets), gb.and_then(|g| g.sets)),
+            (
+                "associativity",
+                ga.and_then(|g| g.associativity),
+                gb.and_then(|g| g.associativity),
+            ),
+        ] {
+            d.exact(
+                &field(&format!("geometry.{name}")),
+                a.map(|c| c.value),
+                b.map(|c| c.value),
+            );
+        }
+        d.exact(
+            &field("geometry.set_mapping"),
+            ga.and_then(|g| g.set_mapping.as_ref()),
+            gb.and_then(|g| g.set_mapping.as_ref()),
+        );
+        d.exact(
+            &field("geometry.replacement"),
+            ga.and_then(|g| g.replacement.as_ref()),
+            gb.and_then(|g| g.replacement.as_ref()),
+        );
         d.exact(
             &field("global_loads_cached"),
             ea.and_then(|e| e.global_loads_cached),
@@ -450,6 +476,11 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
 }
 
 /// A note in one line: `warning l2.size: text`.
+/// The geometry of an element, where both are present.
+fn geometry_of(element: Option<&Element>) -> Option<&crate::model::CacheGeometry> {
+    element.and_then(|e| e.geometry.as_ref())
+}
+
 fn note_line(note: &Note) -> String {
     let severity = match note.severity {
         NoteSeverity::Info => "info",

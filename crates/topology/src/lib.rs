@@ -69,7 +69,7 @@ pub use model::{
     ComputeCapability, CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind,
     CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc,
     InstructionCacheLevel, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, RankLatency,
-    ReplacementPolicy, SharedPhysicalCache, TlbLevel, Topology,
+    ReplacementPolicy, SetMapping, SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantity::{
     ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,

@@ -125,6 +125,34 @@ fn cache_object(topo: &Topology, kind: ElementKind, element: &Element) -> Map<St
     if let Some(line) = &element.line_size {
         object.insert("lineSize".into(), size_value(line));
     }
+    // memtopo's own keys (schema 1.6): MT4G has no place for a cache's organisation.
+    if let Some(g) = &element.geometry {
+        insert_some(
+            &mut object,
+            "memtopoSets",
+            g.sets.map(|c| api_value(c.value, "sets")),
+        );
+        insert_some(
+            &mut object,
+            "memtopoWays",
+            g.associativity.map(|c| api_value(c.value, "ways")),
+        );
+        insert_some(
+            &mut object,
+            "memtopoSetMapping",
+            g.set_mapping.as_ref().map(|m| m.to_string().into()),
+        );
+        insert_some(
+            &mut object,
+            "memtopoReplacement",
+            g.replacement.as_ref().map(|r| r.to_string().into()),
+        );
+        insert_some(
+            &mut object,
+            "memtopoGeometryNotDetermined",
+            g.not_determined.clone().map(Into::into),
+        );
+    }
     let shared = topo.shared_with(kind);
     if !shared.is_empty() {
         let names: Vec<Value> = shared.iter().map(|k| mt4g_name(*k).into()).collect();

@@ -25,6 +25,7 @@ mod results;
 pub mod search;
 pub mod sentinel;
 mod session;
+pub mod sets;
 pub mod stats;
 pub mod tlb;
 

@@ -115,6 +115,8 @@ pub struct Measurements {
     pub icache: Option<super::icache::IcacheFinding>,
     /// Why the instruction caches were not measured (not applicable, or a failure).
     pub icache_failure: Option<String>,
+    /// Sets, ways, mapping and replacement of the SM caches (`sets`, `--deep`).
+    pub sets: Vec<super::sets::CacheSets>,
     /// Thread-block clusters: DSMEM, the GPC map, or why they are not applicable.
     pub clusters: super::cluster::ClusterFindings,
     /// Copies from global to shared memory: latency and bandwidth per path and size, or

@@ -1,14 +1,15 @@
 //! One physical cache: sets of ways at line granularity, sector fills, and a replacement
 //! policy.
 //!
-//! Each set keeps its valid lines in a small slice ordered from most to least recently
-//! used, so LRU is a rotation of a few entries and a lookup is a short linear scan; no
-//! load allocates.
+//! Under LRU (and early miss) each set keeps its valid lines in a small slice ordered from
+//! most to least recently used, so LRU is a rotation of a few entries and a lookup is a
+//! short linear scan; under random and tree-PLRU replacement a line stays in its way's slot
+//! and tree PLRU keeps its `ways − 1` bits per set beside it. No load allocates.
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::RngExt;
 
-use super::profile::{Associativity, Replacement};
+use super::profile::{Associativity, Replacement, SetIndex};
 
 /// The shape of one cache instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +26,8 @@ pub(crate) struct Geometry {
     pub replacement: Replacement,
     /// Ways of every set that other work keeps occupied (a co-tenant), unusable here.
     pub stolen_ways: u64,
+    /// Which set a line goes to.
+    pub index: SetIndex,
 }
 
 impl Geometry {
@@ -47,7 +50,14 @@ impl Geometry {
             ways,
             replacement,
             stolen_ways: 0,
+            index: SetIndex::Modulo,
         }
+    }
+
+    /// This geometry with lines placed in sets by `index`.
+    pub fn indexed(mut self, index: SetIndex) -> Geometry {
+        self.index = index;
+        self
     }
 
     /// This geometry with `bytes` of it occupied by other work: that many bytes' worth of
@@ -58,7 +68,7 @@ impl Geometry {
         let ways = bytes.div_ceil(per_way);
         let usable = match self.replacement {
             Replacement::EarlyMiss { reserved_ways } => self.ways - u64::from(reserved_ways),
-            Replacement::Lru | Replacement::Random => self.ways,
+            Replacement::Lru | Replacement::Random | Replacement::TreePlru => self.ways,
         };
         self.stolen_ways = ways.min(usable.saturating_sub(1));
         self
@@ -84,7 +94,12 @@ pub(crate) struct Cache {
     set_mask: Option<u64>,
     /// Ways a set may fill: all of them, less the reserved ways of an early-miss policy.
     usable_ways: usize,
-    random: bool,
+    /// Lines stay in their way's slot (random and tree PLRU) instead of in recency order.
+    positional: bool,
+    /// `log2(sets)` for an XOR-folded index (`None`: modulo).
+    fold_bits: Option<u32>,
+    /// Tree PLRU: each set's bits (bit `k − 1` is tree node `k`, 1 = the victim is right).
+    plru: Option<Vec<u64>>,
     entries: Vec<Entry>,
     valid: Vec<u32>,
     /// Whether any access happened since the last reset (skips clearing a clean cache).
@@ -98,10 +113,11 @@ impl Cache {
         let sets = lines / geometry.ways;
         let usable_ways = match geometry.replacement {
             Replacement::EarlyMiss { reserved_ways } => geometry.ways - u64::from(reserved_ways),
-            Replacement::Lru | Replacement::Random => geometry.ways,
+            Replacement::Lru | Replacement::Random | Replacement::TreePlru => geometry.ways,
         };
         let usable_ways = usize::try_from(usable_ways - geometry.stolen_ways).unwrap_or(usize::MAX);
         let set_count = usize::try_from(sets).unwrap_or(usize::MAX);
+        let tree = matches!(geometry.replacement, Replacement::TreePlru);
         Cache {
             geometry,
             line_shift: geometry.line.trailing_zeros(),
@@ -110,7 +126,10 @@ impl Cache {
             sets,
             set_mask: sets.is_power_of_two().then(|| sets - 1),
             usable_ways,
-            random: matches!(geometry.replacement, Replacement::Random),
+            positional: tree || matches!(geometry.replacement, Replacement::Random),
+            fold_bits: (geometry.index == SetIndex::XorFold && sets > 1)
+                .then(|| sets.trailing_zeros()),
+            plru: tree.then(|| vec![0; set_count]),
             entries: vec![
                 Entry {
                     line: 0,
@@ -132,6 +151,9 @@ impl Cache {
     pub fn reset(&mut self) {
         if self.dirty {
             self.valid.fill(0);
+            if let Some(bits) = &mut self.plru {
+                bits.fill(0);
+            }
             self.dirty = false;
         }
     }
@@ -171,9 +193,17 @@ impl Cache {
     /// The set of line number `line`.
     #[inline]
     fn set_of(&self, line: u64) -> usize {
-        let set = match self.set_mask {
-            Some(mask) => line & mask,
-            None => line % self.sets,
+        let set = match (self.fold_bits, self.set_mask) {
+            (Some(bits), Some(mask)) => {
+                let (mut rest, mut set) = (line, 0);
+                while rest != 0 {
+                    set ^= rest & mask;
+                    rest >>= bits;
+                }
+                set
+            }
+            (_, Some(mask)) => line & mask,
+            (_, None) => line % self.sets,
         };
         // `set < sets`, and `sets` was allocated, so it fits in usize.
         set as usize
@@ -200,8 +230,11 @@ impl Cache {
         if let Some(i) = slots[..valid].iter().position(|e| e.line == line) {
             let hit = slots[i].sectors & sector_bit != 0;
             slots[i].sectors |= sector_bit;
-            if !self.random {
+            if !self.positional {
                 slots[..=i].rotate_right(1);
+            }
+            if let Some(bits) = &mut self.plru {
+                bits[set] = plru_touch(bits[set], i, self.usable_ways);
             }
             return hit;
         }
@@ -210,14 +243,21 @@ impl Cache {
             sectors: sector_bit,
         };
         if valid < self.usable_ways {
-            if self.random {
+            if self.positional {
                 slots[valid] = fresh;
             } else {
                 slots[..=valid].rotate_right(1);
                 slots[0] = fresh;
             }
+            if let Some(bits) = &mut self.plru {
+                bits[set] = plru_touch(bits[set], valid, self.usable_ways);
+            }
             self.valid[set] += 1;
-        } else if self.random {
+        } else if let Some(bits) = &mut self.plru {
+            let victim = plru_victim(bits[set], self.usable_ways);
+            slots[victim] = fresh;
+            bits[set] = plru_touch(bits[set], victim, self.usable_ways);
+        } else if self.positional {
             let victim = rng.random_range(0..self.usable_ways);
             slots[victim] = fresh;
         } else {
@@ -227,6 +267,40 @@ impl Cache {
         }
         false
     }
+}
+
+/// Tree-PLRU bits of a set of `ways` (a power of two) after an access to `way`: every node
+/// on the way's path points to the other half.
+pub(crate) fn plru_touch(mut bits: u64, way: usize, ways: usize) -> u64 {
+    let (mut node, mut lo, mut span) = (1usize, 0usize, ways);
+    while span > 1 {
+        span /= 2;
+        let right = way >= lo + span;
+        let bit = 1u64 << (node - 1);
+        // Point away from the half just used.
+        if right {
+            bits &= !bit;
+            lo += span;
+        } else {
+            bits |= bit;
+        }
+        node = 2 * node + usize::from(right);
+    }
+    bits
+}
+
+/// The way tree-PLRU bits point to.
+pub(crate) fn plru_victim(bits: u64, ways: usize) -> usize {
+    let (mut node, mut lo, mut span) = (1usize, 0usize, ways);
+    while span > 1 {
+        span /= 2;
+        let right = bits & (1u64 << (node - 1)) != 0;
+        if right {
+            lo += span;
+        }
+        node = 2 * node + usize::from(right);
+    }
+    lo
 }
 
 #[cfg(test)]
@@ -316,6 +390,53 @@ mod tests {
         assert!(!c.access(256, &mut r)); // evicts 128
         assert!(c.access(0, &mut r));
         assert!(!c.access(128, &mut r));
+    }
+
+    #[test]
+    fn tree_plru_and_lru_evict_different_lines_after_a_hit() {
+        // One set of four ways: lines 0, 64, 128, 192 fill it, then a hit on 0.
+        for (replacement, victim) in [(Replacement::Lru, 64), (Replacement::TreePlru, 128)] {
+            let g = Geometry::new(256, 64, 64, Associativity::Ways(4), replacement);
+            let mut c = Cache::new(g);
+            let mut r = rng();
+            for addr in [0, 64, 128, 192, 0] {
+                c.access(addr, &mut r);
+            }
+            assert!(!c.access(256, &mut r), "a fifth line misses");
+            let evicted: Vec<u64> = [0, 64, 128, 192]
+                .into_iter()
+                .filter(|&a| {
+                    let mut probe = c.clone();
+                    !probe.access(a, &mut r)
+                })
+                .collect();
+            assert_eq!(evicted, [victim], "{replacement:?}");
+        }
+    }
+
+    #[test]
+    fn an_xor_folded_index_spreads_power_of_two_strides() {
+        // 4 sets × 2 ways of 64 B: a stride of 4 lines is one set under modulo.
+        let lines = |index| {
+            let g =
+                Geometry::new(512, 64, 64, Associativity::Ways(2), Replacement::Lru).indexed(index);
+            let mut c = Cache::new(g);
+            let mut r = rng();
+            let addrs: Vec<u64> = (0..4).map(|i| i * 4 * 64).collect();
+            for &a in &addrs {
+                c.access(a, &mut r);
+            }
+            addrs.iter().filter(|&&a| c.access(a, &mut r)).count()
+        };
+        assert_eq!(lines(SetIndex::Modulo), 0, "four lines in one two-way set");
+        assert_eq!(lines(SetIndex::XorFold), 4, "folded into four sets");
+        // An aligned block of four lines still fills each set once.
+        let g = Geometry::new(512, 64, 64, Associativity::Ways(2), Replacement::Lru)
+            .indexed(SetIndex::XorFold);
+        let c = Cache::new(g);
+        let mut sets: Vec<usize> = (8..12).map(|l| c.set_of(l)).collect();
+        sets.sort_unstable();
+        assert_eq!(sets, [0, 1, 2, 3]);
     }
 
     #[test]

@@ -46,7 +46,7 @@
 //! ```
 
 mod bandwidth;
-mod cache;
+pub(crate) mod cache;
 mod cluster;
 mod copy;
 mod icache;
@@ -68,7 +68,7 @@ pub use icache::{IcacheLevelSpec, IcacheSpec};
 pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, ClusterSpec, CopyPathSpec, CopySpec, L2Interleave, L2Spec,
-    MemorySpec, NoiseSpec, Replacement, SharedMemorySpec, SimProfile, UnifiedStore,
+    MemorySpec, NoiseSpec, Replacement, SetIndex, SharedMemorySpec, SimProfile, UnifiedStore,
     CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
@@ -246,6 +246,7 @@ impl SimBackend {
                     c.associativity,
                     c.replacement,
                 )
+                .indexed(c.set_index)
                 .stealing(stolen);
                 (geometry, c.copies_per_sm as usize)
             })

@@ -12,6 +12,7 @@ mod levels;
 mod mlp;
 mod pipeline;
 mod search;
+mod sets;
 mod sim;
 mod tlb;
 mod watch;

@@ -85,6 +85,7 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
                 m.mlp.clear();
                 m.icache = None;
                 m.icache_failure = None;
+                m.sets.clear();
             }
         },
     }

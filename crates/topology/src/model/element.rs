@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 pub use crate::bandwidth::Bandwidths;
 use crate::quantity::{Count, Latency, Size};
 use crate::units::Bytes;
+
+use super::geometry::CacheGeometry;
 // Only for doc links: the JSON schema's descriptions are these doc comments, so a link
 // keeps its short form there and resolves through this import.
 #[cfg(doc)]
@@ -238,36 +240,6 @@ impl CarveoutRole {
             CarveoutRole::Configuration => "configuration",
         }
     }
-}
-
-/// A cache replacement policy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ReplacementPolicy {
-    /// Least recently used.
-    Lru,
-    /// First in, first out.
-    Fifo,
-    /// Random.
-    Random,
-    /// A policy that starts missing before the cache is full (Volta+ L1).
-    EarlyEviction,
-    /// Anything else, described.
-    Other(String),
-}
-
-/// The organisation of a cache, for later benchmarks.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-pub struct CacheGeometry {
-    /// Ways per set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub associativity: Option<Count>,
-    /// The number of sets.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sets: Option<Count>,
-    /// The replacement policy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replacement: Option<ReplacementPolicy>,
 }
 
 /// One memory element and what is known about it. Every quantity is optional:

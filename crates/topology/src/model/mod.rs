@@ -5,6 +5,7 @@ mod cluster;
 mod copy;
 mod device;
 mod element;
+mod geometry;
 mod icache;
 
 use schemars::JsonSchema;
@@ -16,6 +17,7 @@ pub use copy::{
 };
 pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
+pub use geometry::{CacheGeometry, ReplacementPolicy, SetMapping};
 pub use icache::InstructionCacheLevel;
 
 use crate::quantity::{Conditions, Latency};

@@ -96,6 +96,23 @@ pub fn html(topo: &Topology, raw: Option<&RawData>) -> String {
         let _ = writeln!(out, "<p>{}</p>", escape(&line));
     }
     carveout(&mut out, topo);
+    let geometry = super::geometry_lines(topo);
+    if !geometry.is_empty() {
+        let _ = writeln!(out, "<h2>Sets, ways and replacement</h2>");
+        table(
+            &mut out,
+            &["element", "evidence"],
+            &[],
+            super::geometry::evidence_lines(topo)
+                .into_iter()
+                .map(|(label, line)| vec![label, line]),
+        );
+        let _ = writeln!(out, "<ul>");
+        for line in geometry {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        let _ = writeln!(out, "</ul>");
+    }
     latencies(&mut out, topo);
     if !topo.instruction_caches.is_empty() {
         let _ = writeln!(out, "<h2>Instruction caches</h2><ul>");

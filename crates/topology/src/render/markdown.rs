@@ -192,6 +192,7 @@ pub fn markdown(topo: &Topology) -> String {
             let _ = writeln!(out, "- {}", md_escape(&level.describe()));
         }
     }
+    super::geometry::markdown_section(topo, &mut out, md_escape);
     let general = general_notes(topo);
     if !general.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");

@@ -10,6 +10,7 @@
 mod bandwidth;
 mod clusters;
 mod copies;
+mod geometry;
 mod html;
 mod icache;
 mod markdown;
@@ -25,6 +26,7 @@ use crate::model::{CarveoutRole, ElementKind, NoteSeverity, QuantityKind, Topolo
 use crate::quantity::{Latency, Size};
 
 pub use clusters::cluster_lines;
+pub use geometry::geometry_lines;
 pub use html::html;
 pub(crate) use html::STYLE;
 pub use icache::instruction_cache_lines;
@@ -306,6 +308,9 @@ pub fn table(topo: &Topology) -> String {
     }
     for line in instruction_cache_lines(topo) {
         let _ = writeln!(out, "{line}");
+    }
+    for line in geometry_lines(topo) {
+        let _ = writeln!(out, "sets: {line}");
     }
     for note in general_notes(topo) {
         let _ = writeln!(out, "{note}");

@@ -325,6 +325,18 @@ pub fn svg(topo: &Topology) -> String {
     // The instruction-fetch levels (schema 1.6).
     y += super::icache::svg_levels(&mut body, topo, MARGIN, y, inner_width);
 
+    // Sets, ways and replacement (schema 1.6), one line per cache.
+    for line in super::geometry_lines(topo) {
+        let _ = writeln!(
+            body,
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" fill="#374151">{}</text>"##,
+            MARGIN,
+            y + 14.0,
+            super::svg_blocks::escape(&line)
+        );
+        y += 18.0;
+    }
+
     // Device memory.
     if present(topo, ElementKind::DeviceMemory) || d.memory_bytes.is_some() {
         let mut parts = vec!["Device memory".to_owned()];

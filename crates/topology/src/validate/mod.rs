@@ -192,6 +192,9 @@ impl Checker {
             seen.push(key);
             self.size(&format!("{path}.l1_size"), &entry.l1_size);
         }
+        if let Some(geometry) = &element.geometry {
+            self.geometry(&field("geometry"), kind, element, geometry);
+        }
         if let Some(partitions) = &element.partitions {
             if kind != ElementKind::L2 {
                 self.fail(field("partitions"), "only the L2 cache has partitions");
@@ -275,6 +278,61 @@ impl Checker {
                         ),
                     );
                 }
+            }
+        }
+    }
+}
+
+impl Checker {
+    /// Sets and ways are positive; where the mapping is not hashed, sets × ways × line is
+    /// the capacity they were measured at (the geometry's, else the element's size; the
+    /// L1's own size is at another configuration, so it needs the geometry's).
+    fn geometry(
+        &mut self,
+        path: &str,
+        kind: ElementKind,
+        element: &Element,
+        geometry: &crate::model::CacheGeometry,
+    ) {
+        for (name, count) in [
+            ("sets", geometry.sets),
+            ("associativity", geometry.associativity),
+        ] {
+            if count.is_some_and(|c| c.value == 0) {
+                self.fail(format!("{path}.{name}"), "must be at least 1");
+            }
+        }
+        if let Some(size) = &geometry.size {
+            self.size(&format!("{path}.size"), size);
+        }
+        if let Some(line) = &geometry.line_size {
+            self.size(&format!("{path}.line_size"), line);
+        }
+        if matches!(
+            geometry.set_mapping,
+            Some(crate::model::SetMapping::Hashed { .. })
+        ) {
+            return;
+        }
+        let exact = |s: Option<&crate::Size>| s.and_then(|s| s.bound.exact());
+        let line = exact(geometry.line_size.as_ref()).or(exact(element.line_size.as_ref()));
+        let size = exact(geometry.size.as_ref()).or(if kind == ElementKind::L1Data {
+            None
+        } else {
+            exact(element.size.as_ref())
+        });
+        if let (Some(sets), Some(ways), Some(line), Some(size)) =
+            (geometry.sets, geometry.associativity, line, size)
+        {
+            let product = u64::from(sets.value) * u64::from(ways.value) * line.0;
+            if product != size.0 {
+                self.fail(
+                    format!("{path}.sets"),
+                    format!(
+                        "{} sets × {} ways × {} B = {product} B, not the {} B capacity (a hashed mapping is exempt)",
+                        sets.value, ways.value, line.0, size.0
+                    ),
+                );
             }
         }
     }

@@ -27,6 +27,7 @@ mod l2;
 mod memory;
 mod mlp;
 mod relations;
+mod sets;
 mod shared;
 mod sm_cache;
 mod tlb;
@@ -126,6 +127,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &tlb::TLB,
     &mlp::MLP,
     &icache::ICACHE,
+    &sets::SETS,
     &relations::SHARING,
     &relations::COPIES,
     &bandwidth::BANDWIDTH_L1,

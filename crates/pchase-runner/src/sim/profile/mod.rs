@@ -202,6 +202,34 @@ pub enum Replacement {
         /// Ways per set that never hold reusable data (≥ 1, < ways).
         reserved_ways: u32,
     },
+    /// Tree pseudo-LRU (issue 16): a binary tree of `ways − 1` bits per set points to the
+    /// victim; every access turns the bits on its way's path to point away from it. Ways
+    /// must be a power of two. Differs from LRU once a hit re-orders the set: after lines
+    /// A B C D of a 4-way set and a hit on A, LRU evicts B, tree PLRU evicts C.
+    TreePlru,
+}
+
+/// Which set a line goes to (issue 16).
+///
+/// In TOML: `set_index = "modulo"` (the default) or `set_index = "xor-fold"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SetIndex {
+    /// The line number modulo the number of sets: consecutive lines in consecutive sets,
+    /// lines `sets` apart in one set.
+    #[default]
+    Modulo,
+    /// The XOR of every `log2(sets)`-bit field of the line number (the number of sets must
+    /// be a power of two): an aligned block of `sets` lines still fills every set once, but
+    /// lines a power-of-two multiple of `sets` apart fall into different sets, as a hashed
+    /// index spreads them.
+    XorFold,
+}
+
+impl SetIndex {
+    fn is_modulo(&self) -> bool {
+        *self == SetIndex::Modulo
+    }
 }
 
 /// A unified L1/shared-memory store: the L1 gets what shared memory does not.
@@ -240,6 +268,9 @@ pub struct CacheSpec {
     pub associativity: Associativity,
     /// Replacement policy.
     pub replacement: Replacement,
+    /// Which set a line goes to; defaults to the line number modulo the sets.
+    #[serde(default, skip_serializing_if = "SetIndex::is_modulo")]
+    pub set_index: SetIndex,
     /// Cycles of a load served by this cache.
     pub hit_latency: u32,
     /// Copies of this cache per SM (e.g. four texture caches on Kepler, one per warp

@@ -93,6 +93,7 @@ impl SimProfile {
                 sector_bytes,
                 associativity,
                 replacement,
+                set_index: SetIndex::Modulo,
                 hit_latency: latency,
                 copies_per_sm: rng.random_range(1..=4u32),
                 paths: cache_paths,

@@ -148,6 +148,7 @@ impl SimProfile {
                     cache.sector(),
                     cache.associativity,
                     cache.replacement,
+                    cache.set_index,
                 )?;
             }
         }
@@ -187,6 +188,7 @@ impl SimProfile {
             l2.sector(),
             l2.associativity,
             l2.replacement,
+            SetIndex::Modulo,
         )?;
         if l2.near_latency == 0 || l2.far() == 0 {
             return err("l2.near_latency / l2.far_latency: must be positive".into());
@@ -266,6 +268,7 @@ fn validate_geometry(
     sector: u32,
     associativity: Associativity,
     replacement: Replacement,
+    set_index: SetIndex,
 ) -> Result<(), RunnerError> {
     let err = |m: String| Err(profile_error(format!("{at}: {m}")));
     if line < 4 || !line.is_power_of_two() {
@@ -295,6 +298,17 @@ fn validate_geometry(
     if size % set_bytes != 0 {
         return err(format!(
             "{what}: {size} B is not a multiple of ways × line ({ways} × {line} B)"
+        ));
+    }
+    if replacement == Replacement::TreePlru && (!ways.is_power_of_two() || ways > 64) {
+        return err(format!(
+            "replacement: tree PLRU needs a power of two of ways up to 64, not {ways}"
+        ));
+    }
+    if set_index == SetIndex::XorFold && !(size / set_bytes).is_power_of_two() {
+        return err(format!(
+            "{what}: set_index \"xor-fold\" needs a power of two of sets, not {}",
+            size / set_bytes
         ));
     }
     if let Replacement::EarlyMiss { reserved_ways } = replacement {

@@ -1,0 +1,150 @@
+//! The sets benchmark's part of the topology: each cache's geometry with its evidence, and
+//! what can and cannot be said of the L2's.
+
+use topology::{
+    Bytes, CacheGeometry, Count, ElementKind, Note, NoteSeverity, Provenance, ReplacementPolicy,
+    SetMapping, Size, Topology,
+};
+
+use super::STEPS;
+use crate::measure::{
+    sets::{self, CacheSets, PolicyVerdict},
+    Measurements,
+};
+
+/// Writes every measured cache's geometry, and the L2 note.
+pub(super) fn report(measured: &Measurements, topo: &mut Topology) {
+    for found in &measured.sets {
+        let geometry = geometry(found);
+        topo.element_mut(found.element).geometry = Some(geometry);
+    }
+    if !measured.sets.is_empty() {
+        l2_note(measured, topo);
+    }
+}
+
+/// The topology's geometry of one cache.
+fn geometry(found: &CacheSets) -> CacheGeometry {
+    let f = &found.finding;
+    let line = u64::from(found.line_bytes);
+    let count = |v: Option<u32>| v.map(|v| Count::new(v, Provenance::Benchmark));
+    let mut evidence = vec![format!(
+        "{} chases of {} B lines, {STEPS} timed loads each (8 × {STEPS} B of shared memory in every launch, so the L1 keeps one configuration); a load above {:.0} cycles, halfway between this cache's hits ({:.0}) and the next level's ({:.0}), is a miss",
+        found.path,
+        line,
+        found.threshold(),
+        found.hit_cycles,
+        found.miss_cycles
+    )];
+    evidence.extend(f.evidence.iter().cloned());
+    let set_mapping = match &f.mapping {
+        Some(sets::SetMapping::Modulo { sets }) => Some(SetMapping::Modulo {
+            set_stride: Bytes(sets * line),
+            address_bits: sets.is_power_of_two().then(|| {
+                let low = line.trailing_zeros();
+                [low, low + sets.trailing_zeros()]
+            }),
+        }),
+        Some(sets::SetMapping::Hashed { block_per_line }) => Some(SetMapping::Hashed {
+            description: if *block_per_line {
+                format!(
+                    "the lines of one set are unevenly spaced, one in each aligned block of {} lines (an XOR of higher address bits into the set bits has this shape); lines a power-of-two multiple of the sets apart do not share a set",
+                    f.sets.unwrap_or(0)
+                )
+            } else {
+                format!("the lines of one set are unevenly spaced: {:?}", f.conflict)
+            },
+        }),
+        None => None,
+    };
+    let mut not_determined = f.undetermined.clone();
+    let replacement = match &f.policy {
+        None => None,
+        Some(PolicyVerdict::DirectMapped) => {
+            Some(ReplacementPolicy::Other("none (direct-mapped)".into()))
+        }
+        Some(PolicyVerdict::Matches(c)) if c.len() == 1 => Some(match c[0] {
+            sets::Candidate::Lru => ReplacementPolicy::Lru,
+            sets::Candidate::Fifo => ReplacementPolicy::Fifo,
+            sets::Candidate::TreePlru => ReplacementPolicy::TreePlru,
+        }),
+        Some(PolicyVerdict::Matches(c)) => Some(ReplacementPolicy::Other(format!(
+            "{} (the victims fit each)",
+            c.iter().map(|c| c.name()).collect::<Vec<_>>().join(" or ")
+        ))),
+        Some(PolicyVerdict::Varies { trials, distinct }) => {
+            evidence.push(format!(
+                "replacement: in {trials} experiment(s) the SMs' victims differed (up to {distinct} different lines): not a function of the access order"
+            ));
+            Some(ReplacementPolicy::Random)
+        }
+        Some(PolicyVerdict::Unmatched) => Some(ReplacementPolicy::Other(
+            "deterministic, but neither LRU, FIFO nor tree PLRU".into(),
+        )),
+        Some(PolicyVerdict::NoVictim) => {
+            let why = "replacement: no line of a full set missed after a new line entered";
+            not_determined = Some(match not_determined {
+                Some(other) => format!("{other}; {why}"),
+                None => why.to_owned(),
+            });
+            None
+        }
+    };
+    CacheGeometry {
+        associativity: count(f.ways),
+        sets: count(f.sets),
+        replacement,
+        size: match (f.ways, f.sets) {
+            (Some(w), Some(s)) => Some(Size::exact(
+                Bytes(u64::from(w) * u64::from(s) * line),
+                Provenance::Benchmark,
+            )),
+            _ => f
+                .capacity_lines
+                .map(|c| Size::exact(Bytes(c * line), Provenance::Benchmark)),
+        },
+        line_size: Some(Size::exact(Bytes(line), Provenance::Benchmark)),
+        set_mapping,
+        evidence,
+        not_determined,
+    }
+}
+
+/// What the L2's measurements say about its organisation, and what they cannot.
+fn l2_note(measured: &Measurements, topo: &mut Topology) {
+    let l2 = topo.element(ElementKind::L2);
+    let mut known = Vec::new();
+    if let Some(e) = l2 {
+        if let (Some(line), Some(sector)) = (&e.line_size, &e.sector_size) {
+            known.push(format!(
+                "lines of {line} kept valid by {sector} sectors (a line is allocated, its sectors filled one by one)"
+            ));
+        }
+        if let Some(fetch) = &e.fetch_granularity {
+            known.push(format!("a read miss fetches {fetch}"));
+        }
+    }
+    if let Some(Ok(map)) = measured.l2.as_ref().map(|l2| &l2.map) {
+        let shares: Vec<f64> = map.far_share.iter().flatten().copied().collect();
+        let mean = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
+        known.push(format!(
+            "{} partitions; an SM of another partition finds {:.0} % of consecutive lines far, so lines are interleaved over the partitions finely (the map does not record each line's home, so the granularity itself is not resolved)",
+            map.count,
+            100.0 * mean
+        ));
+    }
+    let message = format!(
+        "L2 organisation: {}. Not determined: its sets, ways and set hash. A chase from one SM sees each line at the near or far partition's latency, and the partitions and slices are chosen by an address hash the tool does not know, so an overflowing set cannot be told from a far line or a line of another slice.",
+        if known.is_empty() {
+            "nothing beyond its size and line was measured".to_owned()
+        } else {
+            known.join("; ")
+        }
+    );
+    topo.notes.push(Note {
+        severity: NoteSeverity::Info,
+        element: Some(ElementKind::L2),
+        quantity: None,
+        message,
+    });
+}

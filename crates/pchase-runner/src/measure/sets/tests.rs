@@ -1,0 +1,152 @@
+//! The search against the simulator's cache model, without noise: every geometry and
+//! policy recovered exactly.
+
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::SeedableRng;
+
+use super::*;
+use crate::sim::cache::{Cache, Geometry};
+use crate::sim::{Associativity, Replacement, SetIndex};
+
+const LINE: u64 = 128;
+
+/// A probe whose loads go through one modelled cache.
+struct Model {
+    geometry: Geometry,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl Model {
+    fn new(size: u64, ways: u32, replacement: Replacement, index: SetIndex) -> Model {
+        Model {
+            geometry: Geometry::new(
+                size,
+                LINE as u32,
+                LINE as u32,
+                Associativity::Ways(ways),
+                replacement,
+            )
+            .indexed(index),
+            rng: Xoshiro256PlusPlus::seed_from_u64(3),
+        }
+    }
+}
+
+impl SetProbe for Model {
+    fn chase(&mut self, nodes: u64, stride: u64, passes: u32) -> Result<Vec<Load>, RunnerError> {
+        let mut cache = Cache::new(self.geometry);
+        let mut loads = Vec::new();
+        for i in 0..nodes * (2 + u64::from(passes)) {
+            let node = i % nodes;
+            let hit = cache.access(node * stride * LINE, &mut self.rng);
+            if i >= 2 * nodes {
+                loads.push((node, Some(!hit)));
+            }
+        }
+        Ok(loads)
+    }
+
+    fn victims(
+        &mut self,
+        nodes: u64,
+        fill: u64,
+        block: u64,
+    ) -> Result<Vec<Vec<Load>>, RunnerError> {
+        let far = 1 << 24;
+        (0..4)
+            .map(|_| {
+                let mut cache = Cache::new(self.geometry);
+                for i in 0..fill {
+                    cache.access((i % nodes) * LINE, &mut self.rng);
+                }
+                for j in 0..block {
+                    cache.access(far + j * LINE, &mut self.rng);
+                }
+                Ok((fill..fill + nodes)
+                    .map(|i| {
+                        let node = i % nodes;
+                        (node, Some(!cache.access(node * LINE, &mut self.rng)))
+                    })
+                    .collect())
+            })
+            .collect()
+    }
+}
+
+fn limits(hint: u64) -> SetLimits {
+    SetLimits {
+        hint_lines: hint,
+        max_lines: 1 << 16,
+        max_victim_lines: 1 << 16,
+        window: 1 << 16,
+    }
+}
+
+#[test]
+fn odd_ways_and_a_non_power_of_two_set_count_under_lru() {
+    // 6 ways × 20 sets.
+    let mut m = Model::new(6 * 20 * LINE, 6, Replacement::Lru, SetIndex::Modulo);
+    let f = search(&mut m, limits(100)).unwrap();
+    assert_eq!((f.ways, f.sets), (Some(6), Some(20)), "{f:#?}");
+    assert_eq!(f.mapping, Some(SetMapping::Modulo { sets: 20 }));
+    assert_eq!(f.conflict.len(), 7);
+    assert_eq!(
+        f.policy,
+        Some(PolicyVerdict::Matches(vec![Candidate::Lru])),
+        "{:?}",
+        f.trials
+    );
+}
+
+#[test]
+fn tree_plru_is_told_from_lru() {
+    let mut m = Model::new(8 * 16 * LINE, 8, Replacement::TreePlru, SetIndex::Modulo);
+    let f = search(&mut m, limits(200)).unwrap();
+    assert_eq!((f.ways, f.sets), (Some(8), Some(16)));
+    assert_eq!(
+        f.policy,
+        Some(PolicyVerdict::Matches(vec![Candidate::TreePlru])),
+        "{:?}",
+        f.trials
+    );
+}
+
+#[test]
+fn an_xor_folded_index_is_reported_hashed_with_its_geometry() {
+    let mut m = Model::new(4 * 64 * LINE, 4, Replacement::Lru, SetIndex::XorFold);
+    let f = search(&mut m, limits(300)).unwrap();
+    assert_eq!((f.ways, f.sets), (Some(4), Some(64)), "{f:#?}");
+    assert_eq!(
+        f.mapping,
+        Some(SetMapping::Hashed {
+            block_per_line: true
+        })
+    );
+    assert!(
+        f.evidence.iter().any(|e| e.contains("do not overflow")),
+        "{:?}",
+        f.evidence
+    );
+    assert_eq!(f.policy, Some(PolicyVerdict::Matches(vec![Candidate::Lru])));
+}
+
+#[test]
+fn random_replacement_varies_and_keeps_its_geometry() {
+    let mut m = Model::new(4 * 32 * LINE, 4, Replacement::Random, SetIndex::Modulo);
+    let f = search(&mut m, limits(100)).unwrap();
+    assert_eq!((f.ways, f.sets), (Some(4), Some(32)), "{f:#?}");
+    assert!(
+        matches!(f.policy, Some(PolicyVerdict::Varies { .. })),
+        "{:?}",
+        f.policy
+    );
+}
+
+#[test]
+fn a_cache_larger_than_the_reach_is_undetermined() {
+    let mut m = Model::new(16 * 64 * LINE, 16, Replacement::Lru, SetIndex::Modulo);
+    let mut l = limits(100);
+    l.max_lines = 512;
+    let f = search(&mut m, l).unwrap();
+    assert!(f.ways.is_none() && f.undetermined.is_some(), "{f:#?}");
+}

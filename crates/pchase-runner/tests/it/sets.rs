@@ -1,0 +1,110 @@
+//! The sets benchmark (`sets`, deep) against simulated caches whose organisation is the
+//! profile's truth: the bundled profiles, the `odd` fixture (a two-way L1, a direct-mapped
+//! constant L1, a four-way L1.5) and the `hashed` fixture (an XOR-folded four-way tree-PLRU
+//! L1, a six-way constant L1, a three-way random L1.5).
+
+use std::path::PathBuf;
+
+use pchase_runner::{
+    measure::{bench, report, ElementKind, MeasureOptions, Measurements, Selection, Session},
+    sim::{SimBackend, SimProfile},
+};
+use topology::{ReplacementPolicy, SetMapping};
+
+use crate::pipeline::without;
+
+fn fixture(name: &str) -> SimProfile {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/geometry")
+        .join(format!("{name}.toml"));
+    SimProfile::load(&path).expect("fixture profile loads")
+}
+
+/// Runs `sets` alone and checks it against the profile, with teeth.
+fn check(profile: &SimProfile) -> Measurements {
+    let sets = bench::find("sets").expect("registered");
+    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
+    let options = MeasureOptions {
+        only: Selection::named(&["sets"]).expect("registered"),
+        carveout_table: false,
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut backend, options).run().expect("runs");
+    if let Err(why) = sets.sim_check(profile, &m) {
+        panic!("{}: {why}", profile.name);
+    }
+    assert!(
+        sets.sim_check(profile, &without(&m, sets)).is_err(),
+        "{}: the check passes without results",
+        profile.name
+    );
+    m
+}
+
+#[test]
+fn a_hashed_tree_plru_l1_a_six_way_and_a_three_way_random_cache_are_recovered() {
+    let profile = fixture("hashed");
+    let m = check(&profile);
+    let topo = report::to_topology(&profile.device, &m, "test");
+    topo.validate().expect("valid");
+    let l1 = topo
+        .element(ElementKind::L1Data)
+        .and_then(|e| e.geometry.as_ref())
+        .expect("L1 geometry");
+    assert_eq!(l1.replacement, Some(ReplacementPolicy::TreePlru));
+    assert!(matches!(l1.set_mapping, Some(SetMapping::Hashed { .. })));
+    let c1 = topo
+        .element(ElementKind::ConstantL1)
+        .and_then(|e| e.geometry.as_ref())
+        .expect("constant L1 geometry");
+    assert_eq!(c1.associativity.map(|c| c.value), Some(6));
+    assert_eq!(c1.replacement, Some(ReplacementPolicy::Lru));
+    let c15 = topo
+        .element(ElementKind::ConstantL15)
+        .and_then(|e| e.geometry.as_ref())
+        .expect("constant L1.5 geometry");
+    assert_eq!(c15.associativity.map(|c| c.value), Some(3));
+    assert_eq!(c15.replacement, Some(ReplacementPolicy::Random));
+    // Every output shows it.
+    let table = topology::render::table(&topo);
+    assert!(table.contains("128 sets × 4 ways"), "{table}");
+    assert!(topology::render::markdown(&topo).contains("tree PLRU"));
+}
+
+#[test]
+fn odd_and_direct_mapped_caches_of_the_odd_fixture_are_recovered() {
+    let profile = fixture("odd");
+    let m = check(&profile);
+    let topo = report::to_topology(&profile.device, &m, "test");
+    topo.validate().expect("valid");
+    let c1 = topo
+        .element(ElementKind::ConstantL1)
+        .and_then(|e| e.geometry.as_ref())
+        .expect("constant L1 geometry");
+    assert_eq!(c1.associativity.map(|c| c.value), Some(1));
+    let l1 = topo
+        .element(ElementKind::L1Data)
+        .and_then(|e| e.geometry.as_ref())
+        .expect("L1 geometry");
+    assert!(matches!(l1.set_mapping, Some(SetMapping::Modulo { .. })));
+}
+
+#[test]
+fn bundled_profiles_are_recovered_or_said_to_be_out_of_reach() {
+    for name in SimProfile::bundled_names() {
+        let profile = SimProfile::bundled(name).expect("bundled");
+        let m = check(&profile);
+        let topo = report::to_topology(&profile.device, &m, "test");
+        topo.validate().expect("valid");
+        // The L1.5s of 128 KiB do not overflow within the 64 KiB bank: said so.
+        if let Some(g) = topo
+            .element(ElementKind::ConstantL15)
+            .and_then(|e| e.geometry.as_ref())
+        {
+            assert!(
+                g.associativity.is_some() || g.not_determined.is_some(),
+                "{name}: {g:?}"
+            );
+        }
+    }
+}
