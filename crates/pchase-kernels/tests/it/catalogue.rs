@@ -37,12 +37,13 @@ fn entry_names_are_unique_and_found_by_name() {
     }
     let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
     // init_chain, clock_overhead, sm_clock, chase_pinned_global_cg, chase_fine_dsmem,
-    // l2_partition_map, dsmem_cluster_chase, dsmem_cluster_stream, then the bandwidth
-    // kernels.
+    // l2_partition_map, dsmem_cluster_chase, dsmem_cluster_stream, the line-indexed
+    // chases and init_chain_lines, then the bandwidth kernels.
     let bandwidth = pchase_kernels::bandwidth::kernels().count();
+    let lines = catalogue::LINES_PATHS.len();
     assert_eq!(
         seen.len(),
-        2 * LoadPath::ALL.len() + 8 + two_phase + bandwidth
+        2 * LoadPath::ALL.len() + 9 + two_phase + lines + bandwidth
     );
     assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
 }
