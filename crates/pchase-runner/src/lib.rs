@@ -27,6 +27,7 @@ pub mod error;
 pub mod measure;
 pub mod peer;
 pub mod sim;
+pub mod walk;
 
 pub use backend::{
     Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath,

@@ -435,4 +435,10 @@ pub trait Backend {
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
         None
     }
+
+    /// The TLB walks over (nearly) all of device memory, plain or in separately mapped
+    /// chunks ([`crate::walk`]); `None` where the backend has none.
+    fn walks(&mut self) -> Option<&mut dyn crate::walk::WalkBackend> {
+        None
+    }
 }

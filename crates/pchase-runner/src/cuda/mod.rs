@@ -8,7 +8,9 @@
 //! `chase` (the chase and two-phase launches, texture binding included), `pinned` (the
 //! SM-pinned chase and the partition map), `clock` (clock overhead and SM clock),
 //! `cluster` (the thread-block-cluster requests) and `cluster_driver` (`cuLaunchKernelEx`
-//! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`).
+//! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`), `vmm` (the
+//! TLB walks' memory: plain, or separately mapped chunks through the virtual memory
+//! management API) and `walk` (the TLB walks).
 
 mod bandwidth;
 mod chains;
@@ -24,6 +26,8 @@ mod handles;
 mod launch;
 mod peer;
 mod pinned;
+pub mod vmm;
+mod walk;
 
 use pchase_kernels::{catalogue, Kernel};
 
@@ -61,6 +65,8 @@ pub fn describe_result(code: u32) -> String {
 pub struct CudaBackend {
     single_thread_fill: bool,
     bandwidth: bandwidth::BandwidthState,
+    /// The TLB walks' region and its memory (before the context, which drops last).
+    walk: Option<(crate::walk::WalkRegion, walk::WalkMemory)>,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -117,6 +123,7 @@ impl CudaBackend {
         Ok(CudaBackend {
             single_thread_fill: false,
             bandwidth: bandwidth::BandwidthState::default(),
+            walk: None,
             chain_buffer: None,
             flush_buffer: None,
             modules,
@@ -206,6 +213,10 @@ impl Backend for CudaBackend {
     fn quick_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
         // About 1 ms: 0.1 % against the microsecond resolution, enough to see a drop of 3 %.
         self.sm_clock_over(2_000_000)
+    }
+
+    fn walks(&mut self) -> Option<&mut dyn crate::walk::WalkBackend> {
+        Some(self)
     }
 
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {

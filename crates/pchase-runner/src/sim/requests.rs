@@ -288,6 +288,10 @@ impl Backend for SimBackend {
         Ok(u32::try_from(*median).unwrap_or(u32::MAX))
     }
 
+    fn walks(&mut self) -> Option<&mut dyn crate::walk::WalkBackend> {
+        Some(self)
+    }
+
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
         if self.profile.clusters.is_some() {
             Some(self)

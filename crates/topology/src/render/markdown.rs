@@ -166,6 +166,13 @@ pub fn markdown(topo: &Topology) -> String {
             let _ = writeln!(out, "- {}", md_escape(&line));
         }
     }
+    let tlb = super::tlb_lines(topo);
+    if !tlb.is_empty() {
+        let _ = writeln!(out, "\n## TLBs\n");
+        for line in tlb {
+            let _ = writeln!(out, "- {}", md_escape(&line));
+        }
+    }
     let general = general_notes(topo);
     if !general.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");

@@ -9,6 +9,7 @@
 
 mod bandwidth;
 mod clusters;
+mod tlb;
 mod html;
 mod markdown;
 mod number;
@@ -23,6 +24,7 @@ use crate::model::{CarveoutRole, ElementKind, NoteSeverity, QuantityKind, Topolo
 use crate::quantity::{Latency, Size};
 
 pub use clusters::cluster_lines;
+pub use tlb::tlb_lines;
 pub use html::html;
 pub(crate) use html::STYLE;
 pub use markdown::{carveout_row_label, markdown};
@@ -297,7 +299,7 @@ pub fn table(topo: &Topology) -> String {
         let _ = writeln!(out, "[{}] {entry}", i + 1);
     }
     out.push_str(&bandwidth::text_table(topo));
-    for line in cluster_lines(topo) {
+    for line in cluster_lines(topo).into_iter().chain(tlb_lines(topo)) {
         let _ = writeln!(out, "{line}");
     }
     for note in general_notes(topo) {
