@@ -45,29 +45,57 @@ fn every_failing_vmm_call_is_a_typed_error_and_a_good_region_is_released() {
     script("cuMemCreate=2");
     let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
     assert!(
-        matches!(e, VmmError::Create { chunk: 0, chunks: 4, .. }),
+        matches!(
+            e,
+            VmmError::Create {
+                chunk: 0,
+                chunks: 4,
+                ..
+            }
+        ),
         "{e}"
     );
     script("cuMemAddressReserve=2");
     let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
-    assert!(matches!(e, VmmError::Reserve { bytes, .. } if bytes == 8 << 20), "{e}");
+    assert!(
+        matches!(e, VmmError::Reserve { bytes, .. } if bytes == 8 << 20),
+        "{e}"
+    );
     script("cuMemMap=1");
     let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
     assert!(matches!(e, VmmError::Map { offset: 0, .. }), "{e}");
     script("cuMemRelease=1");
     let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
     assert!(
-        matches!(e, VmmError::Release { call: "cuMemRelease", .. }),
+        matches!(
+            e,
+            VmmError::Release {
+                call: "cuMemRelease",
+                ..
+            }
+        ),
         "{e}"
     );
     script("cuMemSetAccess=1");
     let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
     assert!(matches!(e, VmmError::SetAccess { .. }), "{e}");
     let e = ChunkedRegion::new(0, 1 << 20).unwrap_err();
-    assert!(matches!(e, VmmError::Reserve { .. }), "below one chunk: {e}");
+    assert!(
+        matches!(e, VmmError::Reserve { .. }),
+        "below one chunk: {e}"
+    );
 
     script("cuMemUnmap=1");
     let region = ChunkedRegion::new(0, 4 << 20).expect("built");
     let e = region.release().unwrap_err();
-    assert!(matches!(e, VmmError::Release { call: "cuMemUnmap", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            VmmError::Release {
+                call: "cuMemUnmap",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }

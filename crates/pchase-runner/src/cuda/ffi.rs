@@ -206,8 +206,13 @@ extern "C" {
     #[link_name = "cuda_shim_raw_cuMemRelease"]
     pub fn cuMemRelease(handle: u64) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemMap"]
-    pub fn cuMemMap(ptr: DevicePtr, size: usize, offset: usize, handle: u64, flags: u64)
-        -> CuResult;
+    pub fn cuMemMap(
+        ptr: DevicePtr,
+        size: usize,
+        offset: usize,
+        handle: u64,
+        flags: u64,
+    ) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemUnmap"]
     pub fn cuMemUnmap(ptr: DevicePtr, size: usize) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemSetAccess"]

@@ -150,7 +150,8 @@ impl ChunkedRegion {
         let bytes = chunks * chunk;
         let mut base: DevicePtr = 0;
         // SAFETY: valid out-pointer; no fixed address asked for.
-        let code = unsafe { ffi::cuMemAddressReserve(&mut base, bytes as usize, chunk as usize, 0, 0) };
+        let code =
+            unsafe { ffi::cuMemAddressReserve(&mut base, bytes as usize, chunk as usize, 0, 0) };
         if code != ffi::SUCCESS {
             release_handles(&handles);
             return Err(VmmError::Reserve {

@@ -72,9 +72,10 @@ fn two_levels_with_odd_entries_are_recovered_exactly_on_both_paths() {
     // Both levels and their miss latencies reach the topology, per path and allocation.
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
     assert_eq!(topo.tlb.len(), 8);
-    assert!(topo.tlb.iter().all(|l| l.miss_latency.is_some()
-        && l.page_size.is_some()
-        && l.allocation.is_some()));
+    assert!(topo
+        .tlb
+        .iter()
+        .all(|l| l.miss_latency.is_some() && l.page_size.is_some() && l.allocation.is_some()));
     topo.validate().expect("valid");
 }
 
@@ -96,14 +97,21 @@ fn large_pages_of_a_plain_allocation_and_small_pages_of_chunks_are_both_recovere
         let chunked = search(&m, path, WalkAllocation::Chunked);
         assert_eq!(chunked.region.chunk_bytes, Some(2 << 20));
         assert_eq!(chunked.finding.page_bytes, Some(2 << 20), "{path}");
-        let reach: Vec<u64> = chunked.finding.levels.iter().map(|l| l.reach_bytes).collect();
+        let reach: Vec<u64> = chunked
+            .finding
+            .levels
+            .iter()
+            .map(|l| l.reach_bytes)
+            .collect();
         assert_eq!(reach, [32 << 20, 128 << 20], "{path}");
     }
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
-    assert!(topo
-        .notes
-        .iter()
-        .any(|n| n.message.contains("one cuMemAlloc") && n.message.contains("page size 512.0 MiB")));
+    assert!(
+        topo.notes
+            .iter()
+            .any(|n| n.message.contains("one cuMemAlloc")
+                && n.message.contains("page size 512.0 MiB"))
+    );
     let text = topology::render::table(&topo);
     assert!(text.contains("TLB"), "{text}");
 }

@@ -9,7 +9,6 @@
 
 mod bandwidth;
 mod clusters;
-mod tlb;
 mod html;
 mod markdown;
 mod number;
@@ -17,6 +16,7 @@ mod plot;
 mod store;
 mod svg;
 mod svg_blocks;
+mod tlb;
 
 use std::fmt::Write as _;
 
@@ -24,13 +24,13 @@ use crate::model::{CarveoutRole, ElementKind, NoteSeverity, QuantityKind, Topolo
 use crate::quantity::{Latency, Size};
 
 pub use clusters::cluster_lines;
-pub use tlb::tlb_lines;
 pub use html::html;
 pub(crate) use html::STYLE;
 pub use markdown::{carveout_row_label, markdown};
 pub use number::{median_iqr, number, p_value, P_VALUE_FLOOR};
 pub(crate) use plot::escape;
 pub use svg::svg;
+pub use tlb::tlb_lines;
 
 /// Collects the reasons shown as numbered footnotes.
 struct Footnotes {

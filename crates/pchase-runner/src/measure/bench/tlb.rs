@@ -79,12 +79,10 @@ fn max_nodes(s: &Session<'_>, path: LoadPath) -> u64 {
 }
 
 /// The walk backend, or why there is none.
-fn walks<'a>(
-    s: &'a mut Session<'_>,
-) -> Result<&'a mut dyn crate::walk::WalkBackend, RunnerError> {
-    s.backend.walks().ok_or_else(|| {
-        RunnerError::InvalidRequest("this backend cannot run TLB walks".to_string())
-    })
+fn walks<'a>(s: &'a mut Session<'_>) -> Result<&'a mut dyn crate::walk::WalkBackend, RunnerError> {
+    s.backend
+        .walks()
+        .ok_or_else(|| RunnerError::InvalidRequest("this backend cannot run TLB walks".to_string()))
 }
 
 /// Searches the levels of `path` in `region`.
@@ -273,10 +271,7 @@ fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> 
     }
     let page = spec.page_for(allocation);
     if !f.levels.is_empty() && f.page_bytes != Some(page) {
-        return Err(format!(
-            "{what}: page {:?} B, truth {page} B",
-            f.page_bytes
-        ));
+        return Err(format!("{what}: page {:?} B, truth {page} B", f.page_bytes));
     }
     Ok(())
 }

@@ -19,7 +19,11 @@ fn walked(search: &TlbSearch) -> String {
     let region = &search.region;
     let how = match (region.allocation, region.chunk_bytes) {
         (WalkAllocation::Chunked, Some(chunk)) => {
-            format!("{} in separately mapped chunks of {}", human(region.bytes), human(chunk))
+            format!(
+                "{} in separately mapped chunks of {}",
+                human(region.bytes),
+                human(chunk)
+            )
         }
         _ => format!("one cuMemAlloc of {}", human(region.bytes)),
     };
