@@ -3,8 +3,9 @@
 //! granularity through the virtual memory management API ([`ChunkedRegion`]).
 //!
 //! A chunked region creates every chunk first (`cuMemCreate`), then maps chunk
-//! `π(j) = j·a mod n` at place `j` of the range (`cuMemMap`), with `a` coprime to `n` and
-//! neither 1 nor `n − 1`: neighbouring places never get chunks created one after the other,
+//! `π(j) = j·a mod n` at place `j` of the range (`cuMemMap`, [`ChunkOrder`]), with `a`
+//! coprime to `n` and neither 1 nor `n − 1`: neighbouring places never get chunks created
+//! one after the other,
 //! so whatever physical order the driver gave them, the range is not physically contiguous
 //! across any chunk boundary, and the GPU's MMU must translate it with pages of at most one
 //! chunk. The handles are released once mapped (the mappings keep the memory); access is
@@ -62,33 +63,56 @@ pub fn granularity(device: c_int) -> Result<u64, VmmError> {
     Ok(g)
 }
 
-/// The multiplier of the chunk order: the smallest `a ≥ 0.618·n` coprime to `n` that is
-/// neither 1 nor `n − 1`; 1 (the identity) for fewer than 4 chunks, where none exists.
+/// Which chunk each place of a chunked region gets: `j·a mod n` with the smallest
+/// `a ≥ 0.618·n` coprime to `n` that is neither 1 nor `n − 1`; where no such `a` exists
+/// (`n` of 4 or 6), the odd chunks, then the even ones. From 4 chunks on, neighbouring places
+/// never get chunks created one after the other.
 ///
 /// ```
-/// use pchase_runner::cuda::vmm::chunk_multiplier;
-/// assert_eq!(chunk_multiplier(2), 1);
-/// let (n, a) = (1000, chunk_multiplier(1000));
-/// assert!(a > 1 && a < n - 1);
+/// use pchase_runner::cuda::vmm::ChunkOrder;
+/// let order = ChunkOrder::new(1000);
 /// // Neighbouring places never hold chunks created one after the other.
-/// assert!((0..n - 1).all(|j| ((j + 1) * a % n).abs_diff(j * a % n) != 1));
+/// assert!((0..999).all(|j| order.chunk(j + 1).abs_diff(order.chunk(j)) != 1));
+/// let four = ChunkOrder::new(4);
+/// assert_eq!((0..4).map(|j| four.chunk(j)).collect::<Vec<_>>(), [1, 3, 0, 2]);
 /// ```
-pub fn chunk_multiplier(n: u64) -> u64 {
-    fn gcd(a: u64, b: u64) -> u64 {
-        if b == 0 {
-            a
-        } else {
-            gcd(b, a % b)
+#[derive(Debug, Clone, Copy)]
+pub struct ChunkOrder {
+    n: u64,
+    multiplier: Option<u64>,
+}
+
+impl ChunkOrder {
+    /// The order of `n` chunks.
+    pub fn new(n: u64) -> ChunkOrder {
+        fn gcd(a: u64, b: u64) -> u64 {
+            if b == 0 {
+                a
+            } else {
+                gcd(b, a % b)
+            }
+        }
+        let start = ((n as f64 * 0.618) as u64).max(2);
+        let multiplier = (start..n.saturating_sub(1))
+            .chain(2..start.min(n.saturating_sub(1)))
+            .find(|&a| gcd(a, n) == 1);
+        ChunkOrder { n, multiplier }
+    }
+
+    /// The chunk (in creation order) mapped at place `j` (below `n`).
+    pub fn chunk(&self, j: u64) -> u64 {
+        match self.multiplier {
+            Some(a) => j * a % self.n,
+            None => {
+                let odds = self.n / 2;
+                if j < odds {
+                    2 * j + 1
+                } else {
+                    2 * (j - odds)
+                }
+            }
         }
     }
-    if n < 4 {
-        return 1;
-    }
-    let start = (n as f64 * 0.618) as u64;
-    (start.max(2)..n - 1)
-        .chain(2..start.max(2))
-        .find(|&a| gcd(a, n) == 1)
-        .unwrap_or(1)
 }
 
 /// A reserved range of separately mapped chunks; unmapped and freed on drop (a failure
@@ -166,9 +190,9 @@ impl ChunkedRegion {
             mapped: 0,
             reserved: true,
         };
-        let a = chunk_multiplier(chunks);
+        let order = ChunkOrder::new(chunks);
         for j in 0..chunks {
-            let physical = j * a % chunks;
+            let physical = order.chunk(j);
             let offset = j * chunk;
             // SAFETY: the place lies in the reserved range; the handle is a live chunk of
             // exactly one chunk's size.
@@ -380,17 +404,24 @@ mod tests {
 
     #[test]
     fn the_chunk_order_is_a_permutation_without_created_neighbours() {
-        for n in [4u64, 5, 6, 9, 64, 4097, 37_888] {
-            let a = chunk_multiplier(n);
+        for n in [4u64, 5, 6, 7, 8, 9, 64, 4097, 37_888] {
+            let order = ChunkOrder::new(n);
             let mut seen = vec![false; n as usize];
             for j in 0..n {
-                seen[(j * a % n) as usize] = true;
+                seen[order.chunk(j) as usize] = true;
             }
             assert!(seen.iter().all(|&s| s), "{n}: not a permutation");
             assert!(
-                (0..n - 1).all(|j| ((j + 1) * a % n).abs_diff(j * a % n) != 1),
+                (0..n - 1).all(|j| order.chunk(j + 1).abs_diff(order.chunk(j)) != 1),
                 "{n}"
             );
+        }
+        // One to three chunks: every chunk once.
+        for n in 1..4u64 {
+            let order = ChunkOrder::new(n);
+            let mut chunks: Vec<u64> = (0..n).map(|j| order.chunk(j)).collect();
+            chunks.sort_unstable();
+            assert_eq!(chunks, (0..n).collect::<Vec<_>>());
         }
     }
 }

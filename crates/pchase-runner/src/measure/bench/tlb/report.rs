@@ -111,3 +111,70 @@ pub(super) fn human(bytes: u64) -> String {
         b => format!("{:.1} KiB", b as f64 / 1024.0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::tlb::{TlbFinding, TlbLevelFinding};
+    use crate::walk::WalkRegion;
+
+    fn search(path: LoadPath, levels: Vec<TlbLevelFinding>, bound: u64) -> TlbSearch {
+        TlbSearch {
+            path,
+            region: WalkRegion {
+                allocation: WalkAllocation::Plain,
+                bytes: 74 << 30,
+                chunk_bytes: None,
+            },
+            finding: TlbFinding {
+                page_bytes: (!levels.is_empty()).then_some(512 << 20),
+                levels,
+                bound_pages: Some(bound),
+                bound_bytes: Some(bound << 29),
+                probes: 4,
+            },
+        }
+    }
+
+    fn level(entries: u64) -> TlbLevelFinding {
+        TlbLevelFinding {
+            entries: Some(entries),
+            reach_bytes: entries << 29,
+            miss_cycles: 40.0,
+            before_cycles: 300.0,
+            after_cycles: 340.0,
+            miss: None,
+        }
+    }
+
+    fn untranslated(searches: &[TlbSearch]) -> bool {
+        let mut topo = Topology::new(topology::DeviceInfo::new(
+            "GPU",
+            topology::ComputeCapability::new(9, 0),
+            132,
+        ));
+        notes(&mut topo, searches);
+        topo.notes
+            .iter()
+            .any(|n| n.message.contains("hit the L1 are not translated"))
+    }
+
+    #[test]
+    fn l1_hits_are_called_untranslated_only_where_the_l1_walks_went_past_the_l2_level() {
+        let l2 = search(LoadPath::GlobalCg, vec![level(16)], 140);
+        assert!(untranslated(&[
+            l2.clone(),
+            search(LoadPath::GlobalCa, vec![], 73)
+        ]));
+        // The L1 path's walks stopped before the L2 path's level overflowed: no claim.
+        assert!(!untranslated(&[
+            l2.clone(),
+            search(LoadPath::GlobalCa, vec![], 12)
+        ]));
+        // The L1 path saw a level itself: no claim.
+        assert!(!untranslated(&[
+            l2,
+            search(LoadPath::GlobalCa, vec![level(16)], 140)
+        ]));
+    }
+}
