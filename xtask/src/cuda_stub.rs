@@ -103,6 +103,9 @@ const HAND_WRITTEN: &[&str] = &[
     "cuDeviceGetUuid_v2",
     "cuDeviceGetPCIBusId",
     "cuDriverGetVersion",
+    "cuMemGetAllocationGranularity",
+    "cuMemAddressReserve",
+    "cuMemCreate",
 ];
 
 /// Rust source of the stand-in library.
@@ -113,7 +116,10 @@ const HAND_WRITTEN: &[&str] = &[
 /// code. Scripted to succeed, `cuDeviceGetCount` reports the GPUs visible,
 /// `cuDeviceGet` the physical GPU of the ordinal asked for, `cuDeviceGetUuid_v2` and
 /// `cuDeviceGetPCIBusId` that GPU's UUID (`a0 5a … 5a i`, i its physical index) and bus id
-/// (`00000000:0i:00.0`), and `cuDriverGetVersion` 12080; the others write nothing. The
+/// (`00000000:0i:00.0`), `cuDriverGetVersion` 12080, and of the virtual memory management
+/// API `cuMemGetAllocationGranularity` 2 MiB, `cuMemAddressReserve` the address 2^44 and
+/// `cuMemCreate` handles 1, 2, 3, … (so that the chunked TLB region's teardown after each
+/// failing call is covered, `crates/pchase-runner/tests/vmm.rs`); the others write nothing. The
 /// machine has `MEMTOPO_STAND_IN_GPUS` GPUs (default 1), of which `CUDA_VISIBLE_DEVICES`
 /// (indices, comma-separated) makes those listed visible, renumbered from 0 in its order,
 /// as the real driver does. The error
@@ -194,6 +200,25 @@ pub fn stand_in_source(entry_points: &[String]) -> String {
          pub unsafe extern \"C\" fn cuDriverGetVersion(version: *mut c_int) -> u32 {\n\
          \x20   let code = answer(\"cuDriverGetVersion\");\n\
          \x20   if code == 0 && !version.is_null() { unsafe { *version = 12080 }; }\n\
+         \x20   code\n\
+         }\n\
+         #[no_mangle]\n\
+         pub unsafe extern \"C\" fn cuMemGetAllocationGranularity(granularity: *mut usize, _prop: *const u8, _option: c_int) -> u32 {\n\
+         \x20   let code = answer(\"cuMemGetAllocationGranularity\");\n\
+         \x20   if code == 0 && !granularity.is_null() { unsafe { *granularity = 2 << 20 }; }\n\
+         \x20   code\n\
+         }\n\
+         #[no_mangle]\n\
+         pub unsafe extern \"C\" fn cuMemAddressReserve(ptr: *mut u64, _size: usize, _alignment: usize, _addr: u64, _flags: u64) -> u32 {\n\
+         \x20   let code = answer(\"cuMemAddressReserve\");\n\
+         \x20   if code == 0 && !ptr.is_null() { unsafe { *ptr = 1 << 44 }; }\n\
+         \x20   code\n\
+         }\n\
+         static NEXT_HANDLE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);\n\
+         #[no_mangle]\n\
+         pub unsafe extern \"C\" fn cuMemCreate(handle: *mut u64, _size: usize, _prop: *const u8, _flags: u64) -> u32 {\n\
+         \x20   let code = answer(\"cuMemCreate\");\n\
+         \x20   if code == 0 && !handle.is_null() { unsafe { *handle = NEXT_HANDLE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) }; }\n\
          \x20   code\n\
          }\n",
     );

@@ -52,4 +52,11 @@ pub enum Error {
         /// The most allowed ([`crate::icache::MAX_SEGMENTS`]).
         max: u32,
     },
+    /// There is no line-indexed chase for this load path: the catalogue has one for each
+    /// of [`catalogue::LINES_PATHS`](crate::catalogue::LINES_PATHS).
+    #[error("no line-indexed chase for the load path {path}; it must be global_ca or global_cg")]
+    NoLinesKernel {
+        /// The path asked for.
+        path: LoadPath,
+    },
 }

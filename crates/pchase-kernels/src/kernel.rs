@@ -183,8 +183,18 @@ pub enum KernelKind {
     /// Every thread of every block streams 16-byte loads or stores over another rank's (or
     /// its own) shared memory; thread 0 times the passes.
     ClusterStream,
+    /// Fine-grained single-thread chase whose indices count 128-byte lines, not 4-byte
+    /// elements: one block's chain may span up to 512 GiB (the TLB walks over all of device
+    /// memory, issue 16). The timed loop is the `Chase` kernels' but for the address
+    /// computation before the first clock read.
+    ChaseLines {
+        /// The load instruction used (`GlobalCa` or `GlobalCg`).
+        path: LoadPath,
+    },
     /// Parallel construction of strided chains.
     InitChain,
+    /// Parallel construction of one strided chain whose indices count 128-byte lines.
+    InitChainLines,
     /// Back-to-back clock reads with the fine kernels' shared store, no load.
     ClockOverhead,
     /// `%clock64` against `%globaltimer`, to measure the real SM clock.

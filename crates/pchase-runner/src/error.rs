@@ -58,6 +58,10 @@ pub enum RunnerError {
     /// A kernel produced a result that contradicts the chain it was given.
     #[error("chase check failed: {0}")]
     WrongResult(String),
+    /// Building or releasing a chunked walk region through the driver's virtual memory
+    /// management API failed (`crate::walk`).
+    #[error("virtual memory management: {0}")]
+    Vmm(#[from] crate::walk::VmmError),
     /// A simulation profile is malformed.
     #[error("simulation profile: {0}")]
     Profile(String),

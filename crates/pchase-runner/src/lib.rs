@@ -29,6 +29,7 @@ pub mod icache;
 pub mod measure;
 pub mod peer;
 pub mod sim;
+pub mod walk;
 
 pub use backend::{
     Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath,

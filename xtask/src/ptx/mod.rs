@@ -106,6 +106,8 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             KernelKind::ChasePinnedMulti { chains } => chase::pinned_multi_entry(kernel, chains)?,
             KernelKind::PartitionMap => chase::partition_map_entry(kernel)?,
             KernelKind::InitChain => chase::init_chain_entry(kernel)?,
+            KernelKind::ChaseLines { path } => chase::chase_lines_entry(kernel, path)?,
+            KernelKind::InitChainLines => chase::init_chain_lines_entry(kernel)?,
             KernelKind::ClockOverhead => chase::clock_overhead_entry(kernel)?,
             KernelKind::SmClock => chase::sm_clock_entry(kernel)?,
             KernelKind::TwoPhase { first, second } => {

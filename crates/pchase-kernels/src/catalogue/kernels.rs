@@ -121,6 +121,34 @@ pub(super) fn two_phase_path_index(path: LoadPath) -> Option<usize> {
     TWO_PHASE_PATHS.iter().position(|&p| p == path)
 }
 
+const fn lines_kernel(entry: &'static str, path: LoadPath) -> Kernel {
+    Kernel {
+        module: &PCHASE,
+        entry,
+        kind: KernelKind::ChaseLines { path },
+        params: &LINES_PARAMS,
+        min_capability: ComputeCapability::SM_50,
+        shared_layout: SharedLayout::Timings,
+        cluster_dims: None,
+    }
+}
+
+/// The line-indexed chases, in the order of [`super::LINES_PATHS`].
+pub(super) static CHASE_LINES: [Kernel; 2] = [
+    lines_kernel("chase_fine_lines_global_ca", LoadPath::GlobalCa),
+    lines_kernel("chase_fine_lines_global_cg", LoadPath::GlobalCg),
+];
+
+pub(super) static INIT_CHAIN_LINES: Kernel = Kernel {
+    module: &PCHASE,
+    entry: "init_chain_lines",
+    kind: KernelKind::InitChainLines,
+    params: &INIT_CHAIN_LINES_PARAMS,
+    min_capability: ComputeCapability::SM_50,
+    shared_layout: SharedLayout::None,
+    cluster_dims: None,
+};
+
 pub(super) static INIT_CHAIN: Kernel = Kernel {
     module: &PCHASE,
     entry: "init_chain",

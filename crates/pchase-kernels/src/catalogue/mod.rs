@@ -15,8 +15,9 @@ use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
 pub use cluster::CLUSTER_BLOCK_WORDS;
 use cluster::{DSMEM_CLUSTER_CHASE, DSMEM_CLUSTER_STREAM};
 use kernels::{
-    chase_index, two_phase_path_index, CHASE, CHASE_FINE_DSMEM, CHASE_PINNED_GLOBAL_CG,
-    CHASE_PINNED_MULTI, CLOCK_OVERHEAD, INIT_CHAIN, L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
+    chase_index, two_phase_path_index, CHASE, CHASE_FINE_DSMEM, CHASE_LINES,
+    CHASE_PINNED_GLOBAL_CG, CHASE_PINNED_MULTI, CLOCK_OVERHEAD, INIT_CHAIN, INIT_CHAIN_LINES,
+    L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
 };
 
 /// Module `pchase`: every kernel that runs from Maxwell on.
@@ -95,6 +96,41 @@ pub const TWO_PHASE_PATHS: [LoadPath; 5] = [
     LoadPath::Texture,
     LoadPath::Constant,
 ];
+
+/// The load paths of the line-indexed chases ([`chase_lines`]): the L1 path and the L2
+/// path, the two a TLB walk measures.
+pub const LINES_PATHS: [LoadPath; 2] = [LoadPath::GlobalCa, LoadPath::GlobalCg];
+
+/// Bytes one index of a line-indexed chase counts: node addresses are `chain + 128 × index`.
+pub const LINE_UNIT_BYTES: u64 = 128;
+
+/// The fine-grained chase whose indices count 128-byte lines ([`LINE_UNIT_BYTES`]), so one
+/// chain spans up to 512 GiB: the TLB walks over all of device memory. Only the paths of
+/// [`LINES_PATHS`] have one; any other path is [`Error::NoLinesKernel`].
+///
+/// ```
+/// use pchase_kernels::{catalogue, Error, LoadPath};
+/// let kernel = catalogue::chase_lines(LoadPath::GlobalCg)?;
+/// assert_eq!(kernel.entry(), "chase_fine_lines_global_cg");
+/// assert_eq!(kernel.dynamic_shared_bytes(256, 0)?, 8 * 256);
+/// assert_eq!(
+///     catalogue::chase_lines(LoadPath::Texture).unwrap_err(),
+///     Error::NoLinesKernel { path: LoadPath::Texture }
+/// );
+/// # Ok::<(), pchase_kernels::Error>(())
+/// ```
+pub fn chase_lines(path: LoadPath) -> Result<&'static Kernel, Error> {
+    LINES_PATHS
+        .iter()
+        .position(|&p| p == path)
+        .map(|i| &CHASE_LINES[i])
+        .ok_or(Error::NoLinesKernel { path })
+}
+
+/// `init_chain_lines`: builds one strided chain of line indices ([`chase_lines`]).
+pub fn init_chain_lines() -> &'static Kernel {
+    &INIT_CHAIN_LINES
+}
 
 /// The chase kernel for a load path and granularity.
 ///
@@ -262,14 +298,15 @@ pub fn modules() -> &'static [&'static Module] {
 /// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
 /// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`,
 /// `dsmem_cluster_chase`, `dsmem_cluster_stream`), the pinned chases with 2, 4 and 8 chains
-/// per warp, then the bandwidth kernels ([`crate::bandwidth::kernels`]), then the copy kernels
-/// ([`crate::copy::kernels`]), then `icache_ffma` ([`crate::icache`]).
+/// per warp, the line-indexed chases and `init_chain_lines`, then the bandwidth kernels
+/// ([`crate::bandwidth::kernels`]), then the copy kernels ([`crate::copy::kernels`]), then
+/// `icache_ffma` ([`crate::icache`]).
 ///
 /// ```
 /// use pchase_kernels::{bandwidth, catalogue, copy};
 /// assert_eq!(
 ///     catalogue::kernels().count(),
-///     49 + bandwidth::kernels().count() + copy::kernels().count()
+///     52 + bandwidth::kernels().count() + copy::kernels().count()
 /// );
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
@@ -285,6 +322,8 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
             &DSMEM_CLUSTER_STREAM,
         ])
         .chain(CHASE_PINNED_MULTI.iter())
+        .chain(CHASE_LINES.iter())
+        .chain([&INIT_CHAIN_LINES])
         .chain(crate::bandwidth::kernels())
         .chain(crate::copy::kernels())
         .chain([&crate::icache::ICACHE_FFMA])

@@ -334,3 +334,41 @@ pub(super) static TWO_PHASE_PARAMS: [Param; 12] = [
         "global pointer to u32[grid * 2]: per block [%smid, final index of chain A]",
     ),
 ];
+
+/// Parameters of the line-indexed chases (`chase_fine_lines_<path>`): as the fine chases',
+/// with indices and the block stride in 128-byte lines and no shared-memory copy.
+pub(super) static LINES_PARAMS: [Param; 7] = [
+    param(
+        "chain",
+        ParamType::U64,
+        "global pointer to the chain; node k's first word holds the line index of node k + 1",
+    ),
+    param(
+        "block_stride",
+        ParamType::U64,
+        "128-byte lines between the chains of consecutive blocks (0: all blocks share one chain)",
+    ),
+    WARMUP_STEPS,
+    STEPS,
+    OUT_LATENCY,
+    param(
+        "out_index",
+        ParamType::U64,
+        "global pointer to u32[grid * steps]: the line index each timed load returned",
+    ),
+    OUT_BLOCK,
+];
+
+pub(super) static INIT_CHAIN_LINES_PARAMS: [Param; 3] = [
+    param(
+        "chain",
+        ParamType::U64,
+        "global pointer to the chain: node k at line k * stride_lines",
+    ),
+    param("nodes", ParamType::U32, "nodes of the chain"),
+    param(
+        "stride_lines",
+        ParamType::U32,
+        "128-byte lines between consecutive nodes; node k holds ((k + 1) % nodes) * stride_lines",
+    ),
+];

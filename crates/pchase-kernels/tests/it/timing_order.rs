@@ -9,7 +9,7 @@ use crate::ptx_text::{parse_module, Instruction, Statement};
 /// The load instruction each kernel must time, spelled independently of the generator.
 fn expected_load(kernel: &Kernel) -> &'static str {
     match kernel.kind() {
-        KernelKind::Chase { path, .. } => path_load(path),
+        KernelKind::Chase { path, .. } | KernelKind::ChaseLines { path } => path_load(path),
         KernelKind::ChaseDistributedShared => "ld.u32",
         // The timed (and first warm-up) loads of a two-phase kernel are chain A's.
         KernelKind::TwoPhase { first, .. } => path_load(first),
@@ -39,6 +39,7 @@ fn fine_kernels() -> Vec<&'static Kernel> {
                     ..
                 } | KernelKind::ChaseDistributedShared
                     | KernelKind::TwoPhase { .. }
+                    | KernelKind::ChaseLines { .. }
             )
         })
         .collect()
@@ -160,7 +161,8 @@ fn check_fine_loop(body: &[Instruction], load_opcode: &str) -> Result<(), String
 fn fine_kernels_time_load_then_dependent_shared_store_between_clock_reads() {
     let kernels = fine_kernels();
     let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
-    assert_eq!(kernels.len(), LoadPath::ALL.len() + 1 + two_phase);
+    let lines = catalogue::LINES_PATHS.len();
+    assert_eq!(kernels.len(), LoadPath::ALL.len() + 1 + two_phase + lines);
     for kernel in kernels {
         if let Err(problem) = check_fine_loop(&timed_loop(kernel), expected_load(kernel)) {
             panic!("{}: {problem}", kernel.entry());

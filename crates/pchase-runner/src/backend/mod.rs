@@ -497,4 +497,10 @@ pub trait Backend {
             found: self.device().compute_capability.to_string(),
         })
     }
+
+    /// The TLB walks over (nearly) all of device memory, plain or in separately mapped
+    /// chunks ([`crate::walk`]); `None` where the backend has none.
+    fn walks(&mut self) -> Option<&mut dyn crate::walk::WalkBackend> {
+        None
+    }
 }

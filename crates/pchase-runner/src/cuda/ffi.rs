@@ -131,6 +131,99 @@ pub const STREAM_NON_BLOCKING: c_uint = 0x1;
 /// `CU_EVENT_DEFAULT`.
 pub const EVENT_DEFAULT: c_uint = 0x0;
 
+/// `CUmemAllocationProp` (CUDA 10.2 on; the layout a test compares with cust_raw's).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemAllocationProp {
+    /// `CUmemAllocationType`: [`MEM_ALLOCATION_TYPE_PINNED`].
+    pub alloc_type: c_int,
+    /// `CUmemAllocationHandleType`: 0, no shareable handle.
+    pub requested_handle_types: c_int,
+    /// Where the memory lives.
+    pub location: MemLocation,
+    /// Windows only; null.
+    pub win32_handle_meta_data: *mut c_void,
+    /// `allocFlags`: compression type, GPUDirect RDMA, usage, reserved; all 0.
+    pub alloc_flags: [u8; 8],
+}
+
+/// `CUmemLocation`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemLocation {
+    /// `CUmemLocationType`: [`MEM_LOCATION_TYPE_DEVICE`].
+    pub location_type: c_int,
+    /// The device ordinal.
+    pub id: c_int,
+}
+
+/// `CUmemAccessDesc`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MemAccessDesc {
+    /// The device given access.
+    pub location: MemLocation,
+    /// `CUmemAccess_flags`: [`MEM_ACCESS_FLAGS_PROT_READWRITE`].
+    pub flags: c_int,
+}
+
+/// `CU_MEM_ALLOCATION_TYPE_PINNED`.
+pub const MEM_ALLOCATION_TYPE_PINNED: c_int = 1;
+/// `CU_MEM_LOCATION_TYPE_DEVICE`.
+pub const MEM_LOCATION_TYPE_DEVICE: c_int = 1;
+/// `CU_MEM_ACCESS_FLAGS_PROT_READWRITE`.
+pub const MEM_ACCESS_FLAGS_PROT_READWRITE: c_int = 3;
+/// `CU_MEM_ALLOC_GRANULARITY_MINIMUM`.
+pub const MEM_ALLOC_GRANULARITY_MINIMUM: c_int = 0;
+/// `CUDA_ERROR_OUT_OF_MEMORY`.
+pub const ERROR_OUT_OF_MEMORY: CuResult = 2;
+
+// The virtual memory management API (`crate::walk`'s chunked regions).
+extern "C" {
+    #[link_name = "cuda_shim_raw_cuMemGetAllocationGranularity"]
+    pub fn cuMemGetAllocationGranularity(
+        granularity: *mut usize,
+        prop: *const MemAllocationProp,
+        option: c_int,
+    ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemAddressReserve"]
+    pub fn cuMemAddressReserve(
+        ptr: *mut DevicePtr,
+        size: usize,
+        alignment: usize,
+        addr: DevicePtr,
+        flags: u64,
+    ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemAddressFree"]
+    pub fn cuMemAddressFree(ptr: DevicePtr, size: usize) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemCreate"]
+    pub fn cuMemCreate(
+        handle: *mut u64,
+        size: usize,
+        prop: *const MemAllocationProp,
+        flags: u64,
+    ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemRelease"]
+    pub fn cuMemRelease(handle: u64) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemMap"]
+    pub fn cuMemMap(
+        ptr: DevicePtr,
+        size: usize,
+        offset: usize,
+        handle: u64,
+        flags: u64,
+    ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemUnmap"]
+    pub fn cuMemUnmap(ptr: DevicePtr, size: usize) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemSetAccess"]
+    pub fn cuMemSetAccess(
+        ptr: DevicePtr,
+        size: usize,
+        desc: *const MemAccessDesc,
+        count: usize,
+    ) -> CuResult;
+}
+
 // Every call returns `CUresult` as a plain integer: a code this crate has never heard of
 // is a value like any other, not an invalid enum discriminant.
 // Defined by the cuda-shim crate under `cuda_shim_raw_<symbol>` (cuda_shim::RAW_PREFIX):

@@ -10,8 +10,9 @@
 //! `icache` (the instruction-fetch kernel, generated at the size asked for),
 //! `cluster` (the thread-block-cluster requests), `cluster_driver` (`cuLaunchKernelEx`
 //! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`), `copy` (copies
-//! from global to shared memory) and `tensor_map` (`cuTensorMapEncodeTiled`, looked up the
-//! same way).
+//! from global to shared memory), `tensor_map` (`cuTensorMapEncodeTiled`, looked up the
+//! same way), `vmm` (the TLB walks' memory: plain, or separately mapped chunks through the
+//! virtual memory management API) and `walk` (the TLB walks).
 
 mod bandwidth;
 mod chains;
@@ -30,6 +31,8 @@ mod launch;
 mod peer;
 mod pinned;
 mod tensor_map;
+pub mod vmm;
+mod walk;
 
 use pchase_kernels::{catalogue, Kernel};
 
@@ -70,6 +73,8 @@ pub struct CudaBackend {
     copy: copy::CopyState,
     /// The instruction-fetch module loaded last, by its segment count.
     icache: Option<(u32, LoadedModule)>,
+    /// The TLB walks' region and its memory (before the context, which drops last).
+    walk: Option<(crate::walk::WalkRegion, walk::WalkMemory)>,
     chain_buffer: Option<DeviceBuffer<u32>>,
     flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
@@ -128,6 +133,7 @@ impl CudaBackend {
             bandwidth: bandwidth::BandwidthState::default(),
             copy: copy::CopyState::default(),
             icache: None,
+            walk: None,
             chain_buffer: None,
             flush_buffer: None,
             modules,
@@ -231,6 +237,10 @@ impl Backend for CudaBackend {
         request: &crate::copy::CopyRequest,
     ) -> Result<crate::copy::CopyRun, RunnerError> {
         self.run_copy(request)
+    }
+
+    fn walks(&mut self) -> Option<&mut dyn crate::walk::WalkBackend> {
+        Some(self)
     }
 
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {

@@ -106,8 +106,9 @@ pub struct Measurements {
     pub copies: Vec<(ElementKind, Option<u32>)>,
     /// The L2's partitions and latencies.
     pub l2: Option<l2::L2Findings>,
-    /// The translation levels seen on each load path searched (`tlb`, `--deep`).
-    pub tlb: Vec<(LoadPath, super::tlb::TlbFinding)>,
+    /// The translation levels seen on each load path searched, per allocation of the
+    /// walked memory (`tlb`, `--deep`).
+    pub tlb: Vec<super::tlb::TlbSearch>,
     /// Memory-level parallelism (`mlp`, `--deep`): per level (the L2 or device memory) and
     /// scope (one SM, the GPU).
     pub mlp: Vec<(ElementKind, super::mlp::MlpFinding)>,

@@ -13,11 +13,15 @@
 //! it is the near partition's hit, not a mixture with far hits). A *rise* is a 5th
 //! percentile above the level before by more than max(4 cycles, 5 %).
 //!
-//! 1. **First level.** With the largest candidate stride ([`STRIDES`]), double `n` until
-//!    the latency rises, then bisect: the first rising `n` is entries + 1 of the first
-//!    level (a cyclic walk over one page more than the level holds misses every time).
-//!    Where the limits stop the walk first, the next smaller stride is tried; the page
-//!    size can then be determined only below the stride that found the level.
+//! 1. **First level.** From the largest candidate stride ([`STRIDES`], up to 1 GiB) down:
+//!    one walk of one node (the base) and one at the most nodes the limits allow say
+//!    whether any level overflows at this stride; where one does, double `n` until the
+//!    latency rises, then bisect: the first rising `n` is entries + 1 of the first level (a
+//!    cyclic walk over one page more than the level holds misses every time). A stride
+//!    whose largest walk does not rise costs two walks; the next smaller stride is tried
+//!    (it can touch more, smaller pages where the memory, not the node limit, stopped the
+//!    walk); the page size can then be determined only below the stride that found the
+//!    level.
 //! 2. **Page size.** For a stride below the page size several nodes share a page, so the
 //!    first rising `n` is larger. The page size is the smallest candidate stride whose
 //!    first rising `n` equals the largest stride's (binary search over [`STRIDES`], which
@@ -50,8 +54,8 @@ pub const SKEW: u32 = 128;
 /// assert_eq!(step_bytes(2 << 20), 16391 * 128);
 /// assert_eq!(step_bytes(8 << 20), 65537 * 128);
 /// ```
-pub fn step_bytes(stride: u32) -> u64 {
-    let lines = u64::from(stride / SKEW);
+pub fn step_bytes(stride: u64) -> u64 {
+    let lines = stride / u64::from(SKEW);
     let m = (1..)
         .step_by(2)
         .find(|m| [3, 5, 7, 11, 13].iter().all(|p| (lines + m) % p != 0))
@@ -59,9 +63,10 @@ pub fn step_bytes(stride: u32) -> u64 {
     (lines + m) * u64::from(SKEW)
 }
 
-/// Candidate page sizes (and the strides of the page-size search), ascending: 64 KiB to
-/// 32 MiB.
-pub const STRIDES: [u32; 10] = [
+/// Candidate page sizes (and the strides of the page-size search), ascending: every power
+/// of two from 64 KiB to 1 GiB (Hopper's MMU has 512 MiB pages besides 2 MiB and 64 KiB
+/// ones, `docs/measurement.md`).
+pub const STRIDES: [u64; 15] = [
     64 << 10,
     128 << 10,
     256 << 10,
@@ -72,6 +77,11 @@ pub const STRIDES: [u32; 10] = [
     8 << 20,
     16 << 20,
     32 << 20,
+    64 << 20,
+    128 << 20,
+    256 << 20,
+    512 << 20,
+    1 << 30,
 ];
 
 /// The most translation levels searched.
@@ -124,6 +134,17 @@ pub struct TlbFinding {
     pub probes: u32,
 }
 
+/// One search: a load path in a region of one allocation, and what it found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlbSearch {
+    /// The load path walked.
+    pub path: crate::backend::LoadPath,
+    /// The region the walks ran in (its allocation, bytes and chunk).
+    pub region: crate::walk::WalkRegion,
+    /// The levels, page size and bound.
+    pub finding: TlbFinding,
+}
+
 /// Whether `after` is a rise over `before`: above by more than max(4 cycles, 5 %).
 pub fn rises(before: f64, after: f64) -> bool {
     after - before > (0.05 * before).max(4.0)
@@ -147,15 +168,15 @@ pub fn p5(samples: &[f64]) -> f64 {
 /// the first level's search at the largest stride.
 pub fn search(
     limits: TlbLimits,
-    mut probe: impl FnMut(u64, u32) -> Result<Vec<f64>, RunnerError>,
+    mut probe: impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
 ) -> Result<TlbFinding, RunnerError> {
     let mut finding = TlbFinding::default();
-    let mut counted = |n: u64, stride: u32, f: &mut TlbFinding| {
+    let mut counted = |n: u64, stride: u64, f: &mut TlbFinding| {
         f.probes += 1;
         probe(n, stride)
     };
     let fits =
-        |n: u64, stride: u32| n <= limits.max_nodes && n * step_bytes(stride) <= limits.max_bytes;
+        |n: u64, stride: u64| n <= limits.max_nodes && n * step_bytes(stride) <= limits.max_bytes;
     if !fits(2, STRIDES[0]) {
         return Err(RunnerError::InvalidRequest(format!(
             "a TLB search needs at least {} B of chain and two nodes",
@@ -171,15 +192,19 @@ pub fn search(
             continue;
         }
         let base = p5(&counted(1, stride, &mut finding)?);
-        if let Some(rise) = first_rise(1, base, stride, &fits, &mut |n, s| {
-            counted(n, s, &mut finding)
-        })? {
-            first = Some((rise, base));
-            top_index = i;
-            break;
+        let top = largest_fitting(stride, &fits);
+        // The largest walk first: where it does not rise, no smaller one does.
+        let at_top = p5(&counted(top, stride, &mut finding)?);
+        if rises(base, at_top) {
+            if let Some(rise) = first_rise(1, base, stride, &fits, &mut |n, s| {
+                counted(n, s, &mut finding)
+            })? {
+                first = Some((rise, base));
+                top_index = i;
+                break;
+            }
         }
         // A smaller stride with the same node limit touches fewer pages: no rise there.
-        let top = largest_fitting(stride, &fits);
         bound = bound.max((top, top * step_bytes(stride)));
         if top == limits.max_nodes {
             break;
@@ -209,7 +234,7 @@ pub fn search(
         }
     }
     let page = (hi < top_index).then_some(STRIDES[hi]);
-    finding.page_bytes = page.map(u64::from);
+    finding.page_bytes = page;
     finding.levels.push(TlbLevelFinding {
         entries: page.map(|_| first.n - 1),
         reach_bytes: reach(first.n - 1, page, top_stride),
@@ -271,15 +296,15 @@ fn miss(rise: &Rise) -> Option<LatencySummary> {
 }
 
 /// The bytes `nodes` map: one page each where the page is known, else the walk's bytes.
-fn reach(nodes: u64, page: Option<u32>, stride: u32) -> u64 {
+fn reach(nodes: u64, page: Option<u64>, stride: u64) -> u64 {
     match page {
-        Some(p) => nodes * u64::from(p),
+        Some(p) => nodes * p,
         None => nodes * step_bytes(stride),
     }
 }
 
 /// The most nodes `fits` allows at `stride` (limits are monotone in the node count).
-fn largest_fitting(stride: u32, fits: &impl Fn(u64, u32) -> bool) -> u64 {
+fn largest_fitting(stride: u64, fits: &impl Fn(u64, u64) -> bool) -> u64 {
     let (mut lo, mut hi) = (1u64, 1u64 << 40);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
@@ -297,9 +322,9 @@ fn largest_fitting(stride: u32, fits: &impl Fn(u64, u32) -> bool) -> u64 {
 fn first_rise(
     from: u64,
     base: f64,
-    stride: u32,
-    fits: &impl Fn(u64, u32) -> bool,
-    probe: &mut impl FnMut(u64, u32) -> Result<Vec<f64>, RunnerError>,
+    stride: u64,
+    fits: &impl Fn(u64, u64) -> bool,
+    probe: &mut impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
 ) -> Result<Option<Rise>, RunnerError> {
     let top = largest_fitting(stride, fits);
     let (mut lo, mut lo_value) = (from, base);
@@ -342,7 +367,7 @@ mod tests {
     fn model(
         page: u64,
         levels: &[(u64, f64)],
-    ) -> impl FnMut(u64, u32) -> Result<Vec<f64>, RunnerError> {
+    ) -> impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError> {
         let levels = levels.to_vec();
         move |n, stride| {
             let s = step_bytes(stride);
@@ -407,6 +432,22 @@ mod tests {
             (8 << 30..(8 << 30) + 8 * (32 << 20)).contains(&reach),
             "{reach}"
         );
+    }
+
+    #[test]
+    fn pages_of_512_mib_over_all_of_memory_are_recovered() {
+        // An H100-like plain allocation: 74 GiB of 512 MiB pages, two levels within it.
+        let memory = TlbLimits {
+            max_bytes: 74 << 30,
+            max_nodes: 102_400,
+        };
+        let f = search(memory, model(512 << 20, &[(16, 40.0), (64, 150.0)])).unwrap();
+        assert_eq!(f.page_bytes, Some(512 << 20));
+        let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
+        assert_eq!(entries, [Some(16), Some(64)]);
+        assert_eq!(f.levels[1].reach_bytes, 32 << 30);
+        // A stride whose largest walk does not rise costs two walks: the search stays short.
+        assert!(f.probes < 60, "{} walks", f.probes);
     }
 
     #[test]

@@ -56,6 +56,7 @@ mod profile;
 mod requests;
 mod tenant;
 mod tlb;
+mod walk;
 
 use std::{collections::BTreeSet, time::Duration};
 
@@ -94,6 +95,8 @@ pub struct SimBackend {
     sms: Vec<Option<SmCaches>>,
     l2: L2,
     tlbs: Option<Tlbs>,
+    /// The walk region (`crate::walk`) and the TLBs its walks are translated by.
+    walk_region: Option<(crate::walk::WalkRegion, Option<Tlbs>)>,
     last_shared_bytes: Option<u64>,
     /// Launches so far (kernels and clock measurements), for the co-tenant's arrival.
     launches: u64,
@@ -143,7 +146,11 @@ impl SimBackend {
             jitter,
             sms: vec![None; sm_count],
             l2,
-            tlbs: profile.tlb.as_ref().map(|spec| Tlbs::new(spec, sm_count)),
+            tlbs: profile
+                .tlb
+                .as_ref()
+                .map(|spec| Tlbs::new(spec, sm_count, spec.page_bytes)),
+            walk_region: None,
             last_shared_bytes: None,
             launches: 0,
             tenant_in_l2: false,

@@ -314,6 +314,10 @@ impl Backend for SimBackend {
         self.run_copy(request)
     }
 
+    fn walks(&mut self) -> Option<&mut dyn crate::walk::WalkBackend> {
+        Some(self)
+    }
+
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
         if self.profile.clusters.is_some() {
             Some(self)

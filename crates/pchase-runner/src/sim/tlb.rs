@@ -22,8 +22,15 @@ use crate::error::RunnerError;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlbSpec {
-    /// Page size of every allocation, in bytes (a power of two, ≥ 4 KiB).
+    /// Page size of every plain allocation (`cuMemAlloc`), in bytes (a power of two,
+    /// ≥ 4 KiB).
     pub page_bytes: u64,
+    /// The allocation granularity of the simulated driver's virtual memory management API
+    /// (schema 1.6 profiles; default 2 MiB): a walk region built of separately mapped
+    /// chunks ([`crate::walk::WalkAllocation::Chunked`]) is translated with pages of
+    /// `min(page_bytes, chunk_bytes)`, with the same levels and entries.
+    #[serde(default = "default_chunk_bytes")]
+    pub chunk_bytes: u64,
     /// The levels, nearest first (`[[tlb.level]]`); level 1 per SM, the others per GPU.
     #[serde(rename = "level")]
     pub levels: Vec<TlbLevelSpec>,
@@ -44,7 +51,29 @@ pub struct TlbLevelSpec {
     pub miss_cycles: u32,
 }
 
+/// 2 MiB: the granularity of `cuMemCreate` on every GPU since Pascal.
+fn default_chunk_bytes() -> u64 {
+    2 << 20
+}
+
 impl TlbSpec {
+    /// A translation of `page_bytes` pages through `levels`, with the default chunk.
+    pub fn new(page_bytes: u64, levels: Vec<TlbLevelSpec>) -> TlbSpec {
+        TlbSpec {
+            page_bytes,
+            chunk_bytes: default_chunk_bytes(),
+            levels,
+        }
+    }
+
+    /// The page size memory allocated as `allocation` is translated with.
+    pub fn page_for(&self, allocation: crate::walk::WalkAllocation) -> u64 {
+        match allocation {
+            crate::walk::WalkAllocation::Plain => self.page_bytes,
+            crate::walk::WalkAllocation::Chunked => self.page_bytes.min(self.chunk_bytes),
+        }
+    }
+
     /// Checks every field; `Err` names it.
     ///
     /// # Errors
@@ -55,6 +84,12 @@ impl TlbSpec {
             return err(format!(
                 "page_bytes: {} is not a power of two from 4096 to 2^31",
                 self.page_bytes
+            ));
+        }
+        if !self.chunk_bytes.is_power_of_two() || !(4096..=1 << 30).contains(&self.chunk_bytes) {
+            return err(format!(
+                "chunk_bytes: {} is not a power of two from 4096 to 2^30",
+                self.chunk_bytes
             ));
         }
         if self.levels.is_empty() {
@@ -95,9 +130,9 @@ impl TlbSpec {
             .map(|l| u64::from(l.entries) * self.page_bytes)
     }
 
-    fn geometry(&self, level: &TlbLevelSpec) -> Geometry {
+    fn geometry(&self, level: &TlbLevelSpec, page_bytes: u64) -> Geometry {
         // One "line" per page; validated to be at most 2^31, so it fits in u32.
-        let page = u32::try_from(self.page_bytes).unwrap_or(1 << 31);
+        let page = u32::try_from(page_bytes).unwrap_or(1 << 31);
         Geometry::new(
             u64::from(level.entries) * u64::from(page),
             page,
@@ -117,14 +152,14 @@ pub(super) struct Tlbs {
 }
 
 impl Tlbs {
-    /// Empty TLBs of `spec` for `sm_count` SMs.
-    pub(super) fn new(spec: &TlbSpec, sm_count: usize) -> Tlbs {
-        let first = Cache::new(spec.geometry(&spec.levels[0]));
+    /// Empty TLBs of `spec` for `sm_count` SMs, translating pages of `page_bytes`.
+    pub(super) fn new(spec: &TlbSpec, sm_count: usize, page_bytes: u64) -> Tlbs {
+        let first = Cache::new(spec.geometry(&spec.levels[0], page_bytes));
         Tlbs {
             per_sm: vec![first; sm_count],
             shared: spec.levels[1..]
                 .iter()
-                .map(|l| Cache::new(spec.geometry(l)))
+                .map(|l| Cache::new(spec.geometry(l, page_bytes)))
                 .collect(),
             miss_cycles: spec.levels.iter().map(|l| l.miss_cycles).collect(),
         }
@@ -160,9 +195,9 @@ mod tests {
     use super::*;
 
     fn spec(levels: &[(u32, u32)]) -> TlbSpec {
-        TlbSpec {
-            page_bytes: 2 << 20,
-            levels: levels
+        TlbSpec::new(
+            2 << 20,
+            levels
                 .iter()
                 .map(|&(entries, miss_cycles)| TlbLevelSpec {
                     entries,
@@ -171,7 +206,7 @@ mod tests {
                     miss_cycles,
                 })
                 .collect(),
-        }
+        )
     }
 
     /// Cycles of the second pass over `pages` pages, one load per page.
@@ -190,7 +225,7 @@ mod tests {
     fn a_cyclic_walk_misses_every_level_it_overflows() {
         let spec = spec(&[(16, 20), (64, 100)]);
         spec.validate().unwrap();
-        let mut tlbs = Tlbs::new(&spec, 2);
+        let mut tlbs = Tlbs::new(&spec, 2, spec.page_bytes);
         assert!(second_pass(&mut tlbs, 16).iter().all(|&c| c == 0));
         tlbs.reset();
         assert!(second_pass(&mut tlbs, 17).iter().all(|&c| c == 20));
@@ -219,6 +254,13 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("page_bytes"));
+        bad = spec(&[(16, 20)]);
+        bad.chunk_bytes = 3 << 20;
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("chunk_bytes"));
         bad = spec(&[(12, 20)]);
         bad.levels[0].associativity = Associativity::Ways(5);
         assert!(bad.validate().unwrap_err().to_string().contains("5 ways"));

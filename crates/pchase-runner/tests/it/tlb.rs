@@ -1,9 +1,11 @@
 //! The TLB search (`tlb`, a deep benchmark) against simulated TLBs of one and two levels,
-//! and against profiles without one.
+//! in a plain allocation of large pages and in separately mapped 2 MiB chunks, and against
+//! profiles without one.
 
 use pchase_runner::{
-    measure::{bench, MeasureOptions, Measurements, Selection, Session},
+    measure::{bench, tlb::TlbSearch, MeasureOptions, Measurements, Selection, Session},
     sim::{Associativity, Replacement, SimBackend, SimProfile, TlbLevelSpec, TlbSpec},
+    walk::WalkAllocation,
     LoadPath,
 };
 
@@ -33,7 +35,8 @@ fn check(profile: &SimProfile) -> Measurements {
     let tlb = bench::find("tlb").expect("registered");
     let m = measure_tlb(profile);
     if let Err(why) = tlb.sim_check(profile, &m) {
-        panic!("{}: {why}", profile.name);
+        let failures: Vec<_> = m.elements.iter().flat_map(|(_, e)| &e.failures).collect();
+        panic!("{}: {why}; failures {failures:?}", profile.name);
     }
     assert!(
         tlb.sim_check(profile, &without(&m, tlb)).is_err(),
@@ -43,46 +46,86 @@ fn check(profile: &SimProfile) -> Measurements {
     m
 }
 
+fn search(m: &Measurements, path: LoadPath, allocation: WalkAllocation) -> &TlbSearch {
+    m.tlb
+        .iter()
+        .find(|s| s.path == path && s.region.allocation == allocation)
+        .expect("searched")
+}
+
 #[test]
 fn two_levels_with_odd_entries_are_recovered_exactly_on_both_paths() {
     let mut profile = SimProfile::bundled("h100").expect("bundled");
     profile.name = "h100-two-tlbs".into();
-    profile.tlb = Some(TlbSpec {
-        page_bytes: 2 << 20,
-        levels: vec![level(24, 36), level(700, 180)],
-    });
+    profile.tlb = Some(TlbSpec::new(2 << 20, vec![level(24, 36), level(700, 180)]));
     let m = check(&profile);
     for path in [LoadPath::GlobalCa, LoadPath::GlobalCg] {
-        let (_, f) = m.tlb.iter().find(|(p, _)| *p == path).expect("searched");
-        assert_eq!(f.page_bytes, Some(2 << 20), "{path}");
-        let reach: Vec<u64> = f.levels.iter().map(|l| l.reach_bytes).collect();
-        assert_eq!(reach, [48 << 20, 1400 << 20], "{path}");
-        // The memory allowed more: the bound lies beyond the second level.
-        assert!(f.bound_pages.is_some_and(|p| p > 700), "{path}: {f:?}");
+        for allocation in WalkAllocation::ALL {
+            let f = &search(&m, path, allocation).finding;
+            assert_eq!(f.page_bytes, Some(2 << 20), "{path}");
+            let reach: Vec<u64> = f.levels.iter().map(|l| l.reach_bytes).collect();
+            assert_eq!(reach, [48 << 20, 1400 << 20], "{path}");
+            // The memory allowed more: the bound lies beyond the second level.
+            assert!(f.bound_pages.is_some_and(|p| p > 700), "{path}: {f:?}");
+        }
     }
-    // Both levels and their miss latencies reach the topology, per path.
+    // Both levels and their miss latencies reach the topology, per path and allocation.
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
-    assert_eq!(topo.tlb.len(), 4);
+    assert_eq!(topo.tlb.len(), 8);
     assert!(topo
         .tlb
         .iter()
-        .all(|l| l.miss_latency.is_some() && l.page_size.is_some()));
+        .all(|l| l.miss_latency.is_some() && l.page_size.is_some() && l.allocation.is_some()));
     topo.validate().expect("valid");
+}
+
+#[test]
+fn large_pages_of_a_plain_allocation_and_small_pages_of_chunks_are_both_recovered() {
+    // Hopper-like: cuMemAlloc maps 512 MiB pages, the chunked region 2 MiB ones; the same
+    // two levels translate both.
+    let mut profile = SimProfile::bundled("h100").expect("bundled");
+    profile.name = "h100-large-pages".into();
+    profile.tlb = Some(TlbSpec::new(512 << 20, vec![level(16, 40), level(64, 150)]));
+    let m = check(&profile);
+    for path in [LoadPath::GlobalCa, LoadPath::GlobalCg] {
+        let plain = search(&m, path, WalkAllocation::Plain);
+        assert_eq!(plain.finding.page_bytes, Some(512 << 20), "{path}");
+        let reach: Vec<u64> = plain.finding.levels.iter().map(|l| l.reach_bytes).collect();
+        assert_eq!(reach, [8 << 30, 32 << 30], "{path}");
+        // The walks went past 16 GiB, the old cap of 32-bit element indices.
+        assert!(plain.finding.bound_bytes.is_some_and(|b| b > 32 << 30));
+        let chunked = search(&m, path, WalkAllocation::Chunked);
+        assert_eq!(chunked.region.chunk_bytes, Some(2 << 20));
+        assert_eq!(chunked.finding.page_bytes, Some(2 << 20), "{path}");
+        let reach: Vec<u64> = chunked
+            .finding
+            .levels
+            .iter()
+            .map(|l| l.reach_bytes)
+            .collect();
+        assert_eq!(reach, [32 << 20, 128 << 20], "{path}");
+    }
+    let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
+    assert!(
+        topo.notes
+            .iter()
+            .any(|n| n.message.contains("one cuMemAlloc")
+                && n.message.contains("page size 512.0 MiB"))
+    );
+    let text = topology::render::table(&topo);
+    assert!(text.contains("TLB"), "{text}");
 }
 
 #[test]
 fn one_level_of_small_pages_is_recovered_and_the_rest_is_a_bound() {
     let mut profile = SimProfile::bundled("volta").expect("bundled");
     profile.name = "volta-one-tlb".into();
-    profile.tlb = Some(TlbSpec {
-        page_bytes: 64 << 10,
-        levels: vec![level(40, 25)],
-    });
+    profile.tlb = Some(TlbSpec::new(64 << 10, vec![level(40, 25)]));
     let m = check(&profile);
-    for (path, f) in &m.tlb {
-        assert_eq!(f.page_bytes, Some(64 << 10), "{path}");
-        assert_eq!(f.levels.len(), 1, "{path}");
-        assert_eq!(f.levels[0].entries, Some(40), "{path}");
+    for s in &m.tlb {
+        assert_eq!(s.finding.page_bytes, Some(64 << 10), "{}", s.path);
+        assert_eq!(s.finding.levels.len(), 1, "{}", s.path);
+        assert_eq!(s.finding.levels[0].entries, Some(40), "{}", s.path);
     }
 }
 
@@ -91,8 +134,8 @@ fn shipped_profiles_without_a_tlb_report_a_bound_only() {
     for name in SimProfile::bundled_names() {
         let profile = SimProfile::bundled(name).expect("bundled");
         let m = check(&profile);
-        for (path, f) in &m.tlb {
-            assert!(f.levels.is_empty(), "{name} {path}: {f:?}");
+        for s in &m.tlb {
+            assert!(s.finding.levels.is_empty(), "{name} {}: {s:?}", s.path);
         }
         let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
         assert!(topo.tlb.is_empty());

@@ -499,4 +499,9 @@ pub struct TlbLevel {
     /// Pages it holds, where the page size is known (schema 1.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<u64>,
+    /// How the walked memory was allocated (schema 1.6): `plain` (one `cuMemAlloc`, the
+    /// driver's page size) or `chunked` (separate physical chunks mapped through the
+    /// virtual memory management API, pages of at most one chunk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<String>,
 }

@@ -204,7 +204,8 @@ fn elements(out: &mut String, topo: &Topology) {
             )
         })
         .collect();
-    let general = general_notes(topo);
+    let mut general = super::tlb_lines(topo);
+    general.extend(general_notes(topo));
     if !groups.is_empty() || !general.is_empty() {
         out.push_str("<ul>");
         for line in groups.iter().chain(&general) {

@@ -193,6 +193,13 @@ pub fn markdown(topo: &Topology) -> String {
         }
     }
     super::geometry::markdown_section(topo, &mut out, md_escape);
+    let tlb = super::tlb_lines(topo);
+    if !tlb.is_empty() {
+        let _ = writeln!(out, "\n## TLBs\n");
+        for line in tlb {
+            let _ = writeln!(out, "- {}", md_escape(&line));
+        }
+    }
     let general = general_notes(topo);
     if !general.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");

@@ -19,6 +19,7 @@ mod plot;
 mod store;
 mod svg;
 mod svg_blocks;
+mod tlb;
 
 use std::fmt::Write as _;
 
@@ -34,6 +35,7 @@ pub use markdown::{carveout_row_label, markdown};
 pub use number::{median_iqr, number, p_value, P_VALUE_FLOOR};
 pub(crate) use plot::escape;
 pub use svg::svg;
+pub use tlb::tlb_lines;
 
 /// Collects the reasons shown as numbered footnotes.
 struct Footnotes {
@@ -303,7 +305,7 @@ pub fn table(topo: &Topology) -> String {
     }
     out.push_str(&bandwidth::text_table(topo));
     out.push_str(&copies::text_table(topo));
-    for line in cluster_lines(topo) {
+    for line in cluster_lines(topo).into_iter().chain(tlb_lines(topo)) {
         let _ = writeln!(out, "{line}");
     }
     for line in instruction_cache_lines(topo) {

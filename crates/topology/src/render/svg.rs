@@ -369,7 +369,10 @@ pub fn svg(topo: &Topology) -> String {
 
     // Footer: what was not measured, and how to read the numbers.
     y += 26.0;
-    let mut footer: Vec<(String, &str)> = Vec::new();
+    let mut footer: Vec<(String, &str)> = super::tlb_lines(topo)
+        .into_iter()
+        .map(|line| (line, "#475569"))
+        .collect();
     for note in &topo.notes {
         let about = match (note.element, note.quantity) {
             (Some(kind), Some(quantity)) => format!("{kind} {quantity}: "),

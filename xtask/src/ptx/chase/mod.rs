@@ -6,7 +6,8 @@
 //! `%r_dyn` the start of dynamic shared memory, `%r_slat`/`%r_sidx` the write cursors of the
 //! latency and index arrays, `%r_schain` the shared copy of the chain.
 //!
-//! The families each have a file: `single` (the chases of module `pchase`), `pinned` (the
+//! The families each have a file: `single` (the chases of module `pchase`), `lines` (the
+//! line-indexed chases of the TLB walks and their chain initialisation), `pinned` (the
 //! SM-pinned chase and the L2 partition map), `two_phase` (fill with one path, evict or
 //! re-read with another), `dsmem` (module `hopper`) and `support` (clock calibration and
 //! chain initialisation). This file holds what they share: load addressing, the chain
@@ -14,6 +15,7 @@
 
 mod cluster;
 mod dsmem;
+mod lines;
 mod pinned;
 mod single;
 mod support;
@@ -21,6 +23,7 @@ mod two_phase;
 
 pub use cluster::{cluster_chase_entry, cluster_stream_entry};
 pub use dsmem::dsmem_entry;
+pub use lines::{chase_lines_entry, init_chain_lines_entry};
 pub use pinned::{partition_map_entry, pinned_entry, pinned_multi_entry};
 pub use single::chase_entry;
 pub use support::{clock_overhead_entry, init_chain_entry, sm_clock_entry};

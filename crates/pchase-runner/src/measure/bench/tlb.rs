@@ -1,25 +1,25 @@
-//! The TLBs of the L1 path (`ld.global.ca`) and the L2 path (`ld.global.cg`): the
-//! translation levels a chase sees, their reach and miss cost, and the page size of the
-//! driver's allocations ([`crate::measure::tlb`] has the method). Deep: not in the default
-//! run.
+//! The TLBs of the L2 path (`ld.global.cg`) and the L1 path (`ld.global.ca`): the
+//! translation levels a chase sees, their reach and miss cost, and the page size, each in
+//! two allocations of the walked memory ([`crate::walk`]): one plain `cuMemAlloc` (the
+//! driver's page size) and separately mapped 2 MiB chunks (pages of at most one chunk).
+//! [`crate::measure::tlb`] has the method. Deep: not in the default run.
 
-use std::time::Duration;
-
-use pchase_kernels::{catalogue, Granularity};
-use topology::{
-    Bytes, ElementKind, Latency, Note, NoteSeverity, Provenance, Size, TlbLevel, Topology,
-};
+use pchase_kernels::catalogue;
+use topology::{ElementKind, Latency, Size, TlbLevel, Topology};
 
 use super::{Benchmark, Info};
 use crate::{
-    backend::{Carveout, ChainSpec, LoadPath},
+    backend::LoadPath,
     error::RunnerError,
     measure::{
-        tlb::{self, step_bytes, TlbFinding, TlbLimits, SKEW},
+        tlb::{self, step_bytes, TlbLimits, TlbSearch, SKEW},
         Measurements, Session,
     },
     sim::SimProfile,
+    walk::{WalkAllocation, WalkRegion, WalkRequest},
 };
+
+mod report;
 
 /// The TLB benchmark.
 pub(crate) struct Tlb {
@@ -30,8 +30,7 @@ pub(crate) struct Tlb {
 pub(crate) static TLB: Tlb = Tlb {
     info: Info {
         name: "tlb",
-        summary:
-            "TLBs of the L1 (.ca) and L2 (.cg) paths: levels, reach, page size, miss cost (deep)",
+        summary: "TLBs of the L2 (.cg) and L1 (.ca) paths over all of device memory, plain and in 2 MiB chunks: levels, reach, page size, miss cost (deep)",
         element: None,
         needs: &[],
         automatic: false,
@@ -39,25 +38,33 @@ pub(crate) static TLB: Tlb = Tlb {
         kernels: || {
             PATHS
                 .iter()
-                .map(|&p| catalogue::chase(p, Granularity::Fine))
+                .filter_map(|&p| catalogue::chase_lines(p).ok())
                 .collect()
         },
     },
 };
 
-/// The paths searched: the L1 path and the L2 path.
-const PATHS: [LoadPath; 2] = [LoadPath::GlobalCa, LoadPath::GlobalCg];
+/// The paths searched: the L2 path first (its levels tell whether the L1 path's hits are
+/// translated at all), then the L1 path.
+const PATHS: [LoadPath; 2] = [LoadPath::GlobalCg, LoadPath::GlobalCa];
 
-/// Timed loads of each chase (its 5th percentile decides).
+/// Timed loads of each walk (its 5th percentile decides).
 const STEPS: u32 = 256;
 
-/// The largest chain: a quarter of the device memory, at most 16 GiB less one 64 MiB
-/// (32-bit element indices).
-fn max_bytes(total_memory: u64) -> u64 {
-    (total_memory / 4).min((16 << 30) - (64 << 20))
+/// The region the walks may use: all of device memory but a reserve (a sixteenth, at
+/// least 4 GiB where the memory allows) for the driver, the context and the timing
+/// buffers; whole GiB where it is larger than one.
+pub(crate) fn region_bytes(total_memory: u64) -> u64 {
+    let reserve = (total_memory / 16).max((4 << 30u64).min(total_memory / 2));
+    let bytes = total_memory.saturating_sub(reserve);
+    if bytes >= 1 << 30 {
+        bytes & !((1u64 << 30) - 1)
+    } else {
+        bytes & !((2u64 << 20) - 1)
+    }
 }
 
-/// The most nodes of a chase on `path`: half the L1's lines on the L1 path (where the L1
+/// The most nodes of a walk on `path`: half the L1's lines on the L1 path (where the L1
 /// caches global loads; its measured size, else 64 KiB), a quarter of the L2's lines on the
 /// L2 path, so that the data's own misses never rise like a translation level.
 fn max_nodes(s: &Session<'_>, path: LoadPath) -> u64 {
@@ -71,41 +78,59 @@ fn max_nodes(s: &Session<'_>, path: LoadPath) -> u64 {
     }
 }
 
-/// Searches the levels of `path`.
+/// The walk backend, or why there is none.
+fn walks<'a>(s: &'a mut Session<'_>) -> Result<&'a mut dyn crate::walk::WalkBackend, RunnerError> {
+    s.backend
+        .walks()
+        .ok_or_else(|| RunnerError::InvalidRequest("this backend cannot run TLB walks".to_string()))
+}
+
+/// Searches the levels of `path` in `region`.
 fn search_path(
     s: &mut Session<'_>,
+    region: WalkRegion,
     path: LoadPath,
-    gpu: &mut Duration,
-) -> Result<TlbFinding, RunnerError> {
+    gpu: &mut std::time::Duration,
+) -> Result<TlbSearch, RunnerError> {
     let limits = TlbLimits {
-        max_bytes: max_bytes(s.backend.device().total_memory_bytes),
+        max_bytes: region.bytes,
         max_nodes: max_nodes(s, path),
     };
     let overhead = f64::from(s.results.clock_overhead.unwrap_or(0));
-    tlb::search(limits, |nodes, stride| {
-        let step = step_bytes(stride);
-        let step32 = u32::try_from(step)
-            .map_err(|_| RunnerError::InvalidRequest(format!("a {step} B stride")))?;
-        let chain = ChainSpec::new(nodes * step, step32)?;
-        let warmup = u32::try_from(nodes).map_err(|_| {
-            RunnerError::InvalidRequest(format!("{nodes} nodes exceed one warm-up pass"))
-        })?;
-        let samples =
-            s.fine_samples_with(path, chain, STEPS, Carveout::Percent(0), warmup, false, gpu)?;
-        let cycles: Vec<f64> = samples
+    let finding = tlb::search(limits, |nodes, stride| {
+        let nodes32 = u32::try_from(nodes)
+            .map_err(|_| RunnerError::InvalidRequest(format!("a walk of {nodes} nodes")))?;
+        let request = WalkRequest {
+            path,
+            nodes: nodes32,
+            step_bytes: step_bytes(stride),
+            warmup_steps: nodes32,
+            steps: STEPS,
+        };
+        let run = walks(s)?.walk(&request)?;
+        *gpu += run.gpu_time;
+        let cycles: Vec<f64> = run
+            .latencies
             .iter()
             .map(|&v| (f64::from(v) - overhead).max(0.0))
             .collect();
         // The curve, for -v: every walk's 5th percentile (the decision), median and 95th.
         if let Some(summary) = topology::LatencySummary::from_samples(&cycles) {
             log::info!(
-                "tlb {path}: {nodes} nodes at stride {stride} B: p5 {:.1}, p50 {:.1}, p95 {:.1} cycles",
+                "tlb {path} {}: {nodes} nodes at stride {stride} B (span {} B): p5 {:.1}, p50 {:.1}, p95 {:.1} cycles",
+                region.allocation,
+                request.span_bytes(),
                 tlb::p5(&cycles),
                 summary.p50.get(),
                 summary.p95.get()
             );
         }
         Ok(cycles)
+    })?;
+    Ok(TlbSearch {
+        path,
+        region,
+        finding,
     })
 }
 
@@ -115,24 +140,47 @@ impl Benchmark for Tlb {
     }
 
     fn run(&self, s: &mut Session<'_>) {
-        for path in PATHS {
-            let step = format!("{} {path}", self.info.name);
-            match s.timed(&step, |s, gpu| search_path(s, path, gpu)) {
-                Ok(finding) => {
-                    log::info!(
-                        "{step}: page {:?}, levels {:?}, bound {:?} pages, {} chases",
-                        finding.page_bytes,
-                        finding
-                            .levels
-                            .iter()
-                            .map(|l| (l.entries, l.reach_bytes, l.miss_cycles))
-                            .collect::<Vec<_>>(),
-                        finding.bound_pages,
-                        finding.probes
-                    );
-                    s.results.tlb.push((path, finding));
+        let wanted = region_bytes(s.backend.device().total_memory_bytes);
+        for allocation in WalkAllocation::ALL {
+            let step = format!("{} {allocation} region", self.info.name);
+            let region = s.timed(&step, |s, _| walks(s)?.walk_region(allocation, wanted));
+            let region = match region {
+                Ok(region) => region,
+                Err(e) => {
+                    s.fail(ElementKind::L2, format!("{step}: {e}"));
+                    continue;
                 }
-                Err(e) => s.fail(ElementKind::L2, format!("{step}: {e}")),
+            };
+            log::info!(
+                "{step}: {} B{}",
+                region.bytes,
+                region
+                    .chunk_bytes
+                    .map(|c| format!(" in chunks of {c} B"))
+                    .unwrap_or_default()
+            );
+            for path in PATHS {
+                let step = format!("{} {allocation} {path}", self.info.name);
+                match s.timed(&step, |s, gpu| search_path(s, region, path, gpu)) {
+                    Ok(search) => {
+                        let f = &search.finding;
+                        log::info!(
+                            "{step}: page {:?}, levels {:?}, bound {:?} pages, {} walks",
+                            f.page_bytes,
+                            f.levels
+                                .iter()
+                                .map(|l| (l.entries, l.reach_bytes, l.miss_cycles))
+                                .collect::<Vec<_>>(),
+                            f.bound_pages,
+                            f.probes
+                        );
+                        s.results.tlb.push(search);
+                    }
+                    Err(e) => s.fail(ElementKind::L2, format!("{step}: {e}")),
+                }
+            }
+            if let Err(e) = walks(s).and_then(|w| w.release_walk_region()) {
+                s.fail(ElementKind::L2, format!("tlb {allocation} region: {e}"));
             }
         }
     }
@@ -143,39 +191,43 @@ impl Benchmark for Tlb {
         _: &super::super::MeasureOptions,
         _: &[&'static dyn Benchmark],
     ) -> u64 {
-        PATHS.len() as u64
+        (WalkAllocation::ALL.len() * (1 + PATHS.len())) as u64
     }
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
-        for (path, finding) in &measured.tlb {
-            report_path(topo, *path, finding);
+        for search in &measured.tlb {
+            report::levels(topo, search);
         }
+        report::notes(topo, &measured.tlb);
     }
 
     fn sim_check(&self, profile: &SimProfile, m: &Measurements) -> Result<(), String> {
-        for path in PATHS {
-            let finding = m
-                .tlb
-                .iter()
-                .find(|(p, _)| *p == path)
-                .map(|(_, f)| f)
-                .ok_or_else(|| format!("tlb {path}: not measured"))?;
-            check_path(profile, path, finding)?;
+        for allocation in WalkAllocation::ALL {
+            for path in PATHS {
+                let search = m
+                    .tlb
+                    .iter()
+                    .find(|t| t.path == path && t.region.allocation == allocation)
+                    .ok_or_else(|| format!("tlb {path} {allocation}: not measured"))?;
+                check_search(profile, search)?;
+            }
         }
         Ok(())
     }
 }
 
-/// How `finding` relates to the profile's `[tlb]`: every level within the reach tried
-/// found with its entries and miss cycles (±2), the page size where a level was found,
-/// and no level where the profile has none.
-fn check_path(profile: &SimProfile, path: LoadPath, f: &TlbFinding) -> Result<(), String> {
+/// How a search relates to the profile's `[tlb]`: every level within the reach tried
+/// found with its entries and miss cycles (±2), the page size of the allocation where a
+/// level was found, and no level where the profile has none.
+fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> {
+    let (path, allocation, f) = (search.path, search.region.allocation, &search.finding);
+    let what = format!("tlb {path} {allocation}");
     let Some(spec) = &profile.tlb else {
         return match f.levels.first() {
             None if f.bound_pages.is_some() => Ok(()),
-            None => Err(format!("tlb {path}: neither a level nor a bound")),
+            None => Err(format!("{what}: neither a level nor a bound")),
             Some(l) => Err(format!(
-                "tlb {path}: a level of {:?} entries where the profile has no TLB",
+                "{what}: a level of {:?} entries where the profile has no TLB",
                 l.entries
             )),
         };
@@ -186,14 +238,14 @@ fn check_path(profile: &SimProfile, path: LoadPath, f: &TlbFinding) -> Result<()
             Some(found) => {
                 if found.entries != Some(entries) {
                     return Err(format!(
-                        "tlb {path} level {}: {:?} entries, truth {entries}",
+                        "{what} level {}: {:?} entries, truth {entries}",
                         i + 1,
                         found.entries
                     ));
                 }
                 if (found.miss_cycles - f64::from(level.miss_cycles)).abs() > 2.0 {
                     return Err(format!(
-                        "tlb {path} level {}: miss {} cycles, truth {}",
+                        "{what} level {}: miss {} cycles, truth {}",
                         i + 1,
                         found.miss_cycles,
                         level.miss_cycles
@@ -203,7 +255,7 @@ fn check_path(profile: &SimProfile, path: LoadPath, f: &TlbFinding) -> Result<()
             None if f.bound_pages.is_some_and(|b| b <= entries) => {}
             None => {
                 return Err(format!(
-                    "tlb {path} level {} ({entries} entries) not found; bound {:?} pages",
+                    "{what} level {} ({entries} entries) not found; bound {:?} pages",
                     i + 1,
                     f.bound_pages
                 ))
@@ -212,73 +264,36 @@ fn check_path(profile: &SimProfile, path: LoadPath, f: &TlbFinding) -> Result<()
     }
     if f.levels.len() > spec.levels.len() {
         return Err(format!(
-            "tlb {path}: {} levels, the profile has {}",
+            "{what}: {} levels, the profile has {}",
             f.levels.len(),
             spec.levels.len()
         ));
     }
-    if !f.levels.is_empty() && f.page_bytes != Some(spec.page_bytes) {
-        return Err(format!(
-            "tlb {path}: page {:?} B, truth {} B",
-            f.page_bytes, spec.page_bytes
-        ));
+    let page = spec.page_for(allocation);
+    if !f.levels.is_empty() && f.page_bytes != Some(page) {
+        return Err(format!("{what}: page {:?} B, truth {page} B", f.page_bytes));
     }
     Ok(())
 }
 
-/// The levels of `path` into the topology, and a bound where no further level was seen.
-fn report_path(topo: &mut Topology, path: LoadPath, f: &TlbFinding) {
+/// The levels of one search as the topology's [`TlbLevel`]s.
+fn tlb_levels(search: &TlbSearch) -> impl Iterator<Item = TlbLevel> + '_ {
+    use topology::{Bytes, Provenance};
+    let f = &search.finding;
     let page = f
         .page_bytes
         .map(|p| Size::exact(Bytes(p), Provenance::Benchmark));
-    for (i, level) in f.levels.iter().enumerate() {
-        topo.tlb.push(TlbLevel {
-            level: u8::try_from(i + 1).unwrap_or(u8::MAX),
-            coverage: Some(match level.entries {
-                Some(_) => Size::exact(Bytes(level.reach_bytes), Provenance::Benchmark),
-                // Without a page size the reach is the walk's bytes, an upper estimate.
-                None => Size::at_most(Bytes(level.reach_bytes), Provenance::Benchmark),
-            }),
-            page_size: page.clone(),
-            miss_latency: level.miss.map(Latency::measured),
-            path: Some(path.name().to_owned()),
-            entries: level.entries,
-        });
-    }
-    if let (Some(pages), Some(bytes)) = (f.bound_pages, f.bound_bytes) {
-        let what = if f.levels.is_empty() {
-            "no translation level overflowed".to_owned()
-        } else {
-            format!("no level after level {} overflowed", f.levels.len())
-        };
-        topo.notes.push(Note {
-            severity: NoteSeverity::Info,
-            element: None,
-            quantity: None,
-            message: format!(
-                "TLB on the {path} path: {what} in walks up to {pages} pages over {}, the largest the memory and the data limits allowed",
-                human(bytes)
-            ),
-        });
-    }
-    if !f.levels.is_empty() && f.page_bytes.is_none() {
-        topo.notes.push(Note {
-            severity: NoteSeverity::Warning,
-            element: None,
-            quantity: None,
-            message: format!(
-                "TLB on the {path} path: the page size is not determined (no candidate stride up to {} moved the first level's overflow); reaches are the walks' bytes",
-                human(u64::from(tlb::STRIDES[tlb::STRIDES.len() - 1]))
-            ),
-        });
-    }
-}
-
-/// Bytes in KiB, MiB or GiB.
-fn human(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
-        b => format!("{:.1} KiB", b as f64 / 1024.0),
-    }
+    f.levels.iter().enumerate().map(move |(i, level)| TlbLevel {
+        level: u8::try_from(i + 1).unwrap_or(u8::MAX),
+        coverage: Some(match level.entries {
+            Some(_) => Size::exact(Bytes(level.reach_bytes), Provenance::Benchmark),
+            // Without a page size the reach is the walk's bytes, an upper estimate.
+            None => Size::at_most(Bytes(level.reach_bytes), Provenance::Benchmark),
+        }),
+        page_size: page.clone(),
+        miss_latency: level.miss.map(Latency::measured),
+        path: Some(search.path.name().to_owned()),
+        entries: level.entries,
+        allocation: Some(search.region.allocation.name().to_owned()),
+    })
 }

@@ -1,0 +1,180 @@
+//! The TLB searches in the topology: the levels, and notes on what each allocation's walks
+//! found or bound, the page size measured, and whether the L1 path's hits are translated.
+
+use topology::{Note, NoteSeverity, Topology};
+
+use crate::{
+    backend::LoadPath,
+    measure::tlb::{self, TlbSearch},
+    walk::WalkAllocation,
+};
+
+/// The levels of `search` into the topology.
+pub(super) fn levels(topo: &mut Topology, search: &TlbSearch) {
+    topo.tlb.extend(super::tlb_levels(search));
+}
+
+/// What the allocation's walks were: the words every note of it starts with.
+fn walked(search: &TlbSearch) -> String {
+    let region = &search.region;
+    let how = match (region.allocation, region.chunk_bytes) {
+        (WalkAllocation::Chunked, Some(chunk)) => {
+            format!(
+                "{} in separately mapped chunks of {}",
+                human(region.bytes),
+                human(chunk)
+            )
+        }
+        _ => format!("one cuMemAlloc of {}", human(region.bytes)),
+    };
+    format!("TLB on the {} path, {how}", search.path)
+}
+
+/// A note of `message` with `severity`, for no element.
+fn note(severity: NoteSeverity, message: String) -> Note {
+    Note {
+        severity,
+        element: None,
+        quantity: None,
+        message,
+    }
+}
+
+/// The notes of every search: its bound, its page size (measured or not), and per
+/// allocation whether the L1 path's hits are translated.
+pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch]) {
+    for search in searches {
+        let f = &search.finding;
+        let head = walked(search);
+        match f.page_bytes {
+            Some(page) => topo.notes.push(note(
+                NoteSeverity::Info,
+                format!("{head}: page size {} (the smallest stride whose walks overflow level 1 at the same number of nodes)", human(page)),
+            )),
+            None if !f.levels.is_empty() => topo.notes.push(note(
+                NoteSeverity::Warning,
+                format!(
+                    "{head}: page size not determined: at least the largest stride that moved level 1's overflow, at most {} (the largest stride tried); reaches are the walks' bytes",
+                    human(tlb::STRIDES[tlb::STRIDES.len() - 1])
+                ),
+            )),
+            None => {}
+        }
+        if let (Some(pages), Some(bytes)) = (f.bound_pages, f.bound_bytes) {
+            let what = if f.levels.is_empty() {
+                "no translation level overflowed".to_owned()
+            } else {
+                format!("no level after level {} overflowed", f.levels.len())
+            };
+            topo.notes.push(note(
+                NoteSeverity::Info,
+                format!(
+                    "{head}: {what} in walks up to {pages} nodes over {}, the largest the region and the data limits allowed",
+                    human(bytes)
+                ),
+            ));
+        }
+    }
+    for allocation in WalkAllocation::ALL {
+        let of = |path: LoadPath| {
+            searches
+                .iter()
+                .find(|s| s.path == path && s.region.allocation == allocation)
+        };
+        let (Some(l2), Some(l1)) = (of(LoadPath::GlobalCg), of(LoadPath::GlobalCa)) else {
+            continue;
+        };
+        let Some(first) = l2.finding.levels.first() else {
+            continue;
+        };
+        let overflow = first.entries.map(|e| e + 1);
+        if l1.finding.levels.is_empty()
+            && overflow.is_some_and(|o| l1.finding.bound_pages.is_some_and(|b| b >= o))
+        {
+            topo.notes.push(note(
+                NoteSeverity::Info,
+                format!(
+                    "TLB, {allocation} allocation: the L1 path's walks of up to {} nodes never rose, although the L2 path's level 1 overflows at {} pages: loads that hit the L1 are not translated (the L1 is virtually tagged); the L1 path can show a TLB only through L1 misses",
+                    l1.finding.bound_pages.unwrap_or(0),
+                    overflow.unwrap_or(0)
+                ),
+            ));
+        }
+    }
+}
+
+/// Bytes in KiB, MiB or GiB.
+pub(super) fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / f64::from(1u32 << 20)),
+        b => format!("{:.1} KiB", b as f64 / 1024.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::tlb::{TlbFinding, TlbLevelFinding};
+    use crate::walk::WalkRegion;
+
+    fn search(path: LoadPath, levels: Vec<TlbLevelFinding>, bound: u64) -> TlbSearch {
+        TlbSearch {
+            path,
+            region: WalkRegion {
+                allocation: WalkAllocation::Plain,
+                bytes: 74 << 30,
+                chunk_bytes: None,
+            },
+            finding: TlbFinding {
+                page_bytes: (!levels.is_empty()).then_some(512 << 20),
+                levels,
+                bound_pages: Some(bound),
+                bound_bytes: Some(bound << 29),
+                probes: 4,
+            },
+        }
+    }
+
+    fn level(entries: u64) -> TlbLevelFinding {
+        TlbLevelFinding {
+            entries: Some(entries),
+            reach_bytes: entries << 29,
+            miss_cycles: 40.0,
+            before_cycles: 300.0,
+            after_cycles: 340.0,
+            miss: None,
+        }
+    }
+
+    fn untranslated(searches: &[TlbSearch]) -> bool {
+        let mut topo = Topology::new(topology::DeviceInfo::new(
+            "GPU",
+            topology::ComputeCapability::new(9, 0),
+            132,
+        ));
+        notes(&mut topo, searches);
+        topo.notes
+            .iter()
+            .any(|n| n.message.contains("hit the L1 are not translated"))
+    }
+
+    #[test]
+    fn l1_hits_are_called_untranslated_only_where_the_l1_walks_went_past_the_l2_level() {
+        let l2 = search(LoadPath::GlobalCg, vec![level(16)], 140);
+        assert!(untranslated(&[
+            l2.clone(),
+            search(LoadPath::GlobalCa, vec![], 73)
+        ]));
+        // The L1 path's walks stopped before the L2 path's level overflowed: no claim.
+        assert!(!untranslated(&[
+            l2.clone(),
+            search(LoadPath::GlobalCa, vec![], 12)
+        ]));
+        // The L1 path saw a level itself: no claim.
+        assert!(!untranslated(&[
+            l2,
+            search(LoadPath::GlobalCa, vec![level(16)], 140)
+        ]));
+    }
+}

@@ -1,0 +1,257 @@
+//! TLB walks over (nearly) all of device memory (issue 16): the requests a backend that can
+//! run them answers, and the two ways the walked memory is allocated.
+//!
+//! A walk is one fine-grained chase of `nodes` nodes `step_bytes` apart through the
+//! line-indexed kernel (`pchase_kernels::catalogue::chase_lines`): its indices count
+//! 128-byte lines, so a chain may span up to 512 GiB, where the ordinary chase's 32-bit
+//! element indices stop at 16 GiB. Every walk runs in one *region* that the backend
+//! allocates once per search ([`WalkBackend::walk_region`]), so all walks of a search see
+//! the same mapping:
+//!
+//! - [`WalkAllocation::Plain`]: one `cuMemAlloc`; the driver chooses the page size.
+//! - [`WalkAllocation::Chunked`]: the virtual memory management API: a reserved address
+//!   range backed by separate physical chunks of the allocation granularity (2 MiB on
+//!   current GPUs), mapped in a shuffled order so that no two neighbouring chunks are
+//!   physically neighbours; the GPU's MMU cannot map such a range with pages larger than
+//!   one chunk.
+//!
+//! A backend offers walks through [`Backend::walks`](crate::Backend::walks); `None` makes
+//! the TLB benchmark fail with a reason.
+//!
+//! ```
+//! use pchase_runner::walk::{WalkAllocation, WalkRequest};
+//! use pchase_runner::LoadPath;
+//! let request = WalkRequest { path: LoadPath::GlobalCg, nodes: 3, step_bytes: 4 << 20, warmup_steps: 3, steps: 8 };
+//! assert_eq!(request.span_bytes(), 12 << 20);
+//! assert_eq!(request.line_after(4), (4 << 20) / 128);
+//! assert!(request.check(16 << 20).is_ok());
+//! assert!(request.check(8 << 20).is_err());
+//! assert_eq!(WalkAllocation::Chunked.name(), "chunked");
+//! ```
+
+use std::time::Duration;
+
+use pchase_kernels::{catalogue, Kernel, LoadPath};
+use thiserror::Error;
+
+use crate::error::RunnerError;
+
+/// Bytes one index of a walk counts (a 128-byte line).
+pub const LINE_BYTES: u64 = catalogue::LINE_UNIT_BYTES;
+
+/// How the memory of a walk is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WalkAllocation {
+    /// One `cuMemAlloc` of the region: the driver's choice of page size.
+    Plain,
+    /// Separate physical chunks of the allocation granularity, mapped in a shuffled order
+    /// into one reserved address range (`cuMemCreate`, `cuMemMap`): pages of at most one
+    /// chunk.
+    Chunked,
+}
+
+impl WalkAllocation {
+    /// Both, plain first.
+    pub const ALL: [WalkAllocation; 2] = [WalkAllocation::Plain, WalkAllocation::Chunked];
+
+    /// The name in logs and in the topology (`plain`, `chunked`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WalkAllocation::Plain => "plain",
+            WalkAllocation::Chunked => "chunked",
+        }
+    }
+}
+
+impl std::fmt::Display for WalkAllocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The region walks run in, as allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkRegion {
+    /// How it was allocated.
+    pub allocation: WalkAllocation,
+    /// Its bytes (at most what was asked; less where memory was short).
+    pub bytes: u64,
+    /// The chunk of a [`WalkAllocation::Chunked`] region (the driver's minimum allocation
+    /// granularity); `None` for a plain one.
+    pub chunk_bytes: Option<u64>,
+}
+
+/// One walk: a fine-grained chase of `nodes` nodes `step_bytes` apart from the region's
+/// start, one block, thread 0 chasing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkRequest {
+    /// `GlobalCa` (the L1 path) or `GlobalCg` (the L2 path).
+    pub path: LoadPath,
+    /// Nodes of the chain (1 or more; one node loads itself).
+    pub nodes: u32,
+    /// Bytes between consecutive nodes: a positive multiple of [`LINE_BYTES`].
+    pub step_bytes: u64,
+    /// Untimed loads before the timed ones.
+    pub warmup_steps: u32,
+    /// Timed loads (1 or more).
+    pub steps: u32,
+}
+
+impl WalkRequest {
+    /// The catalogue kernel that runs this request.
+    ///
+    /// # Errors
+    /// [`RunnerError::InvalidRequest`] for a path without a line-indexed chase.
+    pub fn kernel(&self) -> Result<&'static Kernel, RunnerError> {
+        catalogue::chase_lines(self.path).map_err(|e| RunnerError::InvalidRequest(e.to_string()))
+    }
+
+    /// Bytes from the first node to the end of the last node's step.
+    pub fn span_bytes(&self) -> u64 {
+        u64::from(self.nodes).saturating_mul(self.step_bytes)
+    }
+
+    /// Lines between consecutive nodes.
+    pub fn stride_lines(&self) -> u64 {
+        self.step_bytes / LINE_BYTES
+    }
+
+    /// The line index a chase from node 0 holds after `loads` loads.
+    pub fn line_after(&self, loads: u64) -> u64 {
+        (loads % u64::from(self.nodes.max(1))) * self.stride_lines()
+    }
+
+    /// Checks the request against a region of `region_bytes`.
+    ///
+    /// # Errors
+    /// [`RunnerError::InvalidRequest`] naming what does not fit.
+    pub fn check(&self, region_bytes: u64) -> Result<(), RunnerError> {
+        let bad = |m: String| Err(RunnerError::InvalidRequest(m));
+        self.kernel()?;
+        if self.nodes == 0 || self.steps == 0 {
+            return bad(format!(
+                "a walk needs a node and a timed step ({} nodes, {} steps)",
+                self.nodes, self.steps
+            ));
+        }
+        if self.step_bytes == 0 || self.step_bytes % LINE_BYTES != 0 {
+            return bad(format!(
+                "walk step {} B is not a positive multiple of {LINE_BYTES} B",
+                self.step_bytes
+            ));
+        }
+        // Line indices (and their products in the init kernel) are 32-bit.
+        if self.span_bytes() / LINE_BYTES > u64::from(u32::MAX) {
+            return bad(format!(
+                "a walk over {} B spans more than 2^32 lines",
+                self.span_bytes()
+            ));
+        }
+        if self.span_bytes() > region_bytes {
+            return bad(format!(
+                "a walk over {} B does not fit the {region_bytes} B region",
+                self.span_bytes()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a walk returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WalkRun {
+    /// The SM the block ran on.
+    pub smid: u32,
+    /// Per-load latencies in SM cycles, with the clock overhead.
+    pub latencies: Vec<u32>,
+    /// Device time of the launches (chain initialisation and chase).
+    pub gpu_time: Duration,
+}
+
+/// Why a chunked region could not be built or released: one variant per driver call of
+/// the virtual memory management API, each with the driver's message.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum VmmError {
+    /// `cuMemGetAllocationGranularity` failed.
+    #[error("cuMemGetAllocationGranularity failed: {0}")]
+    Granularity(String),
+    /// The driver's granularity is unusable (zero, not a power of two, or above 1 GiB).
+    #[error("the driver reported an allocation granularity of {0} B")]
+    BadGranularity(u64),
+    /// `cuMemAddressReserve` failed.
+    #[error("cuMemAddressReserve of {bytes} B failed: {message}")]
+    Reserve {
+        /// The range asked for.
+        bytes: u64,
+        /// The driver's message.
+        message: String,
+    },
+    /// `cuMemCreate` of one chunk failed (e.g. out of memory).
+    #[error("cuMemCreate of chunk {chunk} of {chunks} failed: {message}")]
+    Create {
+        /// The chunk (from 0).
+        chunk: u64,
+        /// Chunks wanted.
+        chunks: u64,
+        /// The driver's message.
+        message: String,
+    },
+    /// `cuMemMap` of one chunk failed.
+    #[error("cuMemMap of chunk {chunk} at offset {offset} B failed: {message}")]
+    Map {
+        /// The physical chunk.
+        chunk: u64,
+        /// Its place in the reserved range.
+        offset: u64,
+        /// The driver's message.
+        message: String,
+    },
+    /// `cuMemSetAccess` over the range failed.
+    #[error("cuMemSetAccess over {bytes} B failed: {message}")]
+    SetAccess {
+        /// The range.
+        bytes: u64,
+        /// The driver's message.
+        message: String,
+    },
+    /// `cuMemUnmap`, `cuMemRelease` or `cuMemAddressFree` failed while tearing down.
+    #[error("{call} failed while releasing the chunked region: {message}")]
+    Release {
+        /// The call.
+        call: &'static str,
+        /// The driver's message.
+        message: String,
+    },
+}
+
+/// A backend that can run walks ([`Backend::walks`](crate::Backend::walks)).
+pub trait WalkBackend {
+    /// Allocates the region walks run in from now on, replacing any earlier one: `allocation`
+    /// of up to `max_bytes` (a multiple of 1 GiB is a good size); a backend may give less
+    /// where memory is short, and says how much.
+    ///
+    /// # Errors
+    /// [`RunnerError::Vmm`] for a chunked region the driver refused, [`RunnerError::Cuda`]
+    /// for a plain one, [`RunnerError::InvalidRequest`] for a size below one chunk.
+    fn walk_region(
+        &mut self,
+        allocation: WalkAllocation,
+        max_bytes: u64,
+    ) -> Result<WalkRegion, RunnerError>;
+
+    /// Runs one walk in the current region.
+    ///
+    /// # Errors
+    /// [`RunnerError::InvalidRequest`] without a region or for a request that does not fit
+    /// it ([`WalkRequest::check`]); a launch failure; [`RunnerError::WrongResult`] when the
+    /// chase did not follow its chain.
+    fn walk(&mut self, request: &WalkRequest) -> Result<WalkRun, RunnerError>;
+
+    /// Frees the current region, if any.
+    ///
+    /// # Errors
+    /// [`RunnerError::Vmm`] when tearing a chunked region down failed (the memory may stay
+    /// mapped until the context ends).
+    fn release_walk_region(&mut self) -> Result<(), RunnerError>;
+}

@@ -1,0 +1,101 @@
+//! The chunked TLB region (`cuda::vmm`) against the scriptable stand-in driver that
+//! `cargo xtask test` loads on a machine without a GPU (`MEMTOPO_STAND_IN`): a region is
+//! built and released when every call succeeds, and each failing call of the virtual memory
+//! management API is its own [`VmmError`]. On a machine with a real driver the stand-in is
+//! not loaded and this test has nothing to script.
+#![cfg(feature = "cuda")]
+
+use pchase_runner::{cuda::vmm::ChunkedRegion, walk::VmmError};
+
+/// Every VMM call succeeding, then `extra` (`name=code`, later entries win).
+fn script(extra: &str) {
+    let ok = [
+        "cuMemGetAllocationGranularity",
+        "cuMemCreate",
+        "cuMemAddressReserve",
+        "cuMemMap",
+        "cuMemRelease",
+        "cuMemSetAccess",
+        "cuMemUnmap",
+        "cuMemAddressFree",
+    ];
+    // The stand-in takes the first entry of a name: the failing one goes first.
+    let mut entries: Vec<String> = vec![extra.to_owned()];
+    entries.extend(ok.iter().map(|name| format!("{name}=0")));
+    std::env::set_var("MEMTOPO_STAND_IN", entries.join(","));
+}
+
+#[test]
+fn every_failing_vmm_call_is_a_typed_error_and_a_good_region_is_released() {
+    if std::env::var_os("MEMTOPO_STAND_IN_LOADED").is_none() {
+        eprintln!("skipped: no stand-in driver loaded");
+        return;
+    }
+    script("");
+    let region = ChunkedRegion::new(0, 9 << 20).expect("every call succeeds");
+    assert_eq!(
+        (region.base(), region.bytes(), region.chunk_bytes()),
+        (1 << 44, 8 << 20, 2 << 20)
+    );
+    region.release().expect("released");
+
+    script("cuMemGetAllocationGranularity=1");
+    let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
+    assert!(matches!(e, VmmError::Granularity(_)), "{e}");
+    script("cuMemCreate=2");
+    let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            VmmError::Create {
+                chunk: 0,
+                chunks: 4,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    script("cuMemAddressReserve=2");
+    let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
+    assert!(
+        matches!(e, VmmError::Reserve { bytes, .. } if bytes == 8 << 20),
+        "{e}"
+    );
+    script("cuMemMap=1");
+    let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
+    assert!(matches!(e, VmmError::Map { offset: 0, .. }), "{e}");
+    script("cuMemRelease=1");
+    let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            VmmError::Release {
+                call: "cuMemRelease",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    script("cuMemSetAccess=1");
+    let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
+    assert!(matches!(e, VmmError::SetAccess { .. }), "{e}");
+    let e = ChunkedRegion::new(0, 1 << 20).unwrap_err();
+    assert!(
+        matches!(e, VmmError::Reserve { .. }),
+        "below one chunk: {e}"
+    );
+
+    script("cuMemUnmap=1");
+    let region = ChunkedRegion::new(0, 4 << 20).expect("built");
+    let e = region.release().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            VmmError::Release {
+                call: "cuMemUnmap",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

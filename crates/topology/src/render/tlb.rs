@@ -1,0 +1,58 @@
+//! The TLB levels (schema 1.5, allocation 1.6) in the renderers: one line per level for
+//! the table, the Markdown and HTML reports and the SVG's footer.
+
+use crate::model::Topology;
+
+/// One line per TLB level: path, allocation, level, entries, page size, reach and the
+/// miss cost's median and 5th–95th percentiles; empty without levels.
+///
+/// ```
+/// use topology::{render, Bytes, ComputeCapability, DeviceInfo, Provenance, Size, TlbLevel, Topology};
+/// let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 4));
+/// assert!(render::tlb_lines(&topo).is_empty());
+/// topo.tlb.push(TlbLevel {
+///     level: 1,
+///     coverage: Some(Size::exact(Bytes(8 << 30), Provenance::Benchmark)),
+///     page_size: Some(Size::exact(Bytes(512 << 20), Provenance::Benchmark)),
+///     miss_latency: None,
+///     path: Some("global_cg".into()),
+///     entries: Some(16),
+///     allocation: Some("plain".into()),
+/// });
+/// let line = &render::tlb_lines(&topo)[0];
+/// assert!(line.contains("global_cg") && line.contains("plain") && line.contains("16 entries"), "{line}");
+/// ```
+pub fn tlb_lines(topo: &Topology) -> Vec<String> {
+    topo.tlb
+        .iter()
+        .map(|l| {
+            let mut what = vec![l.path.clone().unwrap_or_else(|| "load".into())];
+            if let Some(allocation) = &l.allocation {
+                what.push(format!("{allocation} allocation"));
+            }
+            let mut parts = Vec::new();
+            if let Some(entries) = l.entries {
+                parts.push(format!("{entries} entries"));
+            }
+            if let Some(page) = &l.page_size {
+                parts.push(format!("page {page}"));
+            }
+            if let Some(reach) = &l.coverage {
+                parts.push(format!("reach {reach}"));
+            }
+            if let Some(miss) = &l.miss_latency {
+                parts.push(format!(
+                    "miss +{:.0} cycles (p50; p95 +{:.0})",
+                    miss.p50.get(),
+                    miss.p95.get()
+                ));
+            }
+            format!(
+                "TLB level {} ({}): {}",
+                l.level,
+                what.join(", "),
+                parts.join(", ")
+            )
+        })
+        .collect()
+}
