@@ -6,9 +6,15 @@
 //! 2. **Levels by change points.** PELT (`cpd`, L2 cost, MBIC penalty) on the logarithm of
 //!    the medians, so that a step is judged by its ratio; the noise variance is estimated
 //!    from the series with a floor of [`NOISE_FLOOR`] (1 %), and neighbouring segments whose
-//!    costs differ by less than [`MIN_STEP`] are one level. Each segment is a level: the
-//!    median cost of its points is its cycles per instruction.
-//! 3. **Edges.** Between the last coarse point of a level and the first of the next,
+//!    costs differ by less than [`MIN_STEP`] are one level. A segment between two others of
+//!    fewer than [`MIN_LEVEL_POINTS`] points whose cost lies between theirs is the ramp from
+//!    one level to the next, not a level (on the H100 the 32 KiB and 128 KiB steps each
+//!    took two coarse points to climb: 1.34 → 1.79 → 2.14 → 2.27 and 2.23 → 2.59 → 2.63 →
+//!    5.15 → 5.72 cycles, and PELT gave each ramp a segment of its own); a mean over a ramp
+//!    is a mixture of two levels. Every other segment is a level: the median cost of its
+//!    points is its cycles per instruction.
+//! 3. **Edges.** Between the last coarse point of a level and the first of the next (across
+//!    the ramp, if there is one),
 //!    bisection by single segments (512 bytes): the first code size whose cost is above
 //!    the level's by a fifth of the step to the next is the level's size. The loop's own
 //!    few instructions ride on top of the counted code, so a cache of exactly `C` bytes
@@ -33,6 +39,8 @@ pub const NOISE_FLOOR: f64 = 1e-4;
 pub const MIN_STEP: f64 = 1.10;
 /// Where between two levels' costs a code size counts as risen.
 pub const RISE_FRACTION: f64 = 0.2;
+/// Coarse points a segment between two others needs to be a level rather than a ramp.
+pub const MIN_LEVEL_POINTS: usize = 3;
 
 /// One code size and its cost.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,12 +163,12 @@ pub fn search(
         let cost = median(&mut own);
         let next = plateaus.get(i + 1).map(|&(s, e)| {
             let mut theirs: Vec<f64> = costs[s..e].to_vec();
-            median(&mut theirs)
+            (median(&mut theirs), s)
         });
         let size_bytes = match next {
-            Some(next_cost) => {
+            Some((next_cost, next_start)) => {
                 let threshold = cost + RISE_FRACTION * (next_cost - cost);
-                let (mut lo, mut hi) = (coarse[end - 1], coarse[end]);
+                let (mut lo, mut hi) = (coarse[end - 1], coarse[next_start]);
                 while hi - lo > 1 {
                     let mid = lo + (hi - lo) / 2;
                     if measure(mid, &mut finding)? > threshold {
@@ -180,7 +188,7 @@ pub fn search(
                 icache::code_bytes(coarse[start]),
                 icache::code_bytes(coarse[end - 1]),
             ),
-            step_ratio: next.map(|n| n / cost),
+            step_ratio: next.map(|(n, _)| n / cost),
         });
     }
     finding.points.sort_by_key(|p| p.segments);
@@ -189,7 +197,8 @@ pub fn search(
 
 /// The plateaus of a cost curve as `[start, end)` index ranges: PELT's segments of
 /// log(cost), neighbours closer than [`MIN_STEP`] merged, every merged plateau above the
-/// one before.
+/// one before, and ramps (a short segment whose cost lies between its neighbours', see
+/// [`MIN_LEVEL_POINTS`]) left out, so that consecutive plateaus may have a gap between them.
 ///
 /// ```
 /// use pchase_runner::measure::icache::plateaus;
@@ -234,7 +243,20 @@ pub fn plateaus(costs: &[f64]) -> Result<Vec<(usize, usize)>, RunnerError> {
             _ => merged.push(range),
         }
     }
-    Ok(merged)
+    let ramp = |i: usize| {
+        i > 0
+            && i + 1 < merged.len()
+            && merged[i].1 - merged[i].0 < MIN_LEVEL_POINTS
+            && level(merged[i - 1]) < level(merged[i])
+            && level(merged[i]) < level(merged[i + 1])
+    };
+    let ramps: Vec<bool> = (0..merged.len()).map(ramp).collect();
+    Ok(merged
+        .into_iter()
+        .zip(ramps)
+        .filter(|(_, r)| !r)
+        .map(|(range, _)| range)
+        .collect())
 }
 
 #[cfg(test)]
@@ -261,6 +283,25 @@ mod tests {
         assert!((f.levels[1].cycles_per_instruction - 2.9).abs() < 1e-12);
         assert_eq!(f.max_code_bytes, 1 << 20);
         assert!(f.points.windows(2).all(|w| w[0].segments <= w[1].segments));
+    }
+
+    /// The H100's coarse sweep (session 7, GPU-74b75669, `docs/results/h100/session7/final/
+    /// icache/run1.log`): two ramps of two points each, at 35–38 KiB and 117.5–128 KiB,
+    /// are not levels; three plateaus remain.
+    #[test]
+    fn ramps_between_levels_are_not_levels() {
+        let costs = [
+            1.953, 1.698, 1.570, 1.494, 1.443, 1.406, 1.379, 1.358, 1.341, 1.342, 1.344, 1.332,
+            1.335, 1.326, 1.318, 1.304, 1.293, 1.284, 1.276, 1.270, 1.264, 1.257, 1.251, 1.246,
+            1.242, 1.237, 1.374, 1.350, 1.336, 1.399, 1.786, 2.142, 2.272, 2.269, 2.266, 2.262,
+            2.257, 2.249, 2.246, 2.243, 2.242, 2.239, 2.236, 2.233, 2.588, 2.630, 5.150, 5.721,
+            5.710, 5.703, 5.686, 5.674, 5.668, 5.661, 5.665, 5.669, 5.672, 5.677, 5.676, 5.672,
+            5.667, 5.665, 5.663, 5.659, 5.659, 5.663, 5.662, 5.654, 5.653, 5.654,
+        ];
+        let p = plateaus(&costs).unwrap();
+        assert_eq!(p.len(), 3, "{p:?}");
+        // The ramps' points belong to no plateau.
+        assert!(p[0].1 <= 30 && p[1].0 >= 32 && p[1].1 <= 44 && p[2].0 >= 46, "{p:?}");
     }
 
     #[test]
