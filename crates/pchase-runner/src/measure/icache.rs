@@ -301,7 +301,10 @@ mod tests {
         let p = plateaus(&costs).unwrap();
         assert_eq!(p.len(), 3, "{p:?}");
         // The ramps' points belong to no plateau.
-        assert!(p[0].1 <= 30 && p[1].0 >= 32 && p[1].1 <= 44 && p[2].0 >= 46, "{p:?}");
+        assert!(
+            p[0].1 <= 30 && p[1].0 >= 32 && p[1].1 <= 44 && p[2].0 >= 46,
+            "{p:?}"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Integration tests of pchase-runner: one binary, one module per topic.
 
 mod async_copy;
+mod doubles;
 mod geometry;
 mod golden;
 mod gpu;

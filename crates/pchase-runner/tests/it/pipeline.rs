@@ -2,7 +2,6 @@
 //! shipped profile and seeded random hierarchies.
 
 use pchase_runner::{
-    bandwidth::{BandwidthRequest, BandwidthRun},
     measure::{
         bench::{Benchmark, REGISTRY},
         carveout::Role,
@@ -10,9 +9,10 @@ use pchase_runner::{
         ElementKind, MeasureOptions, Measurements, Selection, Session, SizeFinding,
     },
     sim::{SimBackend, SimProfile},
-    Backend, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PartitionMapRequest, PartitionMapRun,
-    PinnedRequest, PinnedRun, RunnerError, TwoPhaseRequest,
+    LoadPath, PinnedRequest, PinnedRun,
 };
+
+use crate::doubles::Hooked;
 
 fn measure(profile: &SimProfile) -> Measurements {
     let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
@@ -287,63 +287,14 @@ fn the_l2_line_is_read_from_runs_of_misses() {
     }
 }
 
-/// A backend whose pinned launches miss a slot whenever `lose` says so (as a GPU that never
-/// puts a block on a wanted SM): the sweep repeats such launches and, where SM 0 is never
-/// reached, the L2 benchmark fails with a reason. `lose` may also alter what a launch
-/// reports.
-/// Decides, from the launch's number (from 1), request and run, whether it loses a slot.
-type Lose = Box<dyn FnMut(usize, &PinnedRequest, &mut PinnedRun) -> bool>;
-
-struct Unplaced {
-    sim: SimBackend,
-    pinned: usize,
-    lose: Lose,
-}
-
-impl Backend for Unplaced {
-    fn device(&self) -> &DeviceInfo {
-        self.sim.device()
-    }
-    fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
-        self.sim.chase(request)
-    }
-    fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
-        self.sim.clock_overhead(samples)
-    }
-    fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
-        self.sim.two_phase(request)
-    }
-    fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
-        let mut run = self.sim.pinned_chase(request)?;
-        self.pinned += 1;
-        if (self.lose)(self.pinned, request, &mut run) {
-            run.slots[request.sms.len() - 1] = None;
-        }
-        Ok(run)
-    }
-    fn partition_map(
-        &mut self,
-        request: &PartitionMapRequest,
-    ) -> Result<PartitionMapRun, RunnerError> {
-        self.sim.partition_map(request)
-    }
-    fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
-        self.sim.bandwidth(request)
-    }
-    fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
-        self.sim.measure_sm_clock_mhz()
-    }
-}
+// Pinned launches that miss a slot whenever `lose` says so (as a GPU that never puts a
+// block on a wanted SM): the sweep repeats such launches and, where SM 0 is never reached,
+// the L2 benchmark fails with a reason (`crate::doubles::Hooked`).
 
 fn l2_with(
     lose: impl FnMut(usize, &PinnedRequest, &mut PinnedRun) -> bool + 'static,
 ) -> (L2Findings, usize) {
-    let profile = SimProfile::bundled("h200").expect("bundled");
-    let mut backend = Unplaced {
-        sim: SimBackend::new(profile).expect("valid profile"),
-        pinned: 0,
-        lose: Box::new(lose),
-    };
+    let mut backend = Hooked::losing("h200", lose);
     let options = MeasureOptions {
         only: Selection::named(&["l2"]).unwrap(),
         ..MeasureOptions::default()
@@ -366,11 +317,7 @@ fn pinned_launches_that_miss_sm_0_are_repeated_or_fail_the_l2_alone() {
     );
     // SM 0 never receives a block: the L2 benchmark fails with a reason, the session
     // goes on (device memory is still measured).
-    let mut backend = Unplaced {
-        sim: SimBackend::new(SimProfile::bundled("h200").expect("bundled")).expect("valid"),
-        pinned: 0,
-        lose: Box::new(|_, _, _| true),
-    };
+    let mut backend = Hooked::losing("h200", |_, _, _| true);
     let options = MeasureOptions {
         only: Selection::named(&["l2", "memory"]).unwrap(),
         ..MeasureOptions::default()

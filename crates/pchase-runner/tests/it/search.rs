@@ -5,59 +5,18 @@
 use std::time::Duration;
 
 use pchase_runner::{
-    bandwidth::{BandwidthRequest, BandwidthRun},
     measure::{
         probe::SizeProbe,
         search::{find_size, find_size_near},
         SearchRange, SizeFinding,
     },
-    sim::{SimBackend, SimProfile},
-    Backend, Carveout, ChaseRequest, ChaseRun, DeviceInfo, LoadPath, PartitionMapRequest,
-    PartitionMapRun, PinnedRequest, PinnedRun, RunnerError, TwoPhaseRequest,
+    Carveout, LoadPath,
 };
 
-/// The simulator, counting chase launches.
-struct Counting {
-    sim: SimBackend,
-    chases: usize,
-}
+use crate::doubles::Hooked;
 
-impl Backend for Counting {
-    fn device(&self) -> &DeviceInfo {
-        self.sim.device()
-    }
-    fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
-        self.chases += 1;
-        self.sim.chase(request)
-    }
-    fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
-        self.sim.clock_overhead(samples)
-    }
-    fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
-        self.sim.two_phase(request)
-    }
-    fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
-        self.sim.pinned_chase(request)
-    }
-    fn partition_map(
-        &mut self,
-        request: &PartitionMapRequest,
-    ) -> Result<PartitionMapRun, RunnerError> {
-        self.sim.partition_map(request)
-    }
-    fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
-        self.sim.bandwidth(request)
-    }
-    fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
-        self.sim.measure_sm_clock_mhz()
-    }
-}
-
-fn gpu() -> Counting {
-    Counting {
-        sim: SimBackend::new(SimProfile::bundled("h100").expect("bundled")).expect("valid"),
-        chases: 0,
-    }
+fn gpu() -> Hooked {
+    Hooked::bundled("h100")
 }
 
 /// The L1 at the largest-L1 setting: carveout 0 % and 7 KiB of dynamic shared memory per
