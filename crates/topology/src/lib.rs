@@ -65,10 +65,10 @@ pub use bandwidth::{Bandwidth, BandwidthLaunch, BandwidthPeak};
 pub use error::{Error, Format, Violation};
 pub use format::json_schema;
 pub use model::{
-    Bandwidths, CacheGeometry, SetMapping, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
+    Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
     ComputeCapability, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc, L2Partitions,
-    Limits, Note, NoteSeverity, QuantityKind, RankLatency, ReplacementPolicy, SharedPhysicalCache,
-    TlbLevel, Topology,
+    Limits, Note, NoteSeverity, QuantityKind, RankLatency, ReplacementPolicy, SetMapping,
+    SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantity::{
     ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,

@@ -23,8 +23,8 @@ mod results;
 pub mod search;
 pub mod sentinel;
 mod session;
-pub mod stats;
 pub mod sets;
+pub mod stats;
 pub mod tlb;
 
 #[cfg(doc)]

@@ -418,8 +418,8 @@ mod tests {
     fn an_xor_folded_index_spreads_power_of_two_strides() {
         // 4 sets × 2 ways of 64 B: a stride of 4 lines is one set under modulo.
         let lines = |index| {
-            let g = Geometry::new(512, 64, 64, Associativity::Ways(2), Replacement::Lru)
-                .indexed(index);
+            let g =
+                Geometry::new(512, 64, 64, Associativity::Ways(2), Replacement::Lru).indexed(index);
             let mut c = Cache::new(g);
             let mut r = rng();
             let addrs: Vec<u64> = (0..4).map(|i| i * 4 * 64).collect();

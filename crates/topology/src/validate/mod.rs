@@ -294,7 +294,10 @@ impl Checker {
         element: &Element,
         geometry: &crate::model::CacheGeometry,
     ) {
-        for (name, count) in [("sets", geometry.sets), ("associativity", geometry.associativity)] {
+        for (name, count) in [
+            ("sets", geometry.sets),
+            ("associativity", geometry.associativity),
+        ] {
             if count.is_some_and(|c| c.value == 0) {
                 self.fail(format!("{path}.{name}"), "must be at least 1");
             }

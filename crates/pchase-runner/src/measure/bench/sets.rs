@@ -20,7 +20,6 @@ use crate::{
 mod check;
 mod report;
 
-
 /// The sets benchmark.
 pub(crate) struct Sets {
     info: Info,
@@ -99,7 +98,9 @@ impl SetProbe for FineProbe<'_, '_> {
         let chain = ChainSpec::new(nodes * u64::from(step), step)?;
         let warmup = u32::try_from(2 * nodes)
             .map_err(|_| RunnerError::InvalidRequest(format!("{nodes} nodes")))?;
-        let launches = (u64::from(passes) * nodes).div_ceil(u64::from(STEPS)).max(1);
+        let launches = (u64::from(passes) * nodes)
+            .div_ceil(u64::from(STEPS))
+            .max(1);
         let mut loads = Vec::new();
         for _ in 0..launches {
             let samples = self.s.fine_samples_with(
@@ -111,9 +112,12 @@ impl SetProbe for FineProbe<'_, '_> {
                 false,
                 self.gpu,
             )?;
-            loads.extend(samples.iter().enumerate().map(|(j, &v)| {
-                ((u64::from(warmup) + j as u64) % nodes, self.classify(v))
-            }));
+            loads.extend(
+                samples
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &v)| ((u64::from(warmup) + j as u64) % nodes, self.classify(v))),
+            );
         }
         let missing: Vec<u64> = {
             let mut m: Vec<u64> = loads
@@ -228,7 +232,13 @@ fn median(
 /// lines of every partition): a miss of an SM cache is never clearly below them, while a
 /// median could be a far partition's and make near hits look like hits.
 fn l2_fast(s: &mut Session<'_>, gpu: &mut Duration) -> Result<f64, RunnerError> {
-    quantile(s, LoadPath::GlobalCg, ChainSpec::new(64 << 10, 256)?, 0.05, gpu)
+    quantile(
+        s,
+        LoadPath::GlobalCg,
+        ChainSpec::new(64 << 10, 256)?,
+        0.05,
+        gpu,
+    )
 }
 
 /// The caches measured: element, path, line, expected capacity (lines), the most lines a
@@ -244,7 +254,7 @@ fn targets(s: &Session<'_>) -> Vec<(ElementKind, LoadPath, u64, u64, u64)> {
     let l1_line = line(s, ElementKind::L1Data, 128);
     let l1_hint = s
         .exact_size(ElementKind::L1Data)
-        .unwrap_or(u64::from(s.backend.device().shared_per_sm_bytes));
+        .unwrap_or(s.backend.device().shared_per_sm_bytes);
     out.push((
         ElementKind::L1Data,
         LoadPath::GlobalCa,
@@ -254,10 +264,22 @@ fn targets(s: &Session<'_>) -> Vec<(ElementKind, LoadPath, u64, u64, u64)> {
     ));
     let c1_line = line(s, ElementKind::ConstantL1, 64);
     let c1 = s.exact_size(ElementKind::ConstantL1).unwrap_or(2048);
-    out.push((ElementKind::ConstantL1, LoadPath::Constant, c1_line, c1 / c1_line, BANK / c1_line));
+    out.push((
+        ElementKind::ConstantL1,
+        LoadPath::Constant,
+        c1_line,
+        c1 / c1_line,
+        BANK / c1_line,
+    ));
     let c15_line = line(s, ElementKind::ConstantL15, 256);
     let c15 = s.exact_size(ElementKind::ConstantL15).unwrap_or(32 << 10);
-    out.push((ElementKind::ConstantL15, LoadPath::Constant, c15_line, c15 / c15_line, BANK / c15_line));
+    out.push((
+        ElementKind::ConstantL15,
+        LoadPath::Constant,
+        c15_line,
+        c15 / c15_line,
+        BANK / c15_line,
+    ));
     out
 }
 

@@ -47,8 +47,12 @@ pub trait SetProbe {
     ///
     /// # Errors
     /// The backend's errors.
-    fn chase(&mut self, nodes: u64, stride_lines: u64, passes: u32)
-        -> Result<Vec<Load>, RunnerError>;
+    fn chase(
+        &mut self,
+        nodes: u64,
+        stride_lines: u64,
+        passes: u32,
+    ) -> Result<Vec<Load>, RunnerError>;
 
     /// The victim experiment: a chain A of `nodes` consecutive lines loaded for `fill`
     /// loads (one pass, then its first `fill − nodes` nodes again), then `block`
@@ -372,8 +376,7 @@ fn modulo<P: SetProbe>(
         }
         // A cache in front keeps the small chases: the overflowing set itself, where it
         // is a whole progression that missed on every pass, gives the ways.
-        StrideTest::Masked if step * (m - 1) == capacity =>
-        {
+        StrideTest::Masked if step * (m - 1) == capacity => {
             s.note(format!(
                 "chases of lines {step} apart were served by the cache in front; the ways are the overflowing set's {m} lines less one"
             ));

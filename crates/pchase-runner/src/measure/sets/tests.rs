@@ -46,7 +46,12 @@ impl SetProbe for Model {
         Ok(loads)
     }
 
-    fn victims(&mut self, nodes: u64, fill: u64, block: u64) -> Result<Vec<Vec<Load>>, RunnerError> {
+    fn victims(
+        &mut self,
+        nodes: u64,
+        fill: u64,
+        block: u64,
+    ) -> Result<Vec<Vec<Load>>, RunnerError> {
         let far = 1 << 24;
         (0..4)
             .map(|_| {

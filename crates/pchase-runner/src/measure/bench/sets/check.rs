@@ -66,7 +66,11 @@ pub fn expected_geometry(profile: &SimProfile, element: ElementKind) -> Option<E
 /// Every cache the profile has: measured as its truth, or reported undetermined where the
 /// benchmark cannot reach it.
 pub(super) fn check(profile: &SimProfile, m: &Measurements) -> Result<(), String> {
-    for element in [ElementKind::L1Data, ElementKind::ConstantL1, ElementKind::ConstantL15] {
+    for element in [
+        ElementKind::L1Data,
+        ElementKind::ConstantL1,
+        ElementKind::ConstantL15,
+    ] {
         let Some(truth) = expected_geometry(profile, element) else {
             continue;
         };
