@@ -108,3 +108,18 @@ fn bundled_profiles_are_recovered_or_said_to_be_out_of_reach() {
         }
     }
 }
+
+#[test]
+fn profiles_refuse_tree_plru_of_odd_ways_and_a_folded_index_of_odd_sets() {
+    use pchase_runner::sim::{Replacement, SetIndex};
+    let mut six_way_plru = fixture("hashed");
+    six_way_plru.caches[1].replacement = Replacement::TreePlru;
+    let err = six_way_plru.validate().expect_err("6 ways are no tree");
+    assert!(err.to_string().contains("tree PLRU"), "{err}");
+    let mut folded = fixture("odd");
+    // The odd fixture's L1 has 384 sets at its 32 KiB configuration.
+    folded.caches[0].set_index = SetIndex::XorFold;
+    let err = folded.validate().expect_err("384 sets do not fold");
+    assert!(err.to_string().contains("xor-fold"), "{err}");
+    assert!(fixture("hashed").validate().is_ok());
+}

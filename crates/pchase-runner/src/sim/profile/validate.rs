@@ -148,8 +148,15 @@ impl SimProfile {
                     cache.sector(),
                     cache.associativity,
                     cache.replacement,
-                    cache.set_index,
                 )?;
+                if cache.set_index == SetIndex::XorFold {
+                    let sets = size / u64::from(cache.line_bytes) / cache.ways_at(size).max(1);
+                    if !sets.is_power_of_two() {
+                        return err(format!(
+                            "{at}: {what}: set_index \"xor-fold\" needs a power of two of sets, not {sets}"
+                        ));
+                    }
+                }
             }
         }
         if unified > 1 {
@@ -188,7 +195,6 @@ impl SimProfile {
             l2.sector(),
             l2.associativity,
             l2.replacement,
-            SetIndex::Modulo,
         )?;
         if l2.near_latency == 0 || l2.far() == 0 {
             return err("l2.near_latency / l2.far_latency: must be positive".into());
@@ -268,7 +274,6 @@ fn validate_geometry(
     sector: u32,
     associativity: Associativity,
     replacement: Replacement,
-    set_index: SetIndex,
 ) -> Result<(), RunnerError> {
     let err = |m: String| Err(profile_error(format!("{at}: {m}")));
     if line < 4 || !line.is_power_of_two() {
@@ -303,12 +308,6 @@ fn validate_geometry(
     if replacement == Replacement::TreePlru && (!ways.is_power_of_two() || ways > 64) {
         return err(format!(
             "replacement: tree PLRU needs a power of two of ways up to 64, not {ways}"
-        ));
-    }
-    if set_index == SetIndex::XorFold && !(size / set_bytes).is_power_of_two() {
-        return err(format!(
-            "{what}: set_index \"xor-fold\" needs a power of two of sets, not {}",
-            size / set_bytes
         ));
     }
     if let Replacement::EarlyMiss { reserved_ways } = replacement {
