@@ -44,8 +44,10 @@
 use std::fmt;
 
 mod copies;
+mod geometry;
+mod icache;
 
-use crate::model::{Element, ElementKind, Note, NoteSeverity, Topology};
+use crate::model::{ElementKind, Note, NoteSeverity, Topology};
 use crate::quantity::{Count, Latency, Provenance, Size, SizeBound};
 
 /// How strict the comparison is, per kind of quantity.
@@ -325,31 +327,11 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
             ea.and_then(|e| e.count_per_sm),
             eb.and_then(|e| e.count_per_sm),
         );
-        // Schema 1.6: sets, ways (exact: a geometry is a count), mapping and replacement.
-        let (ga, gb) = (geometry_of(ea), geometry_of(eb));
-        for (name, a, b) in [
-            ("sets", ga.and_then(|g| g.sets), gb.and_then(|g| g.sets)),
-            (
-                "associativity",
-                ga.and_then(|g| g.associativity),
-                gb.and_then(|g| g.associativity),
-            ),
-        ] {
-            d.exact(
-                &field(&format!("geometry.{name}")),
-                a.map(|c| c.value),
-                b.map(|c| c.value),
-            );
-        }
-        d.exact(
-            &field("geometry.set_mapping"),
-            ga.and_then(|g| g.set_mapping.as_ref()),
-            gb.and_then(|g| g.set_mapping.as_ref()),
-        );
-        d.exact(
-            &field("geometry.replacement"),
-            ga.and_then(|g| g.replacement.as_ref()),
-            gb.and_then(|g| g.replacement.as_ref()),
+        geometry::diff(
+            &mut d,
+            &field,
+            geometry::geometry_of(ea),
+            geometry::geometry_of(eb),
         );
         d.exact(
             &field("global_loads_cached"),
@@ -438,48 +420,17 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
         before.copies_to_shared.as_ref(),
         after.copies_to_shared.as_ref(),
     );
-    // Instruction-fetch levels (schema 1.6), by position: sizes as sizes, costs within
-    // the relative tolerance.
-    let levels = before
-        .instruction_caches
-        .len()
-        .max(after.instruction_caches.len());
-    for i in 0..levels {
-        let (a, b) = (
-            before.instruction_caches.get(i),
-            after.instruction_caches.get(i),
-        );
-        let path = format!("instruction_caches[{i}]");
-        d.size(
-            format!("{path}.size"),
-            a.and_then(|l| l.size.as_ref()),
-            b.and_then(|l| l.size.as_ref()),
-        );
-        let cost =
-            |l: Option<&crate::model::InstructionCacheLevel>| l.map(|l| l.cycles_per_instruction);
-        match (cost(a), cost(b)) {
-            (x, y) if x == y => {}
-            (Some(x), Some(y))
-                if (x - y).abs() <= d.options.relative_tolerance * x.abs().max(y.abs()) =>
-            {
-                d.result.within_uncertainty += 1;
-            }
-            (x, y) => {
-                let show = |c: Option<f64>| show(c.map(|c| format!("{c:.3} cycles/instruction")));
-                d.change(format!("{path}.cycles_per_instruction"), show(x), show(y));
-            }
-        }
-    }
+    icache::diff(
+        &mut d,
+        &before.instruction_caches,
+        &after.instruction_caches,
+    );
     d.result.conditions = condition_changes(before, after);
     d.result.notes = note_changes(before, after);
     d.result
 }
 
 /// A note in one line: `warning l2.size: text`.
-/// The geometry of an element, where both are present.
-fn geometry_of(element: Option<&Element>) -> Option<&crate::model::CacheGeometry> {
-    element.and_then(|e| e.geometry.as_ref())
-}
 
 fn note_line(note: &Note) -> String {
     let severity = match note.severity {
