@@ -431,7 +431,6 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
 }
 
 /// A note in one line: `warning l2.size: text`.
-
 fn note_line(note: &Note) -> String {
     let severity = match note.severity {
         NoteSeverity::Info => "info",
