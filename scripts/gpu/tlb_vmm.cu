@@ -2,7 +2,7 @@
 // (ld.global.cg) pointer chase in (a) one plain cudaMalloc of most of device memory and
 // (b) the same bytes as separate 2 MiB physical chunks (cuMemCreate) mapped into one
 // reserved range in the order j*a mod n (neighbours never created one after the other),
-// at strides 2 MiB and 512 MiB plus a few lines of skew. Prints p5/p50/p95 cycles per walk.
+// at strides 2, 16, 32 and 512 MiB plus a few lines of skew. Prints p5/p50/p95 cycles per walk.
 // A sane walk is an L2 hit, about 260-460 cycles on an H100 (docs/measurement.md, TLB);
 // single-digit cycles mean the timed load left the timed interval.
 // Build: nvcc -O2 -arch=sm_90 -o tlb_vmm tlb_vmm.cu -lcuda
@@ -71,9 +71,11 @@ static unsigned long long step_bytes(unsigned long long stride) {
 }
 
 static void run(const char* what, CUdeviceptr base, unsigned long long bytes, unsigned* d_lat, unsigned* d_end) {
-  const unsigned long long strides[] = {2ull << 20, 512ull << 20};
+  // 16 and 32 MiB: the H100's L2-path rise at 2207+ nodes of 32 MiB (an L2 effect, not
+  // translation: 16 MiB at the same node counts stays flat; docs/measurement.md, TLB).
+  const unsigned long long strides[] = {2ull << 20, 16ull << 20, 32ull << 20, 512ull << 20};
   const unsigned counts[] = {1, 2, 4, 8, 12, 16, 17, 20, 24, 32, 33, 40, 48, 64, 65, 96, 128, 129, 144,
-                             256, 512, 1024, 2048, 3072, 4096, 4097, 6144, 8192, 12288, 16384, 24576, 32768};
+                             256, 512, 1024, 2048, 2207, 2290, 2367, 3072, 4096, 4097, 6144, 8192, 12288, 16384, 24576, 32768};
   for (unsigned long long stride : strides) {
     unsigned long long step = step_bytes(stride);
     for (unsigned nodes : counts) {
