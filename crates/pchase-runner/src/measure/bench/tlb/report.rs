@@ -5,7 +5,7 @@ use topology::{Note, NoteSeverity, Topology};
 
 use crate::{
     backend::LoadPath,
-    measure::tlb::{self, TlbSearch},
+    measure::tlb::{self, RejectedRise, TlbSearch},
     walk::WalkAllocation,
 };
 
@@ -40,12 +40,108 @@ fn note(severity: NoteSeverity, message: String) -> Note {
     }
 }
 
-/// The notes of every search: its bound, its page size (measured or not), and per
-/// allocation whether the L1 path's hits are translated.
-pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch]) {
+/// The note on a rise that was not a translation level: where it rose, where it did not
+/// repeat, the walk over as many bytes at the next smaller stride where one stayed flat,
+/// and the L2's far-hit median (`far_p50`, where the session measured it) to compare.
+fn rejected_note(search: &TlbSearch, r: &RejectedRise, far_p50: Option<f64>) -> Note {
+    let head = walked(search);
+    let mut message = format!(
+        "{head}: a rise at {} nodes of {} stride to p50 {:.0} cycles (p5 {:.0} -> {:.0})",
+        r.nodes,
+        human(r.stride),
+        r.after_p50,
+        r.before_cycles,
+        r.after_cycles
+    );
+    match (r.retried_stride, search.region.chunk_bytes) {
+        (Some(retried), Some(chunk)) if retried >= chunk => message.push_str(&format!(
+            " did not repeat at {} stride with the same nodes (each in its own page of at most {})",
+            human(retried),
+            human(chunk)
+        )),
+        (Some(retried), _) => message.push_str(&format!(
+            " did not repeat at {} stride with the same nodes, and the walks at larger strides over as many bytes did not rise",
+            human(retried)
+        )),
+        (None, _) => message.push_str(" repeated at no smaller stride"),
+    }
+    // The next smaller stride's largest flat walk, where it covered the rising walk's bytes
+    // (as many pages of the rising stride: a page of exactly that stride is excluded too).
+    let rising_bytes = r.nodes * tlb::step_bytes(r.stride);
+    if let Some(w) = search
+        .finding
+        .flat
+        .iter()
+        .find(|w| w.stride == r.stride / 2 && w.bytes >= rising_bytes)
+    {
+        message.push_str(&format!(
+            "; {} nodes of {} over {} did not rise either",
+            w.nodes,
+            human(w.stride),
+            human(w.bytes)
+        ));
+    }
+    message.push_str(": not translation");
+    if let Some(far) = far_p50 {
+        message.push_str(&format!(" (the L2's far-hit level is p50 {far:.0} cycles)"));
+    }
+    note(NoteSeverity::Info, message)
+}
+
+/// The honest bound where rises were rejected and no level found: the largest walk without
+/// a rise at each stride.
+fn flat_note(search: &TlbSearch) -> Option<Note> {
+    let f = &search.finding;
+    if !f.levels.is_empty() || f.rejected.is_empty() || f.flat.is_empty() {
+        return None;
+    }
+    let walks: Vec<String> = f
+        .flat
+        .iter()
+        .map(|w| format!("{} × {} ({})", w.nodes, human(w.stride), human(w.bytes)))
+        .collect();
+    let pages = match search.region.chunk_bytes {
+        Some(chunk) => {
+            let most = f
+                .flat
+                .iter()
+                .filter(|w| w.stride >= chunk)
+                .map(|w| w.nodes)
+                .max()
+                .unwrap_or(0);
+            format!(
+                "walks of up to {most} pages of at most {} (one chunk each)",
+                human(chunk)
+            )
+        }
+        None => {
+            let bytes = f.flat.iter().map(|w| w.bytes).max().unwrap_or(0);
+            format!("walks over up to {}", human(bytes))
+        }
+    };
+    Some(note(
+        NoteSeverity::Info,
+        format!(
+            "{}: no translation level in {pages}; the largest walk without a rise per stride: {}",
+            walked(search),
+            walks.join(", ")
+        ),
+    ))
+}
+
+/// The notes of every search: its rejected rises, its bound, its page size (measured or
+/// not), and per allocation whether the L1 path's hits are translated. `far_p50`: the L2's
+/// far-hit median, cycles, where the session measured it.
+pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option<f64>) {
     for search in searches {
         let f = &search.finding;
         let head = walked(search);
+        for r in &f.rejected {
+            topo.notes.push(rejected_note(search, r, far_p50));
+        }
+        if let Some(n) = flat_note(search) {
+            topo.notes.push(n);
+        }
         match f.page_bytes {
             Some(page) => topo.notes.push(note(
                 NoteSeverity::Info,
@@ -60,7 +156,7 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch]) {
             )),
             None => {}
         }
-        if let (Some(pages), Some(bytes)) = (f.bound_pages, f.bound_bytes) {
+        if let (Some(pages), Some(bytes), true) = (f.bound_pages, f.bound_bytes, f.rejected.is_empty() || !f.levels.is_empty()) {
             let what = if f.levels.is_empty() {
                 "no translation level overflowed".to_owned()
             } else {
@@ -131,6 +227,8 @@ mod tests {
                 levels,
                 bound_pages: Some(bound),
                 bound_bytes: Some(bound << 29),
+                rejected: Vec::new(),
+                flat: Vec::new(),
                 probes: 4,
             },
         }
@@ -153,7 +251,7 @@ mod tests {
             topology::ComputeCapability::new(9, 0),
             132,
         ));
-        notes(&mut topo, searches);
+        notes(&mut topo, searches, None);
         topo.notes
             .iter()
             .any(|n| n.message.contains("hit the L1 are not translated"))
