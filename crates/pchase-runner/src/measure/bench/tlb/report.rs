@@ -212,6 +212,7 @@ pub(super) fn human(bytes: u64) -> String {
 mod tests {
     use super::*;
     use crate::measure::tlb::{TlbFinding, TlbLevelFinding};
+    use crate::measure::tlb;
     use crate::walk::WalkRegion;
 
     fn search(path: LoadPath, levels: Vec<TlbLevelFinding>, bound: u64) -> TlbSearch {
@@ -274,5 +275,81 @@ mod tests {
             l2,
             search(LoadPath::GlobalCa, vec![level(16)], 140)
         ]));
+    }
+
+    /// The H100's chunked L2-path search of session 7: a rise at 2207 nodes of 32 MiB that
+    /// 16 MiB did not repeat, and the flat walks per stride.
+    fn rejected_search(chunked: bool) -> TlbSearch {
+        let flat = |stride: u64, nodes: u64| tlb::FlatWalk {
+            stride,
+            nodes,
+            bytes: nodes * tlb::step_bytes(stride),
+        };
+        TlbSearch {
+            path: LoadPath::GlobalCg,
+            region: WalkRegion {
+                allocation: if chunked {
+                    WalkAllocation::Chunked
+                } else {
+                    WalkAllocation::Plain
+                },
+                bytes: 74 << 30,
+                chunk_bytes: chunked.then_some(2 << 20),
+            },
+            finding: TlbFinding {
+                page_bytes: None,
+                levels: vec![],
+                bound_pages: Some(4734),
+                bound_bytes: Some(4734 * tlb::step_bytes(16 << 20)),
+                rejected: vec![RejectedRise {
+                    stride: 32 << 20,
+                    nodes: 2207,
+                    before_cycles: 270.0,
+                    after_cycles: 420.0,
+                    after_p50: 450.0,
+                    retried_stride: Some(16 << 20),
+                }],
+                flat: vec![
+                    flat(1 << 30, 73),
+                    flat(32 << 20, 2206),
+                    flat(16 << 20, 4734),
+                    flat(1 << 20, 2290),
+                ],
+                probes: 40,
+            },
+        }
+    }
+
+    fn messages(searches: &[TlbSearch], far: Option<f64>) -> Vec<String> {
+        let mut topo = Topology::new(topology::DeviceInfo::new(
+            "GPU",
+            topology::ComputeCapability::new(9, 0),
+            132,
+        ));
+        notes(&mut topo, searches, far);
+        assert!(topo.tlb.is_empty());
+        topo.notes.into_iter().map(|n| n.message).collect()
+    }
+
+    #[test]
+    fn a_rejected_rise_is_a_note_with_the_far_level_and_the_bound_per_stride() {
+        let m = messages(&[rejected_search(true)], Some(458.0));
+        let rise = m.iter().find(|n| n.contains("a rise at 2207 nodes")).unwrap();
+        assert!(rise.contains("of 32.0 MiB stride to p50 450 cycles"), "{rise}");
+        assert!(rise.contains("did not repeat at 16.0 MiB stride with the same nodes (each in its own page of at most 2.0 MiB)"), "{rise}");
+        assert!(rise.contains("4734 nodes of 16.0 MiB"), "{rise}");
+        assert!(rise.contains("not translation (the L2's far-hit level is p50 458 cycles)"), "{rise}");
+        let bound = m.iter().find(|n| n.contains("no translation level")).unwrap();
+        assert!(bound.contains("walks of up to 4734 pages of at most 2.0 MiB"), "{bound}");
+        assert!(bound.contains("73 × 1.0 GiB"), "{bound}");
+        // No page-size warning and no level-2 wording.
+        assert!(!m.iter().any(|n| n.contains("page size") || n.contains("level 1")), "{m:?}");
+        // Plain: the larger strides' walks are the evidence; without L2 results no far level.
+        let m = messages(&[rejected_search(false)], None);
+        let rise = m.iter().find(|n| n.contains("a rise at 2207 nodes")).unwrap();
+        assert!(rise.contains("the walks at larger strides over as many bytes did not rise"), "{rise}");
+        assert!(rise.ends_with("not translation"), "{rise}");
+        let bound = m.iter().find(|n| n.contains("no translation level")).unwrap();
+        assert!(bound.contains("walks over up to 74.0 GiB"), "{bound}");
     }
 }
