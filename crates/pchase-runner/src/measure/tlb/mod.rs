@@ -26,6 +26,17 @@
 //!    first rising `n` is larger. The page size is the smallest candidate stride whose
 //!    first rising `n` equals the largest stride's (binary search over [`STRIDES`], which
 //!    is monotone); if only the largest does, the page size is not determined.
+//! 2a. **Only translation repeats.** A translation level rises at the same `n` at every
+//!    stride of at least the page, so a rise no smaller stride repeats is checked
+//!    ([`is_translation`]): in a chunked allocation (pages of at most a chunk) a rise must
+//!    repeat down to the chunk; in a plain one (page unknown) it must repeat at a smaller
+//!    stride unless it was found at the largest candidate stride (the walks at larger
+//!    strides spanned as many bytes, as many large pages, without a rise). A rise that
+//!    fails is a data effect, not a level ([`RejectedRise`]; on the H100's L2 path walks of
+//!    2207+ nodes 32 MiB apart rise to the far partition's hit, 16 MiB ones do not): it is
+//!    recorded, no level is reported from it, and the search goes on at the next smaller
+//!    stride as if that stride's walk had not risen. [`TlbFinding::flat`] keeps the
+//!    largest walk without a rise per stride, the honest bound where no level is found.
 //! 3. **Further levels.** At a stride of one page, from the first level's overflow: one
 //!    chase at the largest `n` the memory allowed ([`TlbLimits`]) says whether another
 //!    level overflows at all (else the result is a bound: "no further level within this
