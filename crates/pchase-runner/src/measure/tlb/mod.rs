@@ -248,7 +248,9 @@ pub fn search(
         // The largest walk first: where it does not rise, no smaller one does.
         let at_top = p5(&counted(top, stride, &mut finding)?);
         let rise = if rises(base, at_top) {
-            first_rise(1, base, stride, &fits, &mut |n, s| counted(n, s, &mut finding))?
+            first_rise(1, base, stride, &fits, &mut |n, s| {
+                counted(n, s, &mut finding)
+            })?
         } else {
             None
         };
@@ -261,7 +263,8 @@ pub fn search(
                     first = Some((rise, i, hi));
                     break;
                 }
-                let p50 = LatencySummary::from_samples(&rise.samples).map_or(rise.after, |l| l.p50.get());
+                let p50 =
+                    LatencySummary::from_samples(&rise.samples).map_or(rise.after, |l| l.p50.get());
                 finding.rejected.push(RejectedRise {
                     stride,
                     nodes: rise.n,

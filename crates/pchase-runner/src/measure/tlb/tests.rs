@@ -186,6 +186,10 @@ fn in_chunks_a_rise_whose_page_would_exceed_the_chunk_is_no_level() {
     assert!(f.levels.is_empty() && f.page_bytes.is_none(), "{f:?}");
     assert_eq!(f.rejected[0].retried_stride, Some(8 << 20));
     // The same walks in a plain allocation: 16 MiB pages cannot be told from the effect.
-    let f = search(h100(None), with_l2_effect(model(2 << 20, &[]), effect, 2207, 150.0)).unwrap();
+    let f = search(
+        h100(None),
+        with_l2_effect(model(2 << 20, &[]), effect, 2207, 150.0),
+    )
+    .unwrap();
     assert_eq!(f.page_bytes, Some(16 << 20));
 }

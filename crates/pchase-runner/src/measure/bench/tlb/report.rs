@@ -156,7 +156,11 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
             )),
             None => {}
         }
-        if let (Some(pages), Some(bytes), true) = (f.bound_pages, f.bound_bytes, f.rejected.is_empty() || !f.levels.is_empty()) {
+        if let (Some(pages), Some(bytes), true) = (
+            f.bound_pages,
+            f.bound_bytes,
+            f.rejected.is_empty() || !f.levels.is_empty(),
+        ) {
             let what = if f.levels.is_empty() {
                 "no translation level overflowed".to_owned()
             } else {
@@ -211,8 +215,8 @@ pub(super) fn human(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::tlb::{TlbFinding, TlbLevelFinding};
     use crate::measure::tlb;
+    use crate::measure::tlb::{TlbFinding, TlbLevelFinding};
     use crate::walk::WalkRegion;
 
     fn search(path: LoadPath, levels: Vec<TlbLevelFinding>, bound: u64) -> TlbSearch {
@@ -334,22 +338,50 @@ mod tests {
     #[test]
     fn a_rejected_rise_is_a_note_with_the_far_level_and_the_bound_per_stride() {
         let m = messages(&[rejected_search(true)], Some(458.0));
-        let rise = m.iter().find(|n| n.contains("a rise at 2207 nodes")).unwrap();
-        assert!(rise.contains("of 32.0 MiB stride to p50 450 cycles"), "{rise}");
+        let rise = m
+            .iter()
+            .find(|n| n.contains("a rise at 2207 nodes"))
+            .unwrap();
+        assert!(
+            rise.contains("of 32.0 MiB stride to p50 450 cycles"),
+            "{rise}"
+        );
         assert!(rise.contains("did not repeat at 16.0 MiB stride with the same nodes (each in its own page of at most 2.0 MiB)"), "{rise}");
         assert!(rise.contains("4734 nodes of 16.0 MiB"), "{rise}");
-        assert!(rise.contains("not translation (the L2's far-hit level is p50 458 cycles)"), "{rise}");
-        let bound = m.iter().find(|n| n.contains("no translation level")).unwrap();
-        assert!(bound.contains("walks of up to 4734 pages of at most 2.0 MiB"), "{bound}");
+        assert!(
+            rise.contains("not translation (the L2's far-hit level is p50 458 cycles)"),
+            "{rise}"
+        );
+        let bound = m
+            .iter()
+            .find(|n| n.contains("no translation level"))
+            .unwrap();
+        assert!(
+            bound.contains("walks of up to 4734 pages of at most 2.0 MiB"),
+            "{bound}"
+        );
         assert!(bound.contains("73 × 1.0 GiB"), "{bound}");
         // No page-size warning and no level-2 wording.
-        assert!(!m.iter().any(|n| n.contains("page size") || n.contains("level 1")), "{m:?}");
+        assert!(
+            !m.iter()
+                .any(|n| n.contains("page size") || n.contains("level 1")),
+            "{m:?}"
+        );
         // Plain: the larger strides' walks are the evidence; without L2 results no far level.
         let m = messages(&[rejected_search(false)], None);
-        let rise = m.iter().find(|n| n.contains("a rise at 2207 nodes")).unwrap();
-        assert!(rise.contains("the walks at larger strides over as many bytes did not rise"), "{rise}");
+        let rise = m
+            .iter()
+            .find(|n| n.contains("a rise at 2207 nodes"))
+            .unwrap();
+        assert!(
+            rise.contains("the walks at larger strides over as many bytes did not rise"),
+            "{rise}"
+        );
         assert!(rise.ends_with("not translation"), "{rise}");
-        let bound = m.iter().find(|n| n.contains("no translation level")).unwrap();
+        let bound = m
+            .iter()
+            .find(|n| n.contains("no translation level"))
+            .unwrap();
         assert!(bound.contains("walks over up to 74.0 GiB"), "{bound}");
     }
 }
