@@ -254,7 +254,7 @@ fn targets(s: &Session<'_>) -> Vec<(ElementKind, LoadPath, u64, u64, u64)> {
     let l1_line = line(s, ElementKind::L1Data, 128);
     let l1_hint = s
         .exact_size(ElementKind::L1Data)
-        .unwrap_or(u64::from(s.backend.device().shared_per_sm_bytes));
+        .unwrap_or(s.backend.device().shared_per_sm_bytes);
     out.push((
         ElementKind::L1Data,
         LoadPath::GlobalCa,

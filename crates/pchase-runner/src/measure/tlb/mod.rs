@@ -26,7 +26,7 @@
 //!    first rising `n` is larger. The page size is the smallest candidate stride whose
 //!    first rising `n` equals the largest stride's (binary search over [`STRIDES`], which
 //!    is monotone); if only the largest does, the page size is not determined.
-//! 2a. **Only translation repeats.** A translation level rises at the same `n` at every
+//! 3. **Only translation repeats.** A translation level rises at the same `n` at every
 //!    stride of at least the page, so a rise no smaller stride repeats is checked
 //!    ([`is_translation`]): in a chunked allocation (pages of at most a chunk) a rise must
 //!    repeat down to the chunk; in a plain one (page unknown) it must repeat at a smaller
@@ -37,7 +37,7 @@
 //!    recorded, no level is reported from it, and the search goes on at the next smaller
 //!    stride as if that stride's walk had not risen. [`TlbFinding::flat`] keeps the
 //!    largest walk without a rise per stride, the honest bound where no level is found.
-//! 3. **Further levels.** At a stride of one page, from the first level's overflow: one
+//! 4. **Further levels.** At a stride of one page, from the first level's overflow: one
 //!    chase at the largest `n` the memory allowed ([`TlbLimits`]) says whether another
 //!    level overflows at all (else the result is a bound: "no further level within this
 //!    reach"); then doubling and bisection as in 1. Repeated up to [`MAX_LEVELS`].
@@ -282,7 +282,7 @@ pub fn search(
             break;
         }
     }
-    flat.sort_by(|a: &FlatWalk, b: &FlatWalk| b.stride.cmp(&a.stride));
+    flat.sort_by_key(|w| std::cmp::Reverse(w.stride));
     finding.flat = flat;
     let Some((first, top_index, hi)) = first else {
         let bound = finding
@@ -305,7 +305,7 @@ pub fn search(
         after_cycles: first.after,
         miss: miss(&first),
     });
-    // 3. Further levels at one node per page.
+    // 4. Further levels at one node per page.
     let stride = page.unwrap_or(top_stride);
     let mut from = first.n;
     let mut level_base = first.after;
