@@ -239,6 +239,10 @@ pub fn search(
     //    and (2.) the page size from the smallest stride that repeats its overflow.
     let mut first = None;
     let mut flat = Vec::new();
+    let largest = (0..STRIDES.len())
+        .rev()
+        .find(|&i| fits(2, STRIDES[i]))
+        .unwrap_or(0);
     for (i, &stride) in STRIDES.iter().enumerate().rev() {
         if !fits(2, stride) {
             continue;
@@ -259,7 +263,7 @@ pub fn search(
                 let hi = smallest_repeating(i, &rise, base, &fits, &mut flat, &mut |n, s| {
                     counted(n, s, &mut finding)
                 })?;
-                if is_translation(hi, i, limits.page_at_most) {
+                if is_translation(hi, i, largest, limits.page_at_most) {
                     first = Some((rise, i, hi));
                     break;
                 }
@@ -344,13 +348,13 @@ pub fn search(
 
 /// Whether a rise found at `STRIDES[found]` whose overflow the smallest stride
 /// `STRIDES[smallest]` repeated (`smallest == found` where no smaller stride did) is a
-/// translation level.
+/// translation level; `STRIDES[largest]` is the largest stride the limits allowed.
 ///
 /// A translation level rises at the same node count at every stride of at least the page
 /// (each node in its own page). With pages of at most `page_at_most` (a chunked
 /// allocation), a rise that does not repeat at a stride of at least that is not
 /// translation. With the page unknown (a plain allocation), a rise that no smaller stride
-/// repeats is translation only at the largest candidate stride: below it, the walks at
+/// repeats is translation only at the largest stride tried: below it, the walks at
 /// larger strides spanned as many bytes (as many pages, where a page is larger than the
 /// stride) without a rise.
 ///
@@ -358,17 +362,24 @@ pub fn search(
 /// use pchase_runner::measure::tlb::{is_translation, STRIDES};
 /// let at = |bytes: u64| STRIDES.iter().position(|&s| s == bytes).unwrap();
 /// // Chunks of 2 MiB: found at 32 MiB, repeated down to 2 MiB: translation.
-/// assert!(is_translation(at(2 << 20), at(32 << 20), Some(2 << 20)));
+/// let top = STRIDES.len() - 1;
+/// assert!(is_translation(at(2 << 20), at(32 << 20), top, Some(2 << 20)));
 /// // Found at 32 MiB, not repeated at 16 MiB: not translation, in either allocation.
-/// assert!(!is_translation(at(32 << 20), at(32 << 20), Some(2 << 20)));
-/// assert!(!is_translation(at(32 << 20), at(32 << 20), None));
-/// // At the largest stride, unrepeated: translation with the page not determined.
-/// assert!(is_translation(STRIDES.len() - 1, STRIDES.len() - 1, None));
+/// assert!(!is_translation(at(32 << 20), at(32 << 20), top, Some(2 << 20)));
+/// assert!(!is_translation(at(32 << 20), at(32 << 20), top, None));
+/// // At the largest stride tried, unrepeated: translation with the page not determined.
+/// assert!(is_translation(top, top, top, None));
+/// assert!(is_translation(at(32 << 20), at(32 << 20), at(32 << 20), None));
 /// ```
-pub fn is_translation(smallest: usize, found: usize, page_at_most: Option<u64>) -> bool {
+pub fn is_translation(
+    smallest: usize,
+    found: usize,
+    largest: usize,
+    page_at_most: Option<u64>,
+) -> bool {
     match page_at_most {
         Some(most) => STRIDES[smallest] <= most.max(STRIDES[0]),
-        None => smallest < found || found == STRIDES.len() - 1,
+        None => smallest < found || found >= largest,
     }
 }
 

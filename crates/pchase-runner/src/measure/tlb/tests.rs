@@ -193,3 +193,20 @@ fn in_chunks_a_rise_whose_page_would_exceed_the_chunk_is_no_level() {
     .unwrap();
     assert_eq!(f.page_bytes, Some(16 << 20));
 }
+
+#[test]
+fn an_unrepeated_rise_at_the_largest_stride_the_region_allows_is_still_a_level() {
+    // 1.5 GiB: 1 GiB walks do not fit two nodes, 512 MiB ones do. A level of one 512 MiB
+    // page overflows at two nodes of 512 MiB and at no smaller stride's two nodes: found at
+    // the largest stride tried, it is a level with the page not determined.
+    let small = TlbLimits {
+        max_bytes: 3 << 29,
+        max_nodes: 1 << 20,
+        page_at_most: None,
+    };
+    let f = search(small, model(512 << 20, &[(1, 30.0)])).unwrap();
+    assert!(f.rejected.is_empty(), "{:?}", f.rejected);
+    assert_eq!((f.page_bytes, f.levels.len()), (None, 1));
+    assert_eq!(f.levels[0].reach_bytes, step_bytes(512 << 20));
+    assert_eq!(f.levels[0].miss_cycles, 30.0);
+}
