@@ -95,6 +95,8 @@ fn search_path(
     let limits = TlbLimits {
         max_bytes: region.bytes,
         max_nodes: max_nodes(s, path),
+        // A chunk maps its own physical memory: no page spans two.
+        page_at_most: region.chunk_bytes,
     };
     let overhead = f64::from(s.results.clock_overhead.unwrap_or(0));
     let finding = tlb::search(limits, |nodes, stride| {
@@ -198,7 +200,7 @@ impl Benchmark for Tlb {
         for search in &measured.tlb {
             report::levels(topo, search);
         }
-        report::notes(topo, &measured.tlb);
+        report::notes(topo, &measured.tlb, far_hit_p50(measured));
     }
 
     fn sim_check(&self, profile: &SimProfile, m: &Measurements) -> Result<(), String> {
@@ -214,6 +216,16 @@ impl Benchmark for Tlb {
         }
         Ok(())
     }
+}
+
+/// The median of the L2's far-hit level, cycles, where the session measured the L2.
+fn far_hit_p50(measured: &Measurements) -> Option<f64> {
+    use crate::measure::l2::LevelKind;
+    let l2 = measured.l2.as_ref()?;
+    l2.levels
+        .iter()
+        .find(|l| l.kind == LevelKind::FarHit)
+        .map(|l| l.distribution.p50)
 }
 
 /// How a search relates to the profile's `[tlb]`: every level within the reach tried

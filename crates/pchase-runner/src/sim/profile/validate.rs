@@ -266,6 +266,8 @@ fn validate_store(at: &str, store: &UnifiedStore, device: &DeviceInfo) -> Result
     Ok(())
 }
 
+/// One cache's geometry and policies: each is its own profile key, checked together.
+#[allow(clippy::too_many_arguments)]
 fn validate_geometry(
     at: &str,
     what: &str,

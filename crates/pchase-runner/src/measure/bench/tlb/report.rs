@@ -5,7 +5,7 @@ use topology::{Note, NoteSeverity, Topology};
 
 use crate::{
     backend::LoadPath,
-    measure::tlb::{self, TlbSearch},
+    measure::tlb::{self, RejectedRise, TlbSearch},
     walk::WalkAllocation,
 };
 
@@ -40,12 +40,108 @@ fn note(severity: NoteSeverity, message: String) -> Note {
     }
 }
 
-/// The notes of every search: its bound, its page size (measured or not), and per
-/// allocation whether the L1 path's hits are translated.
-pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch]) {
+/// The note on a rise that was not a translation level: where it rose, where it did not
+/// repeat, the walk over as many bytes at the next smaller stride where one stayed flat,
+/// and the L2's far-hit median (`far_p50`, where the session measured it) to compare.
+fn rejected_note(search: &TlbSearch, r: &RejectedRise, far_p50: Option<f64>) -> Note {
+    let head = walked(search);
+    let mut message = format!(
+        "{head}: a rise at {} nodes of {} stride to p50 {:.0} cycles (p5 {:.0} -> {:.0})",
+        r.nodes,
+        human(r.stride),
+        r.after_p50,
+        r.before_cycles,
+        r.after_cycles
+    );
+    match (r.retried_stride, search.region.chunk_bytes) {
+        (Some(retried), Some(chunk)) if retried >= chunk => message.push_str(&format!(
+            " did not repeat at {} stride with the same nodes (each in its own page of at most {})",
+            human(retried),
+            human(chunk)
+        )),
+        (Some(retried), _) => message.push_str(&format!(
+            " did not repeat at {} stride with the same nodes, and the walks at larger strides over as many bytes did not rise",
+            human(retried)
+        )),
+        (None, _) => message.push_str(" repeated at no smaller stride"),
+    }
+    // The next smaller stride's largest flat walk, where it covered the rising walk's bytes
+    // (as many pages of the rising stride: a page of exactly that stride is excluded too).
+    let rising_bytes = r.nodes * tlb::step_bytes(r.stride);
+    if let Some(w) = search
+        .finding
+        .flat
+        .iter()
+        .find(|w| w.stride == r.stride / 2 && w.bytes >= rising_bytes)
+    {
+        message.push_str(&format!(
+            "; {} nodes of {} over {} did not rise either",
+            w.nodes,
+            human(w.stride),
+            human(w.bytes)
+        ));
+    }
+    message.push_str(": not translation");
+    if let Some(far) = far_p50 {
+        message.push_str(&format!(" (the L2's far-hit level is p50 {far:.0} cycles)"));
+    }
+    note(NoteSeverity::Info, message)
+}
+
+/// The honest bound where rises were rejected and no level found: the largest walk without
+/// a rise at each stride.
+fn flat_note(search: &TlbSearch) -> Option<Note> {
+    let f = &search.finding;
+    if !f.levels.is_empty() || f.rejected.is_empty() || f.flat.is_empty() {
+        return None;
+    }
+    let walks: Vec<String> = f
+        .flat
+        .iter()
+        .map(|w| format!("{} × {} ({})", w.nodes, human(w.stride), human(w.bytes)))
+        .collect();
+    let pages = match search.region.chunk_bytes {
+        Some(chunk) => {
+            let most = f
+                .flat
+                .iter()
+                .filter(|w| w.stride >= chunk)
+                .map(|w| w.nodes)
+                .max()
+                .unwrap_or(0);
+            format!(
+                "walks of up to {most} pages of at most {} (one chunk each)",
+                human(chunk)
+            )
+        }
+        None => {
+            let bytes = f.flat.iter().map(|w| w.bytes).max().unwrap_or(0);
+            format!("walks over up to {}", human(bytes))
+        }
+    };
+    Some(note(
+        NoteSeverity::Info,
+        format!(
+            "{}: no translation level in {pages}; the largest walk without a rise per stride: {}",
+            walked(search),
+            walks.join(", ")
+        ),
+    ))
+}
+
+/// The notes of every search: its rejected rises, its bound, its page size (measured or
+/// not), and per allocation whether the L1 path's hits are translated. `far_p50`: the L2's
+/// far-hit median, cycles, where the session measured it.
+pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option<f64>) {
     for search in searches {
         let f = &search.finding;
         let head = walked(search);
+        for r in &f.rejected {
+            topo.notes.push(rejected_note(search, r, far_p50));
+        }
+        if let Some(n) = flat_note(search) {
+            topo.notes.push(n);
+        }
         match f.page_bytes {
             Some(page) => topo.notes.push(note(
                 NoteSeverity::Info,
@@ -60,7 +156,11 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch]) {
             )),
             None => {}
         }
-        if let (Some(pages), Some(bytes)) = (f.bound_pages, f.bound_bytes) {
+        if let (Some(pages), Some(bytes), true) = (
+            f.bound_pages,
+            f.bound_bytes,
+            f.rejected.is_empty() || !f.levels.is_empty(),
+        ) {
             let what = if f.levels.is_empty() {
                 "no translation level overflowed".to_owned()
             } else {
@@ -115,6 +215,7 @@ pub(super) fn human(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::tlb;
     use crate::measure::tlb::{TlbFinding, TlbLevelFinding};
     use crate::walk::WalkRegion;
 
@@ -131,6 +232,8 @@ mod tests {
                 levels,
                 bound_pages: Some(bound),
                 bound_bytes: Some(bound << 29),
+                rejected: Vec::new(),
+                flat: Vec::new(),
                 probes: 4,
             },
         }
@@ -153,7 +256,7 @@ mod tests {
             topology::ComputeCapability::new(9, 0),
             132,
         ));
-        notes(&mut topo, searches);
+        notes(&mut topo, searches, None);
         topo.notes
             .iter()
             .any(|n| n.message.contains("hit the L1 are not translated"))
@@ -176,5 +279,109 @@ mod tests {
             l2,
             search(LoadPath::GlobalCa, vec![level(16)], 140)
         ]));
+    }
+
+    /// The H100's chunked L2-path search of session 7: a rise at 2207 nodes of 32 MiB that
+    /// 16 MiB did not repeat, and the flat walks per stride.
+    fn rejected_search(chunked: bool) -> TlbSearch {
+        let flat = |stride: u64, nodes: u64| tlb::FlatWalk {
+            stride,
+            nodes,
+            bytes: nodes * tlb::step_bytes(stride),
+        };
+        TlbSearch {
+            path: LoadPath::GlobalCg,
+            region: WalkRegion {
+                allocation: if chunked {
+                    WalkAllocation::Chunked
+                } else {
+                    WalkAllocation::Plain
+                },
+                bytes: 74 << 30,
+                chunk_bytes: chunked.then_some(2 << 20),
+            },
+            finding: TlbFinding {
+                page_bytes: None,
+                levels: vec![],
+                bound_pages: Some(4734),
+                bound_bytes: Some(4734 * tlb::step_bytes(16 << 20)),
+                rejected: vec![RejectedRise {
+                    stride: 32 << 20,
+                    nodes: 2207,
+                    before_cycles: 270.0,
+                    after_cycles: 420.0,
+                    after_p50: 450.0,
+                    retried_stride: Some(16 << 20),
+                }],
+                flat: vec![
+                    flat(1 << 30, 73),
+                    flat(32 << 20, 2206),
+                    flat(16 << 20, 4734),
+                    flat(1 << 20, 2290),
+                ],
+                probes: 40,
+            },
+        }
+    }
+
+    fn messages(searches: &[TlbSearch], far: Option<f64>) -> Vec<String> {
+        let mut topo = Topology::new(topology::DeviceInfo::new(
+            "GPU",
+            topology::ComputeCapability::new(9, 0),
+            132,
+        ));
+        notes(&mut topo, searches, far);
+        assert!(topo.tlb.is_empty());
+        topo.notes.into_iter().map(|n| n.message).collect()
+    }
+
+    #[test]
+    fn a_rejected_rise_is_a_note_with_the_far_level_and_the_bound_per_stride() {
+        let m = messages(&[rejected_search(true)], Some(458.0));
+        let rise = m
+            .iter()
+            .find(|n| n.contains("a rise at 2207 nodes"))
+            .unwrap();
+        assert!(
+            rise.contains("of 32.0 MiB stride to p50 450 cycles"),
+            "{rise}"
+        );
+        assert!(rise.contains("did not repeat at 16.0 MiB stride with the same nodes (each in its own page of at most 2.0 MiB)"), "{rise}");
+        assert!(rise.contains("4734 nodes of 16.0 MiB"), "{rise}");
+        assert!(
+            rise.contains("not translation (the L2's far-hit level is p50 458 cycles)"),
+            "{rise}"
+        );
+        let bound = m
+            .iter()
+            .find(|n| n.contains("no translation level"))
+            .unwrap();
+        assert!(
+            bound.contains("walks of up to 4734 pages of at most 2.0 MiB"),
+            "{bound}"
+        );
+        assert!(bound.contains("73 × 1.0 GiB"), "{bound}");
+        // No page-size warning and no level-2 wording.
+        assert!(
+            !m.iter()
+                .any(|n| n.contains("page size") || n.contains("level 1")),
+            "{m:?}"
+        );
+        // Plain: the larger strides' walks are the evidence; without L2 results no far level.
+        let m = messages(&[rejected_search(false)], None);
+        let rise = m
+            .iter()
+            .find(|n| n.contains("a rise at 2207 nodes"))
+            .unwrap();
+        assert!(
+            rise.contains("the walks at larger strides over as many bytes did not rise"),
+            "{rise}"
+        );
+        assert!(rise.ends_with("not translation"), "{rise}");
+        let bound = m
+            .iter()
+            .find(|n| n.contains("no translation level"))
+            .unwrap();
+        assert!(bound.contains("walks over up to 74.0 GiB"), "{bound}");
     }
 }

@@ -26,7 +26,18 @@
 //!    first rising `n` is larger. The page size is the smallest candidate stride whose
 //!    first rising `n` equals the largest stride's (binary search over [`STRIDES`], which
 //!    is monotone); if only the largest does, the page size is not determined.
-//! 3. **Further levels.** At a stride of one page, from the first level's overflow: one
+//! 3. **Only translation repeats.** A translation level rises at the same `n` at every
+//!    stride of at least the page, so a rise no smaller stride repeats is checked
+//!    ([`is_translation`]): in a chunked allocation (pages of at most a chunk) a rise must
+//!    repeat down to the chunk; in a plain one (page unknown) it must repeat at a smaller
+//!    stride unless it was found at the largest candidate stride (the walks at larger
+//!    strides spanned as many bytes, as many large pages, without a rise). A rise that
+//!    fails is a data effect, not a level ([`RejectedRise`]; on the H100's L2 path walks of
+//!    2207+ nodes 32 MiB apart rise to the far partition's hit, 16 MiB ones do not): it is
+//!    recorded, no level is reported from it, and the search goes on at the next smaller
+//!    stride as if that stride's walk had not risen. [`TlbFinding::flat`] keeps the
+//!    largest walk without a rise per stride, the honest bound where no level is found.
+//! 4. **Further levels.** At a stride of one page, from the first level's overflow: one
 //!    chase at the largest `n` the memory allowed ([`TlbLimits`]) says whether another
 //!    level overflows at all (else the result is a bound: "no further level within this
 //!    reach"); then doubling and bisection as in 1. Repeated up to [`MAX_LEVELS`].
@@ -95,6 +106,42 @@ pub struct TlbLimits {
     /// The most nodes (distinct lines) of a chase: on the L1 path the data must stay in
     /// the L1, or the data's own misses would rise like a translation level.
     pub max_nodes: u64,
+    /// The largest a page can be where the allocation bounds it (the chunk of separately
+    /// mapped chunks), else `None`: a rise at a stride of at least twice this must repeat
+    /// at half the stride with the same nodes (each still in its own page) to count as a
+    /// translation level ([`is_translation`]).
+    pub page_at_most: Option<u64>,
+}
+
+/// A rise of the walks' latency that is not a translation level: it did not repeat at a
+/// smaller stride with the same nodes ([`is_translation`]). On the L2 path such a rise is
+/// a data effect (an H100's walks of 2207+ nodes 32 MiB apart lose their near-partition
+/// copies and pay the far partition's hit, `docs/measurement.md`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RejectedRise {
+    /// The stride it rose at.
+    pub stride: u64,
+    /// The first node count that rose.
+    pub nodes: u64,
+    /// The 5th percentile before and at the rise (cycles).
+    pub before_cycles: f64,
+    /// See `before_cycles`.
+    pub after_cycles: f64,
+    /// The median of the rising walk (cycles).
+    pub after_p50: f64,
+    /// The largest smaller stride whose walk of as many nodes did not rise like it.
+    pub retried_stride: Option<u64>,
+}
+
+/// The largest walk at one stride that did not rise over that stride's one-node walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlatWalk {
+    /// The stride.
+    pub stride: u64,
+    /// Its nodes.
+    pub nodes: u64,
+    /// Its bytes (nodes × [`step_bytes`]).
+    pub bytes: u64,
 }
 
 /// One translation level found.
@@ -130,6 +177,11 @@ pub struct TlbFinding {
     pub bound_pages: Option<u64>,
     /// The bytes of that largest walk (nodes × (stride + skew)).
     pub bound_bytes: Option<u64>,
+    /// Rises that did not count as a translation level, in the order found.
+    pub rejected: Vec<RejectedRise>,
+    /// Per stride of the first level's search, largest first: the largest walk without a
+    /// rise (the honest bound where no level was found).
+    pub flat: Vec<FlatWalk>,
     /// Chases run.
     pub probes: u32,
 }
@@ -183,10 +235,14 @@ pub fn search(
             2 * step_bytes(STRIDES[0])
         )));
     }
-    // 1. The first level at the largest stride whose walk overflows it within the limits.
+    // 1. The first level at the largest stride whose walk overflows it within the limits,
+    //    and (2.) the page size from the smallest stride that repeats its overflow.
     let mut first = None;
-    let mut top_index = STRIDES.len() - 1;
-    let mut bound = (1, 0);
+    let mut flat = Vec::new();
+    let largest = (0..STRIDES.len())
+        .rev()
+        .find(|&i| fits(2, STRIDES[i]))
+        .unwrap_or(0);
     for (i, &stride) in STRIDES.iter().enumerate().rev() {
         if !fits(2, stride) {
             continue;
@@ -195,44 +251,54 @@ pub fn search(
         let top = largest_fitting(stride, &fits);
         // The largest walk first: where it does not rise, no smaller one does.
         let at_top = p5(&counted(top, stride, &mut finding)?);
-        if rises(base, at_top) {
-            if let Some(rise) = first_rise(1, base, stride, &fits, &mut |n, s| {
+        let rise = if rises(base, at_top) {
+            first_rise(1, base, stride, &fits, &mut |n, s| {
                 counted(n, s, &mut finding)
-            })? {
-                first = Some((rise, base));
-                top_index = i;
-                break;
+            })?
+        } else {
+            None
+        };
+        match rise {
+            Some(rise) => {
+                let hi = smallest_repeating(i, &rise, base, &fits, &mut flat, &mut |n, s| {
+                    counted(n, s, &mut finding)
+                })?;
+                if is_translation(hi, i, largest, limits.page_at_most) {
+                    first = Some((rise, i, hi));
+                    break;
+                }
+                let p50 =
+                    LatencySummary::from_samples(&rise.samples).map_or(rise.after, |l| l.p50.get());
+                finding.rejected.push(RejectedRise {
+                    stride,
+                    nodes: rise.n,
+                    before_cycles: rise.before,
+                    after_cycles: rise.after,
+                    after_p50: p50,
+                    retried_stride: hi.checked_sub(1).map(|h| STRIDES[h]),
+                });
+                record_flat(&mut flat, stride, rise.n - 1);
             }
+            // A smaller stride with the same node limit touches fewer pages: no rise there.
+            None => record_flat(&mut flat, stride, top),
         }
-        // A smaller stride with the same node limit touches fewer pages: no rise there.
-        bound = bound.max((top, top * step_bytes(stride)));
         if top == limits.max_nodes {
             break;
         }
     }
-    let Some((first, base)) = first else {
+    flat.sort_by_key(|w| std::cmp::Reverse(w.stride));
+    finding.flat = flat;
+    let Some((first, top_index, hi)) = first else {
+        let bound = finding
+            .flat
+            .iter()
+            .map(|w| (w.nodes, w.bytes))
+            .max()
+            .unwrap_or((1, 0));
         (finding.bound_pages, finding.bound_bytes) = (Some(bound.0), Some(bound.1));
         return Ok(finding);
     };
     let top_stride = STRIDES[top_index];
-    // 2. The page size: the smallest stride whose overflow is at the same node count.
-    let (mut lo, mut hi) = (0usize, top_index);
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        let stride = STRIDES[mid];
-        let same = if fits(first.n, stride) {
-            let before = p5(&counted(first.n - 1, stride, &mut finding)?);
-            let after = p5(&counted(first.n, stride, &mut finding)?);
-            rises(before.min(base), after)
-        } else {
-            false
-        };
-        if same {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
     let page = (hi < top_index).then_some(STRIDES[hi]);
     finding.page_bytes = page;
     finding.levels.push(TlbLevelFinding {
@@ -243,7 +309,7 @@ pub fn search(
         after_cycles: first.after,
         miss: miss(&first),
     });
-    // 3. Further levels at one node per page.
+    // 4. Further levels at one node per page.
     let stride = page.unwrap_or(top_stride);
     let mut from = first.n;
     let mut level_base = first.after;
@@ -278,6 +344,92 @@ pub fn search(
         level_base = next.after;
     }
     Ok(finding)
+}
+
+/// Whether a rise found at `STRIDES[found]` whose overflow the smallest stride
+/// `STRIDES[smallest]` repeated (`smallest == found` where no smaller stride did) is a
+/// translation level; `STRIDES[largest]` is the largest stride the limits allowed.
+///
+/// A translation level rises at the same node count at every stride of at least the page
+/// (each node in its own page). With pages of at most `page_at_most` (a chunked
+/// allocation), a rise that does not repeat at a stride of at least that is not
+/// translation. With the page unknown (a plain allocation), a rise that no smaller stride
+/// repeats is translation only at the largest stride tried: below it, the walks at
+/// larger strides spanned as many bytes (as many pages, where a page is larger than the
+/// stride) without a rise.
+///
+/// ```
+/// use pchase_runner::measure::tlb::{is_translation, STRIDES};
+/// let at = |bytes: u64| STRIDES.iter().position(|&s| s == bytes).unwrap();
+/// // Chunks of 2 MiB: found at 32 MiB, repeated down to 2 MiB: translation.
+/// let top = STRIDES.len() - 1;
+/// assert!(is_translation(at(2 << 20), at(32 << 20), top, Some(2 << 20)));
+/// // Found at 32 MiB, not repeated at 16 MiB: not translation, in either allocation.
+/// assert!(!is_translation(at(32 << 20), at(32 << 20), top, Some(2 << 20)));
+/// assert!(!is_translation(at(32 << 20), at(32 << 20), top, None));
+/// // At the largest stride tried, unrepeated: translation with the page not determined.
+/// assert!(is_translation(top, top, top, None));
+/// assert!(is_translation(at(32 << 20), at(32 << 20), at(32 << 20), None));
+/// ```
+pub fn is_translation(
+    smallest: usize,
+    found: usize,
+    largest: usize,
+    page_at_most: Option<u64>,
+) -> bool {
+    match page_at_most {
+        Some(most) => STRIDES[smallest] <= most.max(STRIDES[0]),
+        None => smallest < found || found >= largest,
+    }
+}
+
+/// Notes `nodes` at `stride` as a walk without a rise (the largest per stride).
+fn record_flat(flat: &mut Vec<FlatWalk>, stride: u64, nodes: u64) {
+    let walk = FlatWalk {
+        stride,
+        nodes,
+        bytes: nodes * step_bytes(stride),
+    };
+    match flat.iter_mut().find(|w| w.stride == stride) {
+        Some(w) if w.nodes < nodes => *w = walk,
+        Some(_) => {}
+        None => flat.push(walk),
+    }
+}
+
+/// The page-size search for a rise found at `STRIDES[found]`: the index of the smallest
+/// stride whose walks overflow at the same node count (binary search, the overflow being
+/// monotone in the stride); `found` where no smaller stride does. Walks of `rise.n`
+/// nodes that did not rise go into `flat`.
+fn smallest_repeating(
+    found: usize,
+    rise: &Rise,
+    base: f64,
+    fits: &impl Fn(u64, u64) -> bool,
+    flat: &mut Vec<FlatWalk>,
+    probe: &mut impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
+) -> Result<usize, RunnerError> {
+    let (mut lo, mut hi) = (0usize, found);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        let stride = STRIDES[mid];
+        let same = if fits(rise.n, stride) {
+            let before = p5(&probe(rise.n - 1, stride)?);
+            let after = p5(&probe(rise.n, stride)?);
+            if !rises(base, after) {
+                record_flat(flat, stride, rise.n);
+            }
+            rises(before.min(base), after)
+        } else {
+            false
+        };
+        if same {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Ok(hi)
 }
 
 /// The first rising node count of a walk and the latencies around it.
@@ -360,107 +512,4 @@ fn first_rise(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A modelled walk: LRU levels of `entries` with `miss` cycles, pages of `page` bytes.
-    fn model(
-        page: u64,
-        levels: &[(u64, f64)],
-    ) -> impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError> {
-        let levels = levels.to_vec();
-        move |n, stride| {
-            let s = step_bytes(stride);
-            let pages = if s >= page { n } else { (n - 1) * s / page + 1 };
-            let latency = 100.0
-                + levels
-                    .iter()
-                    .filter(|(entries, _)| pages > *entries)
-                    .map(|(_, miss)| miss)
-                    .sum::<f64>();
-            // A few slow loads above the level, as real samples have.
-            Ok((0..64)
-                .map(|i| latency + if i % 16 == 0 { 50.0 } else { 0.0 })
-                .collect())
-        }
-    }
-
-    const ROOMY: TlbLimits = TlbLimits {
-        max_bytes: 16 << 30,
-        max_nodes: 1 << 20,
-    };
-
-    #[test]
-    fn two_levels_and_the_page_size_are_recovered() {
-        let f = search(ROOMY, model(2 << 20, &[(16, 30.0), (2048, 200.0)])).unwrap();
-        assert_eq!(f.page_bytes, Some(2 << 20));
-        let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
-        assert_eq!(entries, [Some(16), Some(2048)]);
-        assert_eq!(f.levels[1].reach_bytes, 4 << 30);
-        assert_eq!(f.levels[0].miss_cycles, 30.0);
-        assert_eq!(f.levels[1].miss_cycles, 200.0);
-        let miss = f.levels[1].miss.unwrap();
-        assert_eq!((miss.p50.get(), miss.samples), (200.0, 64));
-        assert!(f.bound_pages.is_some_and(|p| p > 2048));
-    }
-
-    #[test]
-    fn a_level_beyond_the_memory_is_a_bound() {
-        let small = TlbLimits {
-            max_bytes: 1 << 30,
-            max_nodes: 1 << 20,
-        };
-        let f = search(small, model(64 << 10, &[(32, 30.0), (100_000, 200.0)])).unwrap();
-        assert_eq!(f.page_bytes, Some(64 << 10));
-        assert_eq!(f.levels.len(), 1);
-        assert_eq!(f.levels[0].entries, Some(32));
-        assert_eq!(f.bound_pages, Some((1 << 30) / step_bytes(64 << 10)));
-    }
-
-    #[test]
-    fn no_level_at_all_is_a_bound_and_a_page_above_the_strides_is_unknown() {
-        let f = search(ROOMY, model(2 << 20, &[])).unwrap();
-        assert!(f.levels.is_empty() && f.page_bytes.is_none());
-        assert!(f.bound_pages.is_some());
-        // 1 GiB pages: eight of them are 256 walks of 32 MiB; the reach is estimated
-        // from above by at most a stride per page.
-        let f = search(ROOMY, model(1 << 30, &[(8, 30.0)])).unwrap();
-        assert_eq!(f.page_bytes, None);
-        assert_eq!(f.levels[0].entries, None);
-        let reach = f.levels[0].reach_bytes;
-        assert!(
-            (8 << 30..(8 << 30) + 8 * (32 << 20)).contains(&reach),
-            "{reach}"
-        );
-    }
-
-    #[test]
-    fn pages_of_512_mib_over_all_of_memory_are_recovered() {
-        // An H100-like plain allocation: 74 GiB of 512 MiB pages, two levels within it.
-        let memory = TlbLimits {
-            max_bytes: 74 << 30,
-            max_nodes: 102_400,
-        };
-        let f = search(memory, model(512 << 20, &[(16, 40.0), (64, 150.0)])).unwrap();
-        assert_eq!(f.page_bytes, Some(512 << 20));
-        let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
-        assert_eq!(entries, [Some(16), Some(64)]);
-        assert_eq!(f.levels[1].reach_bytes, 32 << 30);
-        // A stride whose largest walk does not rise costs two walks: the search stays short.
-        assert!(f.probes < 60, "{} walks", f.probes);
-    }
-
-    #[test]
-    fn limits_too_small_are_an_error() {
-        let tiny = TlbLimits {
-            max_bytes: 128 << 10,
-            max_nodes: 4,
-        };
-        assert!(search(tiny, model(2 << 20, &[])).is_err());
-        let one_node = TlbLimits {
-            max_bytes: 16 << 30,
-            max_nodes: 1,
-        };
-        assert!(search(one_node, model(2 << 20, &[])).is_err());
-    }
-}
+mod tests;
