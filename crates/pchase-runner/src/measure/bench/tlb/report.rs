@@ -175,6 +175,9 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
             ));
         }
     }
+    if let Some(n) = unconfirmed_note(searches) {
+        topo.notes.push(n);
+    }
     for allocation in WalkAllocation::ALL {
         let of = |path: LoadPath| {
             searches
@@ -201,6 +204,35 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
             ));
         }
     }
+}
+
+/// The second method's word on the plain allocation's first L2-path level: in separately
+/// mapped chunks every node of a walk at a stride of at least the chunk has a page of its
+/// own, so a TLB of `E` entries overflows there at `E + 1` nodes as well (sooner, if the
+/// plain pages were larger). Where the chunked walks went past that without a level, the
+/// plain level is not confirmed (a warning): its rise may be the L2's (the H100 GPU-bd689f88
+/// of session 7: "16 entries of 16 MiB, +30 cycles" in one `cuMemAlloc`, nothing in 37871
+/// chunks of 2 MiB).
+fn unconfirmed_note(searches: &[TlbSearch]) -> Option<Note> {
+    let of = |allocation: WalkAllocation| {
+        searches
+            .iter()
+            .find(|s| s.path == LoadPath::GlobalCg && s.region.allocation == allocation)
+    };
+    let (plain, chunked) = (of(WalkAllocation::Plain)?, of(WalkAllocation::Chunked)?);
+    let first = plain.finding.levels.first()?;
+    let entries = first.entries?;
+    let walked = chunked.finding.bound_pages?;
+    if !chunked.finding.levels.is_empty() || walked <= entries {
+        return None;
+    }
+    Some(note(
+        NoteSeverity::Warning,
+        format!(
+            "TLB on the global_cg path: level 1 of the plain allocation ({entries} entries, +{:.0} cycles) is not confirmed: in separately mapped chunks, where every node has its own page, walks of up to {walked} pages never rose, and a TLB of {entries} entries would overflow there too; the rise may be the L2's, not translation",
+            first.miss_cycles
+        ),
+    ))
 }
 
 /// Bytes in KiB, MiB or GiB.
@@ -279,6 +311,24 @@ mod tests {
             l2,
             search(LoadPath::GlobalCa, vec![level(16)], 140)
         ]));
+    }
+
+    #[test]
+    fn a_plain_level_the_chunks_do_not_show_is_unconfirmed() {
+        let plain = search(LoadPath::GlobalCg, vec![level(16)], 4735);
+        let mut chunked = search(LoadPath::GlobalCg, vec![], 37871);
+        chunked.region.allocation = WalkAllocation::Chunked;
+        chunked.region.chunk_bytes = Some(2 << 20);
+        let warned = |searches: &[TlbSearch]| unconfirmed_note(searches).is_some();
+        assert!(warned(&[plain.clone(), chunked.clone()]));
+        // The chunks show a level too, or their walks stopped short: no warning.
+        let mut seen = chunked.clone();
+        seen.finding.levels = vec![level(16)];
+        assert!(!warned(&[plain.clone(), seen]));
+        let mut short = chunked;
+        short.finding.bound_pages = Some(16);
+        assert!(!warned(&[plain.clone(), short]));
+        assert!(!warned(&[plain]));
     }
 
     /// The H100's chunked L2-path search of session 7: a rise at 2207 nodes of 32 MiB that
