@@ -26,7 +26,8 @@ __global__ void init_chain(unsigned* base, unsigned nodes, unsigned stride_lines
 }
 
 __global__ void walk(const unsigned* base, unsigned warm, unsigned* out_lat, unsigned* out_end) {
-  __shared__ unsigned lat[STEPS], idx[STEPS];
+  __shared__ unsigned lat[STEPS];
+  __shared__ volatile unsigned idx[STEPS];  // volatile: the store stays between the clock reads
   if (threadIdx.x != 0) return;
   unsigned j = 0;
   for (unsigned k = 0; k < warm; ++k) j = __ldcg(base + (size_t)j * 32);
