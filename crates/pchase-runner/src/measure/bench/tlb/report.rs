@@ -229,8 +229,7 @@ fn unconfirmed_note(searches: &[TlbSearch]) -> Option<Note> {
     Some(note(
         NoteSeverity::Warning,
         format!(
-            "TLB on the global_cg path: level 1 of the plain allocation ({entries} entries, +{:.0} cycles) is not confirmed: in separately mapped chunks, where every node has its own page, walks of up to {walked} pages never rose, and a TLB of {entries} entries would overflow there too; the rise may be the L2's, not translation",
-            first.miss_cycles
+            "TLB on the global_cg path: level 1 of the plain allocation ({entries} entries) is not confirmed: in separately mapped chunks, where every node has its own page, walks of up to {walked} pages never rose, and a TLB of {entries} entries would overflow there too; the rise may be the L2's, not translation"
         ),
     ))
 }
