@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Everything the open issues still need from an H200 (12.8, 13, 15, 16, 17, 19 part 4), in
+# one call that costs almost nothing when an H100 comes instead: it exits at once unless
+# the GPU is an H200. Then: session7_final.sh (copies, sets, instruction caches and MLP,
+# TLBs, five default runs and one --deep run, validate/render/diff, the GPU tests) and
+# issue13_rest.sh (quiet runs, the L2 confirmation, a load starting mid-run). Binaries in
+# ./.gpu. Usage: h200_all.sh [TAG]; about 2.5 minutes; at most 8 files under ${OUT:-/tmp/out}.
+set -uo pipefail
+tag=${1:-h200}
+o=${OUT:-/tmp/out}
+gpu=$(nvidia-smi --query-gpu=name,uuid --format=csv,noheader)
+case "$gpu" in
+  *H200*) echo "running on $gpu" ;;
+  *) echo "not an H200: $gpu"; exit 0 ;;
+esac
+bash scripts/gpu/session7_final.sh "$tag" 2>&1 | tee "$o/summary-$tag.log"
+bash scripts/gpu/issue13_rest.sh "i13-$tag" 3 > "$o/i13-$tag.log" 2>&1
+echo "issue13_rest rc=$?" | tee -a "$o/summary-$tag.log"
+# session7_final.sh leaves six archives; the rest goes into a seventh.
+cd "$o" && tar czf "${tag}-extra.tgz" "summary-$tag.log" "i13-$tag.log" "i13-$tag.tgz" \
+  && rm -f "summary-$tag.log" "i13-$tag.log" "i13-$tag.tgz"
+ls "$o"
