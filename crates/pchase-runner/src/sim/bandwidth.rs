@@ -187,15 +187,11 @@ impl SimProfile {
     pub fn throughput_level(&self, request: &BandwidthRequest) -> BandwidthLevel {
         let sms = self.device.sm_count.max(1);
         let footprint = request.footprint_bytes(sms);
+        let fits_l2 = footprint <= self.l2.size_bytes / 4 * 3;
         let variant = match request.shape.op {
             BandwidthOp::SharedRead => return BandwidthLevel::Shared,
-            BandwidthOp::Write => {
-                return if footprint <= self.l2.size_bytes / 4 * 3 {
-                    BandwidthLevel::L2Write
-                } else {
-                    BandwidthLevel::MemoryWrite
-                };
-            }
+            BandwidthOp::Write if fits_l2 => return BandwidthLevel::L2Write,
+            BandwidthOp::Write => return BandwidthLevel::MemoryWrite,
             BandwidthOp::Copy => return BandwidthLevel::MemoryCopy,
             BandwidthOp::Read(v) => v,
         };
@@ -228,7 +224,7 @@ impl SimProfile {
             BandwidthLevel::L1
         } else if footprint <= partition / 2 {
             BandwidthLevel::L2Near
-        } else if footprint <= self.l2.size_bytes / 4 * 3 {
+        } else if fits_l2 {
             BandwidthLevel::L2
         } else {
             BandwidthLevel::MemoryRead

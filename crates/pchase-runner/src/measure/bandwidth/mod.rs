@@ -78,6 +78,25 @@ pub struct LevelPlan {
     pub sizing_rate: f64,
 }
 
+/// The instruction variants the search may try for `level` (on any device), in the order
+/// the search tries them; the first is the seed's.
+pub fn level_ops(level: BandwidthLevel) -> Vec<BandwidthOp> {
+    use BandwidthOp::{Copy, Read, SharedRead, Write};
+    match level {
+        BandwidthLevel::L1 => vec![Read(ReadVariant::Ca), Read(ReadVariant::Nc)],
+        BandwidthLevel::Shared => vec![SharedRead],
+        BandwidthLevel::L2Near | BandwidthLevel::L2 => vec![Read(ReadVariant::Cg)],
+        BandwidthLevel::L2Write | BandwidthLevel::MemoryWrite => vec![Write],
+        BandwidthLevel::MemoryRead => vec![
+            Read(ReadVariant::Cg),
+            Read(ReadVariant::Cs),
+            Read(ReadVariant::Nc),
+            Read(ReadVariant::Ca),
+        ],
+        BandwidthLevel::MemoryCopy => vec![Copy],
+    }
+}
+
 /// The power of two at or below `bytes` (at least 4 KiB).
 fn pow2_floor(bytes: u64) -> u64 {
     if bytes < 4096 {
@@ -112,7 +131,6 @@ impl LevelPlan {
         sm_cache_bytes: Option<u64>,
         l2_partitions: Option<u32>,
     ) -> Result<Self, RunnerError> {
-        use BandwidthOp::{Copy, Read, SharedRead, Write};
         let sms = f64::from(device.sm_count);
         let hz = sm_mhz * 1e6;
         let sm_peak = SM_PEAK_BYTES_PER_CLOCK * sms * hz;
@@ -137,70 +155,52 @@ impl LevelPlan {
             .into_iter()
             .filter(|&b| b == 1 || u64::from(b) * l1_region <= l1 / 2)
             .collect();
-        let (ops, layout, region, rate, blocks): (Vec<BandwidthOp>, _, u64, f64, Vec<u32>) =
-            match level {
-                BandwidthLevel::L1 => (
-                    vec![Read(ReadVariant::Ca), Read(ReadVariant::Nc)],
-                    RegionLayout::PerBlock,
-                    l1_region,
-                    sm_peak,
-                    l1_blocks,
-                ),
-                BandwidthLevel::Shared => (
-                    vec![SharedRead],
-                    RegionLayout::PerBlock,
-                    SHARED_REGION,
-                    sm_peak,
-                    vec![1, 2, 4, 8],
-                ),
-                BandwidthLevel::L2Near => (
-                    vec![Read(ReadVariant::Cg)],
-                    RegionLayout::GridStride,
-                    pow2_floor(device.l2_bytes / partitions_hint / 2),
-                    sm_peak / 2.0,
-                    vec![1, 2, 4, 8, 16],
-                ),
-                BandwidthLevel::L2 => (
-                    vec![Read(ReadVariant::Cg)],
-                    RegionLayout::GridStride,
-                    pow2_floor(device.l2_bytes / 4 * 3),
-                    sm_peak / 2.0,
-                    vec![1, 2, 4, 8, 16],
-                ),
-                BandwidthLevel::L2Write => (
-                    vec![Write],
-                    RegionLayout::GridStride,
-                    pow2_floor(device.l2_bytes / 4 * 3),
-                    sm_peak / 2.0,
-                    vec![1, 2, 4, 8, 16],
-                ),
-                BandwidthLevel::MemoryRead => (
-                    vec![
-                        Read(ReadVariant::Cg),
-                        Read(ReadVariant::Cs),
-                        Read(ReadVariant::Nc),
-                        Read(ReadVariant::Ca),
-                    ],
-                    RegionLayout::GridStride,
-                    memory_region,
-                    memory,
-                    vec![1, 2, 4, 8, 16],
-                ),
-                BandwidthLevel::MemoryWrite => (
-                    vec![Write],
-                    RegionLayout::GridStride,
-                    memory_region,
-                    memory,
-                    vec![1, 2, 4, 8, 16],
-                ),
-                BandwidthLevel::MemoryCopy => (
-                    vec![Copy],
-                    RegionLayout::GridStride,
-                    memory_region / 2,
-                    memory,
-                    vec![1, 2, 4, 8, 16],
-                ),
-            };
+        let (layout, region, rate, blocks): (_, u64, f64, Vec<u32>) = match level {
+            BandwidthLevel::L1 => (RegionLayout::PerBlock, l1_region, sm_peak, l1_blocks),
+            BandwidthLevel::Shared => (
+                RegionLayout::PerBlock,
+                SHARED_REGION,
+                sm_peak,
+                vec![1, 2, 4, 8],
+            ),
+            BandwidthLevel::L2Near => (
+                RegionLayout::GridStride,
+                pow2_floor(device.l2_bytes / partitions_hint / 2),
+                sm_peak / 2.0,
+                vec![1, 2, 4, 8, 16],
+            ),
+            BandwidthLevel::L2 => (
+                RegionLayout::GridStride,
+                pow2_floor(device.l2_bytes / 4 * 3),
+                sm_peak / 2.0,
+                vec![1, 2, 4, 8, 16],
+            ),
+            BandwidthLevel::L2Write => (
+                RegionLayout::GridStride,
+                pow2_floor(device.l2_bytes / 4 * 3),
+                sm_peak / 2.0,
+                vec![1, 2, 4, 8, 16],
+            ),
+            BandwidthLevel::MemoryRead => (
+                RegionLayout::GridStride,
+                memory_region,
+                memory,
+                vec![1, 2, 4, 8, 16],
+            ),
+            BandwidthLevel::MemoryWrite => (
+                RegionLayout::GridStride,
+                memory_region,
+                memory,
+                vec![1, 2, 4, 8, 16],
+            ),
+            BandwidthLevel::MemoryCopy => (
+                RegionLayout::GridStride,
+                memory_region / 2,
+                memory,
+                vec![1, 2, 4, 8, 16],
+            ),
+        };
+        let ops = level_ops(level);
         if matches!(layout, RegionLayout::GridStride) && 2 * region > device.total_memory_bytes {
             return Err(RunnerError::InvalidRequest(format!(
                 "{level}: a {region} B buffer does not fit the device's memory"
@@ -371,10 +371,7 @@ pub(crate) fn measure(
         .map(|map| map.count);
     let mut plan = LevelPlan::new(level, &device, sm_mhz, sm_cache_bytes, l2_partitions)?;
     let sms = device.sm_count;
-    let l2 = matches!(
-        level,
-        BandwidthLevel::L2 | BandwidthLevel::L2Near | BandwidthLevel::L2Write
-    );
+    let l2 = level.element() == ElementKind::L2;
     let tuning = if l2 { L2_TUNING_LAUNCH } else { TUNING_LAUNCH };
     let space = plan.space.clone();
     let mut sized = false;

@@ -31,27 +31,9 @@ fn kernels_of(ops: &[BandwidthOp]) -> Vec<&'static Kernel> {
         .collect()
 }
 
-/// The operations a level's search may use (on any device: the plan's list does not depend
-/// on it).
+/// The operations the searches of `levels` may use (`bw::level_ops`).
 fn ops_of(levels: &[BandwidthLevel]) -> Vec<BandwidthOp> {
-    use crate::bandwidth::ReadVariant::{Ca, Cg, Cs, Nc};
-    let mut ops = Vec::new();
-    for level in levels {
-        ops.extend(match level {
-            BandwidthLevel::L1 => vec![BandwidthOp::Read(Ca), BandwidthOp::Read(Nc)],
-            BandwidthLevel::Shared => vec![BandwidthOp::SharedRead],
-            BandwidthLevel::L2Near | BandwidthLevel::L2 => vec![BandwidthOp::Read(Cg)],
-            BandwidthLevel::MemoryRead => vec![
-                BandwidthOp::Read(Cg),
-                BandwidthOp::Read(Cs),
-                BandwidthOp::Read(Nc),
-                BandwidthOp::Read(Ca),
-            ],
-            BandwidthLevel::MemoryWrite | BandwidthLevel::L2Write => vec![BandwidthOp::Write],
-            BandwidthLevel::MemoryCopy => vec![BandwidthOp::Copy],
-        });
-    }
-    ops
+    levels.iter().flat_map(|&l| bw::level_ops(l)).collect()
 }
 
 /// L1 read bandwidth.

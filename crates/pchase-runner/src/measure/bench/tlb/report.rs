@@ -179,11 +179,7 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
         topo.notes.push(n);
     }
     for allocation in WalkAllocation::ALL {
-        let of = |path: LoadPath| {
-            searches
-                .iter()
-                .find(|s| s.path == path && s.region.allocation == allocation)
-        };
+        let of = |path| search_of(searches, path, allocation);
         let (Some(l2), Some(l1)) = (of(LoadPath::GlobalCg), of(LoadPath::GlobalCa)) else {
             continue;
         };
@@ -206,6 +202,17 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
     }
 }
 
+/// The search of `path` in `allocation`, where one ran.
+fn search_of(
+    searches: &[TlbSearch],
+    path: LoadPath,
+    allocation: WalkAllocation,
+) -> Option<&TlbSearch> {
+    searches
+        .iter()
+        .find(|s| s.path == path && s.region.allocation == allocation)
+}
+
 /// The second method's word on the plain allocation's first L2-path level: in separately
 /// mapped chunks every node of a walk at a stride of at least the chunk has a page of its
 /// own, so a TLB of `E` entries overflows there at `E + 1` nodes as well (sooner, if the
@@ -214,11 +221,7 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
 /// of session 7: "16 entries of 16 MiB, +30 cycles" in one `cuMemAlloc`, nothing in 37871
 /// chunks of 2 MiB).
 fn unconfirmed_note(searches: &[TlbSearch]) -> Option<Note> {
-    let of = |allocation: WalkAllocation| {
-        searches
-            .iter()
-            .find(|s| s.path == LoadPath::GlobalCg && s.region.allocation == allocation)
-    };
+    let of = |allocation| search_of(searches, LoadPath::GlobalCg, allocation);
     let (plain, chunked) = (of(WalkAllocation::Plain)?, of(WalkAllocation::Chunked)?);
     let first = plain.finding.levels.first()?;
     let entries = first.entries?;
