@@ -21,11 +21,16 @@
 //! ```
 //! use pchase_runner::walk::{WalkAllocation, WalkRequest};
 //! use pchase_runner::LoadPath;
-//! let request = WalkRequest { path: LoadPath::GlobalCg, nodes: 3, step_bytes: 4 << 20, warmup_steps: 3, steps: 8 };
+//! let request = WalkRequest { path: LoadPath::GlobalCg, nodes: 3, step_bytes: 4 << 20, group: 1, warmup_steps: 3, steps: 8 };
 //! assert_eq!(request.span_bytes(), 12 << 20);
 //! assert_eq!(request.line_after(4), (4 << 20) / 128);
 //! assert!(request.check(16 << 20).is_ok());
 //! assert!(request.check(8 << 20).is_err());
+//! // Six nodes in groups of two: positions 0..6 visit nodes 0, 2, 4, 1, 3, 5.
+//! let grouped = WalkRequest { nodes: 6, group: 2, ..request };
+//! let lines: Vec<u64> = (0..6).map(|p| grouped.line_after(p) / grouped.stride_lines()).collect();
+//! assert_eq!(lines, [0, 2, 4, 1, 3, 5]);
+//! assert!(WalkRequest { nodes: 5, ..grouped }.check(64 << 20).is_err());
 //! assert_eq!(WalkAllocation::Chunked.name(), "chunked");
 //! ```
 
@@ -82,7 +87,11 @@ pub struct WalkRegion {
 }
 
 /// One walk: a fine-grained chase of `nodes` nodes `step_bytes` apart from the region's
-/// start, one block, thread 0 chasing.
+/// start, one block, thread 0 chasing. In address order (`group` 1) the chase visits node
+/// 0, 1, 2, …; with `group` g it visits one node of each group of g neighbours in turn:
+/// position `p` is node `(p % R) × g + p / R`, `R = nodes / g` ([`WalkRequest::node_at`]).
+/// The same lines in two orders tell translation (which depends on the order of the
+/// address ranges touched) from data effects (which depend on the lines only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WalkRequest {
     /// `GlobalCa` (the L1 path) or `GlobalCg` (the L2 path).
@@ -91,6 +100,8 @@ pub struct WalkRequest {
     pub nodes: u32,
     /// Bytes between consecutive nodes: a positive multiple of [`LINE_BYTES`].
     pub step_bytes: u64,
+    /// Nodes per group of the visiting order: 1 (address order) or a divisor of `nodes`.
+    pub group: u32,
     /// Untimed loads before the timed ones.
     pub warmup_steps: u32,
     /// Timed loads (1 or more).
@@ -116,9 +127,18 @@ impl WalkRequest {
         self.step_bytes / LINE_BYTES
     }
 
+    /// The node at position `position` of the visiting order (see [`WalkRequest`]).
+    pub fn node_at(&self, position: u64) -> u64 {
+        let nodes = u64::from(self.nodes.max(1));
+        let group = u64::from(self.group.max(1));
+        let groups = (nodes / group).max(1);
+        let p = position % nodes;
+        (p % groups) * group + p / groups
+    }
+
     /// The line index a chase from node 0 holds after `loads` loads.
     pub fn line_after(&self, loads: u64) -> u64 {
-        (loads % u64::from(self.nodes.max(1))) * self.stride_lines()
+        self.node_at(loads) * self.stride_lines()
     }
 
     /// Checks the request against a region of `region_bytes`.
@@ -132,6 +152,12 @@ impl WalkRequest {
             return bad(format!(
                 "a walk needs a node and a timed step ({} nodes, {} steps)",
                 self.nodes, self.steps
+            ));
+        }
+        if self.group == 0 || self.nodes % self.group != 0 {
+            return bad(format!(
+                "a walk's group of {} does not divide its {} nodes",
+                self.group, self.nodes
             ));
         }
         if self.step_bytes == 0 || self.step_bytes % LINE_BYTES != 0 {

@@ -359,16 +359,21 @@ pub(super) static LINES_PARAMS: [Param; 7] = [
     OUT_BLOCK,
 ];
 
-pub(super) static INIT_CHAIN_LINES_PARAMS: [Param; 3] = [
+pub(super) static INIT_CHAIN_LINES_PARAMS: [Param; 4] = [
     param(
         "chain",
         ParamType::U64,
         "global pointer to the chain: node k at line k * stride_lines",
     ),
-    param("nodes", ParamType::U32, "nodes of the chain"),
+    param("nodes", ParamType::U32, "nodes of the chain (a multiple of group)"),
     param(
         "stride_lines",
         ParamType::U32,
-        "128-byte lines between consecutive nodes; node k holds ((k + 1) % nodes) * stride_lines",
+        "128-byte lines between nodes k and k + 1",
+    ),
+    param(
+        "group",
+        ParamType::U32,
+        "nodes per group (1: address order): position p of the cycle is node (p % R) * group + p / R with R = nodes / group, and holds the next position's node times stride_lines",
     ),
 ];

@@ -65,10 +65,11 @@ fn only_sm_90_modules_use_sm_90_features() {
 #[test]
 fn pchase_uses_only_instructions_of_isa_7_0_on_sm_50() {
     // Everything here exists since PTX ISA 3.1 on sm_35 or older (ld.global.nc: sm_32;
-    // 32-bit global atom.cas / atom.add: sm_11; 64-bit shared atom.add: sm_20).
+    // 32-bit global atom.cas / atom.add: sm_11; 64-bit shared atom.add: sm_20; integer
+    // div, rem, mad and max of init_chain_lines' grouped order: PTX ISA 1.0, every target).
     const ALLOWED: &[&str] = &[
         "mov", "setp", "selp", "bra", "ret", "ld", "st", "tex", "cvta", "cvt", "mul", "add", "sub",
-        "shl", "shr", "and", "or", "xor", "bar", "atom",
+        "shl", "shr", "and", "or", "xor", "bar", "atom", "div", "rem", "mad", "max",
     ];
     let parsed = parse_module(catalogue::pchase_module().ptx());
     for entry in &parsed.entries {

@@ -92,6 +92,7 @@ impl WalkBackend for CudaBackend {
                 ("chain", Arg::U64(base)),
                 ("nodes", Arg::U32(request.nodes)),
                 ("stride_lines", Arg::U32(stride_lines)),
+                ("group", Arg::U32(request.group)),
             ],
         )?;
         let function = self.function(kernel)?;

@@ -183,6 +183,17 @@ pub(super) struct ChainCursor {
     pub(super) index: u64,
     pub(super) stride_elements: u64,
     pub(super) span_elements: u64,
+    /// A walk's grouped visiting order ([`crate::walk::WalkRequest::node_at`]); `None` for
+    /// address order.
+    pub(super) grouped: Option<GroupedOrder>,
+}
+
+/// The grouped order of a walk: `nodes` nodes in groups of `group`, at `position`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GroupedOrder {
+    pub(super) nodes: u64,
+    pub(super) group: u64,
+    pub(super) position: u64,
 }
 
 impl ChainCursor {
@@ -193,6 +204,7 @@ impl ChainCursor {
             index: 0,
             stride_elements: u64::from(chain.stride / 4),
             span_elements: chain.bytes / 4,
+            grouped: None,
         }
     }
 
@@ -205,6 +217,13 @@ impl ChainCursor {
     /// Follows the pointer: the loaded value (the next node's index) becomes the index.
     #[inline]
     pub(super) fn advance(&mut self) {
+        if let Some(order) = &mut self.grouped {
+            order.position = (order.position + 1) % order.nodes.max(1);
+            let groups = (order.nodes / order.group.max(1)).max(1);
+            let node = (order.position % groups) * order.group + order.position / groups;
+            self.index = node * self.stride_elements;
+            return;
+        }
         let next = self.index + self.stride_elements;
         self.index = if next >= self.span_elements { 0 } else { next };
     }

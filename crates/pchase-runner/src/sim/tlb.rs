@@ -49,6 +49,19 @@ pub struct TlbLevelSpec {
     /// Cycles a load that misses this level adds (the next level, or the page walk, serves
     /// it).
     pub miss_cycles: u32,
+    /// The virtual-address span one entry maps, where it is more than a page (schema 1.6
+    /// profiles): an aligned range of this many bytes whose pages one entry holds, whatever
+    /// the pages are (the H100's L2-path level 1: 16 MiB entries over 2 MiB pages, alike in
+    /// one `cuMemAlloc` and in separately mapped chunks). Absent: one page per entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_bytes: Option<u64>,
+}
+
+impl TlbLevelSpec {
+    /// The bytes one entry maps with pages of `page_bytes`.
+    pub fn entry_span(&self, page_bytes: u64) -> u64 {
+        self.entry_bytes.map_or(page_bytes, |e| e.max(page_bytes))
+    }
 }
 
 /// 2 MiB: the granularity of `cuMemCreate` on every GPU since Pascal.
@@ -113,6 +126,14 @@ impl TlbSpec {
             if level.miss_cycles == 0 {
                 return err(format!("level[{i}].miss_cycles: must be positive"));
             }
+            if let Some(entry) = level.entry_bytes {
+                if !entry.is_power_of_two() || !(self.page_bytes..=1 << 31).contains(&entry) {
+                    return err(format!(
+                        "level[{i}].entry_bytes: {entry} is not a power of two from the page ({}) to 2^31",
+                        self.page_bytes
+                    ));
+                }
+            }
             if i > 0 && level.entries <= self.levels[i - 1].entries {
                 return err(format!(
                     "level[{i}].entries: must exceed the level before ({})",
@@ -123,16 +144,17 @@ impl TlbSpec {
         Ok(())
     }
 
-    /// Pages times entries: the bytes level `i` (from 0) maps.
+    /// Entries times the span of one: the bytes level `i` (from 0) maps in a plain
+    /// allocation.
     pub fn reach(&self, i: usize) -> Option<u64> {
         self.levels
             .get(i)
-            .map(|l| u64::from(l.entries) * self.page_bytes)
+            .map(|l| u64::from(l.entries) * l.entry_span(self.page_bytes))
     }
 
     fn geometry(&self, level: &TlbLevelSpec, page_bytes: u64) -> Geometry {
-        // One "line" per page; validated to be at most 2^31, so it fits in u32.
-        let page = u32::try_from(page_bytes).unwrap_or(1 << 31);
+        // One "line" per entry; validated to be at most 2^31, so it fits in u32.
+        let page = u32::try_from(level.entry_span(page_bytes)).unwrap_or(1 << 31);
         Geometry::new(
             u64::from(level.entries) * u64::from(page),
             page,
@@ -204,6 +226,7 @@ mod tests {
                     associativity: Associativity::Full,
                     replacement: Replacement::Lru,
                     miss_cycles,
+                    entry_bytes: None,
                 })
                 .collect(),
         )
@@ -237,6 +260,27 @@ mod tests {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
         assert_eq!(tlbs.translate(1, 0, &mut rng), 120);
         assert_eq!(tlbs.translate(1, 64, &mut rng), 0);
+    }
+
+    #[test]
+    fn an_entry_of_several_pages_is_hit_by_every_page_it_spans() {
+        let mut spec = spec(&[(16, 10)]);
+        spec.levels[0].entry_bytes = Some(16 << 20);
+        spec.validate().unwrap();
+        assert_eq!(spec.reach(0), Some(256 << 20));
+        // 128 pages of 2 MiB are 16 entries: no miss on the second pass; 136 are 17.
+        let mut tlbs = Tlbs::new(&spec, 1, 2 << 20);
+        assert!(second_pass(&mut tlbs, 128).iter().all(|&c| c == 0));
+        tlbs.reset();
+        let cycles = second_pass(&mut tlbs, 136);
+        // In address order only the first page of each 16 MiB range misses.
+        assert_eq!(cycles.iter().filter(|&&c| c == 10).count(), 17);
+        spec.levels[0].entry_bytes = Some(1 << 20);
+        assert!(spec
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("entry_bytes"));
     }
 
     #[test]

@@ -61,6 +61,11 @@ impl WalkBackend for SimBackend {
             index: 0,
             stride_elements: request.step_bytes / 4,
             span_elements: request.span_bytes() / 4,
+            grouped: (request.group > 1).then_some(GroupedOrder {
+                nodes: u64::from(request.nodes),
+                group: u64::from(request.group),
+                position: 0,
+            }),
         }];
         let result = self.launch().warm_then_time(
             &mut blocks,

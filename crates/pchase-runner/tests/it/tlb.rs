@@ -17,6 +17,7 @@ fn level(entries: u32, miss_cycles: u32) -> TlbLevelSpec {
         associativity: Associativity::Full,
         replacement: Replacement::Lru,
         miss_cycles,
+        entry_bytes: None,
     }
 }
 
@@ -62,7 +63,7 @@ fn two_levels_with_odd_entries_are_recovered_exactly_on_both_paths() {
     for path in [LoadPath::GlobalCa, LoadPath::GlobalCg] {
         for allocation in WalkAllocation::ALL {
             let f = &search(&m, path, allocation).finding;
-            assert_eq!(f.page_bytes, Some(2 << 20), "{path}");
+            assert_eq!(f.entry_bytes, Some(2 << 20), "{path}");
             let reach: Vec<u64> = f.levels.iter().map(|l| l.reach_bytes).collect();
             assert_eq!(reach, [48 << 20, 1400 << 20], "{path}");
             // The memory allowed more: the bound lies beyond the second level.
@@ -75,7 +76,7 @@ fn two_levels_with_odd_entries_are_recovered_exactly_on_both_paths() {
     assert!(topo
         .tlb
         .iter()
-        .all(|l| l.miss_latency.is_some() && l.page_size.is_some() && l.allocation.is_some()));
+        .all(|l| l.miss_latency.is_some() && l.entries.is_some() && l.allocation.is_some()));
     topo.validate().expect("valid");
 }
 
@@ -89,14 +90,14 @@ fn large_pages_of_a_plain_allocation_and_small_pages_of_chunks_are_both_recovere
     let m = check(&profile);
     for path in [LoadPath::GlobalCa, LoadPath::GlobalCg] {
         let plain = search(&m, path, WalkAllocation::Plain);
-        assert_eq!(plain.finding.page_bytes, Some(512 << 20), "{path}");
+        assert_eq!(plain.finding.entry_bytes, Some(512 << 20), "{path}");
         let reach: Vec<u64> = plain.finding.levels.iter().map(|l| l.reach_bytes).collect();
         assert_eq!(reach, [8 << 30, 32 << 30], "{path}");
         // The walks went past 16 GiB, the old cap of 32-bit element indices.
         assert!(plain.finding.bound_bytes.is_some_and(|b| b > 32 << 30));
         let chunked = search(&m, path, WalkAllocation::Chunked);
         assert_eq!(chunked.region.chunk_bytes, Some(2 << 20));
-        assert_eq!(chunked.finding.page_bytes, Some(2 << 20), "{path}");
+        assert_eq!(chunked.finding.entry_bytes, Some(2 << 20), "{path}");
         let reach: Vec<u64> = chunked
             .finding
             .levels
@@ -106,14 +107,42 @@ fn large_pages_of_a_plain_allocation_and_small_pages_of_chunks_are_both_recovere
         assert_eq!(reach, [32 << 20, 128 << 20], "{path}");
     }
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
-    assert!(
-        topo.notes
-            .iter()
-            .any(|n| n.message.contains("one cuMemAlloc")
-                && n.message.contains("page size 512.0 MiB"))
-    );
+    assert!(topo
+        .notes
+        .iter()
+        .any(|n| n.message.contains("one cuMemAlloc")
+            && n.message.contains("one level-1 entry maps 512.0 MiB")));
     let text = topology::render::table(&topo);
     assert!(text.contains("TLB"), "{text}");
+}
+
+#[test]
+fn entries_of_16_mib_over_2_mib_pages_are_the_same_in_both_allocations() {
+    // The H100's L2 path as measured in session 8 (scripts/gpu/tlb_regions.cu): 16 entries
+    // that each map 16 MiB of virtual addresses, +10 cycles, over 2 MiB pages whether one
+    // cuMemAlloc or separately mapped chunks.
+    let mut profile = SimProfile::bundled("h100").expect("bundled");
+    profile.name = "h100-16-mib-entries".into();
+    let mut first = level(16, 10);
+    first.entry_bytes = Some(16 << 20);
+    profile.tlb = Some(TlbSpec::new(2 << 20, vec![first]));
+    let m = check(&profile);
+    for allocation in WalkAllocation::ALL {
+        let f = &search(&m, LoadPath::GlobalCg, allocation).finding;
+        assert_eq!(f.entry_bytes, Some(16 << 20), "{allocation}");
+        assert_eq!(f.levels[0].entries, Some(16), "{allocation}");
+        assert_eq!(f.levels[0].reach_bytes, 256 << 20, "{allocation}");
+        let check = f.order_check.expect("the order test fits");
+        assert!(check.confirms(), "{allocation}: {check:?}");
+    }
+    let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
+    let said = |what: &str| topo.notes.iter().any(|n| n.message.contains(what));
+    assert!(said("TLB on the global_cg path: level 1 is the same in one cuMemAlloc and in separately mapped chunks of 2.0 MiB (16 entries of 16.0 MiB)"));
+    assert!(said("more than one page of at most 2.0 MiB"));
+    assert!(topo
+        .notes
+        .iter()
+        .all(|n| n.severity != topology::NoteSeverity::Warning || !n.message.contains("TLB")));
 }
 
 #[test]
@@ -123,7 +152,7 @@ fn one_level_of_small_pages_is_recovered_and_the_rest_is_a_bound() {
     profile.tlb = Some(TlbSpec::new(64 << 10, vec![level(40, 25)]));
     let m = check(&profile);
     for s in &m.tlb {
-        assert_eq!(s.finding.page_bytes, Some(64 << 10), "{}", s.path);
+        assert_eq!(s.finding.entry_bytes, Some(64 << 10), "{}", s.path);
         assert_eq!(s.finding.levels.len(), 1, "{}", s.path);
         assert_eq!(s.finding.levels[0].entries, Some(40), "{}", s.path);
     }

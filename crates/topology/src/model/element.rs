@@ -483,10 +483,14 @@ pub struct SharedPhysicalCache {
 pub struct TlbLevel {
     /// The level, 1 for the first.
     pub level: u8,
-    /// The address range it covers (entries × page size).
+    /// The address range it covers: entries × the span one entry maps (`coverage /
+    /// entries`, which is the page where an entry holds one page and more where it holds
+    /// several: the H100's L2-path entries map 16 MiB over 2 MiB pages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<Size>,
-    /// The page size it translates.
+    /// The page size it translates, where known. TLB walks measure the span of an entry,
+    /// not the page, so memtopo leaves this out since session 8 (earlier results put the
+    /// entry's span here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<Size>,
     /// The latency added by a miss in this level.
@@ -496,7 +500,7 @@ pub struct TlbLevel {
     /// (the L2 path) (schema 1.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// Pages it holds, where the page size is known (schema 1.5).
+    /// Entries it holds, where the span of one is known (schema 1.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<u64>,
     /// How the walked memory was allocated (schema 1.6): `plain` (one `cuMemAlloc`, the

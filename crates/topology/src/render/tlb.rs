@@ -3,8 +3,9 @@
 
 use crate::model::Topology;
 
-/// One line per TLB level: path, allocation, level, entries, page size, reach and the
-/// miss cost's median and 5th–95th percentiles; empty without levels.
+/// One line per TLB level: path, allocation, level, entries, page size (where known),
+/// reach with the span of one entry, and the miss cost's median and 95th percentile;
+/// empty without levels.
 ///
 /// ```
 /// use topology::{render, Bytes, ComputeCapability, DeviceInfo, Provenance, Size, TlbLevel, Topology};
@@ -12,8 +13,8 @@ use crate::model::Topology;
 /// assert!(render::tlb_lines(&topo).is_empty());
 /// topo.tlb.push(TlbLevel {
 ///     level: 1,
-///     coverage: Some(Size::exact(Bytes(8 << 30), Provenance::Benchmark)),
-///     page_size: Some(Size::exact(Bytes(512 << 20), Provenance::Benchmark)),
+///     coverage: Some(Size::exact(Bytes(256 << 20), Provenance::Benchmark)),
+///     page_size: None,
 ///     miss_latency: None,
 ///     path: Some("global_cg".into()),
 ///     entries: Some(16),
@@ -21,6 +22,7 @@ use crate::model::Topology;
 /// });
 /// let line = &render::tlb_lines(&topo)[0];
 /// assert!(line.contains("global_cg") && line.contains("plain") && line.contains("16 entries"), "{line}");
+/// assert!(line.contains("reach 256 MiB (16 MiB per entry)"), "{line}");
 /// ```
 pub fn tlb_lines(topo: &Topology) -> Vec<String> {
     topo.tlb
@@ -38,7 +40,13 @@ pub fn tlb_lines(topo: &Topology) -> Vec<String> {
                 parts.push(format!("page {page}"));
             }
             if let Some(reach) = &l.coverage {
-                parts.push(format!("reach {reach}"));
+                let per_entry = match (l.entries, reach.bound.exact()) {
+                    (Some(e), Some(crate::units::Bytes(b))) if e > 0 && b % e == 0 => {
+                        format!(" ({} per entry)", crate::units::Bytes(b / e))
+                    }
+                    _ => String::new(),
+                };
+                parts.push(format!("reach {reach}{per_entry}"));
             }
             if let Some(miss) = &l.miss_latency {
                 parts.push(format!(

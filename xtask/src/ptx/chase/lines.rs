@@ -77,16 +77,22 @@ pub fn chase_lines_entry(kernel: &'static Kernel, path: LoadPath) -> Result<Stri
     w.finish()
 }
 
-/// `init_chain_lines`: node `k` at line `k * stride_lines` of `chain` holds
-/// `((k + 1) % nodes) * stride_lines`; a grid-stride loop over `k`.
+/// `init_chain_lines`: the cycle's position `p` (a grid-stride loop over `p`) is node
+/// `(p % R) * group + p / R` with `R = nodes / group` groups, at line `node * stride_lines`,
+/// and holds the next position's node times `stride_lines`. `group` 1 is address order;
+/// a larger group visits one node of every group in turn (the TLB walks' order test).
 pub fn init_chain_lines_entry(kernel: &'static Kernel) -> Result<String, String> {
     let mut w = EntryWriter::new(kernel);
-    w.comment("One chain of line indices; node k runs over a grid-stride loop. Byte offsets are");
-    w.comment("64-bit: a chain spans up to 2^32 lines of 128 bytes.");
+    w.comment("One chain of line indices; position p runs over a grid-stride loop. Byte offsets");
+    w.comment("are 64-bit: a chain spans up to 2^32 lines of 128 bytes.");
     w.load_param("%rd_chain", "chain", ParamType::U64);
     w.ins("cvta.to.global.u64 %rd_chain, %rd_chain");
     w.load_param("%r_nodes", "nodes", ParamType::U32);
     w.load_param("%r_stride", "stride_lines", ParamType::U32);
+    w.load_param("%r_group", "group", ParamType::U32);
+    w.ins("max.u32 %r_group, %r_group, 1");
+    w.ins("div.u32 %r_groups, %r_nodes, %r_group");
+    w.ins("max.u32 %r_groups, %r_groups, 1");
     w.ins("mov.u32 %r_ctaid, %ctaid.x");
     w.ins("mov.u32 %r_ntid, %ntid.x");
     w.ins("mov.u32 %r_nctaid, %nctaid.x");
@@ -100,8 +106,14 @@ pub fn init_chain_lines_entry(kernel: &'static Kernel) -> Result<String, String>
     w.ins("add.u32 %r_next, %r_k, 1");
     w.ins("setp.eq.u32 %p_wrap, %r_next, %r_nodes");
     w.ins("selp.b32 %r_next, 0, %r_next, %p_wrap");
-    w.ins("mul.lo.u32 %r_value, %r_next, %r_stride");
-    w.ins("mul.wide.u32 %rd_line, %r_k, %r_stride");
+    w.comment("Position to node: (p % R) * group + p / R, for this position and the next.");
+    for (pos, node) in [("%r_k", "%r_here"), ("%r_next", "%r_there")] {
+        w.ins(&format!("rem.u32 %r_in, {pos}, %r_groups"));
+        w.ins(&format!("div.u32 %r_member, {pos}, %r_groups"));
+        w.ins(&format!("mad.lo.u32 {node}, %r_in, %r_group, %r_member"));
+    }
+    w.ins("mul.lo.u32 %r_value, %r_there, %r_stride");
+    w.ins("mul.wide.u32 %rd_line, %r_here, %r_stride");
     w.ins(&format!("shl.b64 %rd_line_bytes, %rd_line, {LINE_SHIFT}"));
     w.ins("add.s64 %rd_addr, %rd_chain, %rd_line_bytes");
     w.ins("st.global.u32 [%rd_addr], %r_value");

@@ -95,17 +95,16 @@ fn search_path(
     let limits = TlbLimits {
         max_bytes: region.bytes,
         max_nodes: max_nodes(s, path),
-        // A chunk maps its own physical memory: no page spans two.
-        page_at_most: region.chunk_bytes,
     };
     let overhead = f64::from(s.results.clock_overhead.unwrap_or(0));
-    let finding = tlb::search(limits, |nodes, stride| {
-        let nodes32 = u32::try_from(nodes)
-            .map_err(|_| RunnerError::InvalidRequest(format!("a walk of {nodes} nodes")))?;
+    let finding = tlb::search(limits, |nodes, stride, group| {
+        let too_many = || RunnerError::InvalidRequest(format!("a walk of {nodes} nodes"));
+        let nodes32 = u32::try_from(nodes).map_err(|_| too_many())?;
         let request = WalkRequest {
             path,
             nodes: nodes32,
             step_bytes: step_bytes(stride),
+            group: u32::try_from(group).map_err(|_| too_many())?,
             warmup_steps: nodes32,
             steps: STEPS,
         };
@@ -118,8 +117,12 @@ fn search_path(
             .collect();
         // The curve, for -v: every walk's 5th percentile (the decision), median and 95th.
         if let Some(summary) = topology::LatencySummary::from_samples(&cycles) {
+            let order = match group {
+                1 => String::new(),
+                g => format!(" in groups of {g}"),
+            };
             log::info!(
-                "tlb {path} {}: {nodes} nodes at stride {stride} B (span {} B): p5 {:.1}, p50 {:.1}, p95 {:.1} cycles",
+                "tlb {path} {}: {nodes} nodes at stride {stride} B{order} (span {} B): p5 {:.1}, p50 {:.1}, p95 {:.1} cycles",
                 region.allocation,
                 request.span_bytes(),
                 tlb::p5(&cycles),
@@ -167,8 +170,8 @@ impl Benchmark for Tlb {
                     Ok(search) => {
                         let f = &search.finding;
                         log::info!(
-                            "{step}: page {:?}, levels {:?}, bound {:?} pages, {} walks",
-                            f.page_bytes,
+                            "{step}: entry span {:?}, levels {:?}, bound {:?} entries, {} walks",
+                            f.entry_bytes,
                             f.levels
                                 .iter()
                                 .map(|l| (l.entries, l.reach_bytes, l.miss_cycles))
@@ -229,8 +232,9 @@ fn far_hit_p50(measured: &Measurements) -> Option<f64> {
 }
 
 /// How a search relates to the profile's `[tlb]`: every level within the reach tried
-/// found with its entries and miss cycles (±2), the page size of the allocation where a
-/// level was found, and no level where the profile has none.
+/// found with its entries and miss cycles (±2), level 1's entry span in the allocation
+/// (its page, or the larger span an entry maps) where a level was found and confirmed by
+/// the order test where one fit, and no level where the profile has none.
 fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> {
     let (path, allocation, f) = (search.path, search.region.allocation, &search.finding);
     let what = format!("tlb {path} {allocation}");
@@ -281,9 +285,17 @@ fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> 
             spec.levels.len()
         ));
     }
-    let page = spec.page_for(allocation);
-    if !f.levels.is_empty() && f.page_bytes != Some(page) {
-        return Err(format!("{what}: page {:?} B, truth {page} B", f.page_bytes));
+    let span = spec.levels[0].entry_span(spec.page_for(allocation));
+    if !f.levels.is_empty() && f.entry_bytes != Some(span) {
+        return Err(format!(
+            "{what}: entry span {:?} B, truth {span} B",
+            f.entry_bytes
+        ));
+    }
+    if let Some(check) = f.order_check.filter(|c| !c.confirms()) {
+        return Err(format!(
+            "{what}: level 1 kept against its order test {check:?}"
+        ));
     }
     Ok(())
 }
@@ -292,17 +304,16 @@ fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> 
 fn tlb_levels(search: &TlbSearch) -> impl Iterator<Item = TlbLevel> + '_ {
     use topology::{Bytes, Provenance};
     let f = &search.finding;
-    let page = f
-        .page_bytes
-        .map(|p| Size::exact(Bytes(p), Provenance::Benchmark));
     f.levels.iter().enumerate().map(move |(i, level)| TlbLevel {
         level: u8::try_from(i + 1).unwrap_or(u8::MAX),
         coverage: Some(match level.entries {
             Some(_) => Size::exact(Bytes(level.reach_bytes), Provenance::Benchmark),
-            // Without a page size the reach is the walk's bytes, an upper estimate.
+            // Without an entry's span the reach is the walk's bytes, an upper estimate.
             None => Size::at_most(Bytes(level.reach_bytes), Provenance::Benchmark),
         }),
-        page_size: page.clone(),
+        // The walks measure the span one entry maps (coverage / entries), which is more
+        // than a page where an entry holds several (the H100's): not the page size.
+        page_size: None,
         miss_latency: level.miss.map(Latency::measured),
         path: Some(search.path.name().to_owned()),
         entries: level.entries,

@@ -11,42 +11,58 @@
 //! The decisions are on the 5th percentile of each chase's per-load latencies
 //! (the level every load of a cyclic walk pays once a TLB level overflows; on the L2 path
 //! it is the near partition's hit, not a mixture with far hits). A *rise* is a 5th
-//! percentile above the level before by more than max(4 cycles, 5 %).
+//! percentile above the level before by more than max(4 cycles, 3 %) (an H100's L2-path
+//! level costs +10 cycles over 260).
 //!
 //! 1. **First level.** From the largest candidate stride ([`STRIDES`], up to 1 GiB) down:
-//!    one walk of one node (the base) and one at the most nodes the limits allow say
-//!    whether any level overflows at this stride; where one does, double `n` until the
+//!    walks of 1, 2, 4 and 8 nodes (the base: the lowest of their 5th percentiles, since a
+//!    walk of a few lines may meet only slow L2 slices — an H100's one-line walks in 2 MiB
+//!    chunks read 265 cycles against 254 for eight lines) and one at the most nodes the
+//!    limits allow say whether any level overflows at this stride; where one does, double
+//!    `n` from the largest base walk that did not rise until the
 //!    latency rises, then bisect: the first rising `n` is entries + 1 of the first level (a
 //!    cyclic walk over one page more than the level holds misses every time). A stride
 //!    whose largest walk does not rise costs two walks; the next smaller stride is tried
 //!    (it can touch more, smaller pages where the memory, not the node limit, stopped the
 //!    walk); the page size can then be determined only below the stride that found the
 //!    level.
-//! 2. **Page size.** For a stride below the page size several nodes share a page, so the
-//!    first rising `n` is larger. The page size is the smallest candidate stride whose
-//!    first rising `n` equals the largest stride's (binary search over [`STRIDES`], which
-//!    is monotone); if only the largest does, the page size is not determined.
-//! 3. **Only translation repeats.** A translation level rises at the same `n` at every
-//!    stride of at least the page, so a rise no smaller stride repeats is checked
-//!    ([`is_translation`]): in a chunked allocation (pages of at most a chunk) a rise must
-//!    repeat down to the chunk; in a plain one (page unknown) it must repeat at a smaller
-//!    stride unless it was found at the largest candidate stride (the walks at larger
-//!    strides spanned as many bytes, as many large pages, without a rise). A rise that
-//!    fails is a data effect, not a level ([`RejectedRise`]; on the H100's L2 path walks of
-//!    2207+ nodes 32 MiB apart rise to the far partition's hit, 16 MiB ones do not): it is
-//!    recorded, no level is reported from it, and the search goes on at the next smaller
-//!    stride as if that stride's walk had not risen. [`TlbFinding::flat`] keeps the
-//!    largest walk without a rise per stride, the honest bound where no level is found.
-//! 4. **Further levels.** At a stride of one page, from the first level's overflow: one
+//! 2. **Entry span.** For a stride below the span one entry maps, several nodes share an
+//!    entry, so the first rising `n` is larger. The span is the smallest candidate stride
+//!    whose first rising `n` equals the largest stride's (binary search over [`STRIDES`],
+//!    which is monotone); if only the largest does, it is not determined. An entry may map
+//!    more than a page: the H100's L2-path level 1 maps 16 MiB per entry over 2 MiB pages,
+//!    alike in one `cuMemAlloc` and in separately mapped 2 MiB chunks (session 8), so the
+//!    walks measure the entry's span, not the driver's page size.
+//! 3. **Only translation depends on the order.** The same lines are walked twice at a
+//!    stride an eighth of the span ([`OrderCheck`]): in address order, where eight
+//!    neighbours share an entry and at most one load in eight misses, and grouped, one
+//!    node of each span-sized group in turn, where every load misses once the rising node
+//!    count of groups is walked. Translation rises in the grouped walk only; a data effect
+//!    (the same lines, so the same cache behaviour) rises in both or neither. A rise the
+//!    order does not confirm is not a level ([`RejectedRise`]; on the H100's L2 path walks
+//!    of 2207+ nodes 32 MiB apart rise to the far partition's hit, 16 MiB ones do not): it
+//!    is recorded, no level is reported from it, and the search goes on at the next
+//!    smaller stride as if that stride's walk had not risen. Where the grouped walk does
+//!    not fit the limits, a rise counts if a smaller stride repeats it or it was found at
+//!    the largest stride tried. [`TlbFinding::flat`] keeps the largest walk without a rise
+//!    per stride, the honest bound where no level is found.
+//! 4. **Further levels.** At a stride of one entry's span, from the first level's overflow: one
 //!    chase at the largest `n` the memory allowed ([`TlbLimits`]) says whether another
 //!    level overflows at all (else the result is a bound: "no further level within this
 //!    reach"); then doubling and bisection as in 1. Repeated up to [`MAX_LEVELS`].
 //!
-//! The miss cost of a level is the rise of the 5th percentile at its overflow.
+//! The miss cost of a level is the rise of the 5th percentile at its overflow; its
+//! distribution is the shift of every quantile (the overflowing walk's sorted loads less
+//! the walk before's, rank by rank), not the loads less one number.
 
 use topology::LatencySummary;
 
 use crate::error::RunnerError;
+
+mod order;
+
+use order::order_check;
+pub use order::{order_stride, OrderCheck};
 
 /// The line size the skew counts in: each node's line is a few of these further into its
 /// page than the previous node's ([`step_bytes`]).
@@ -106,15 +122,11 @@ pub struct TlbLimits {
     /// The most nodes (distinct lines) of a chase: on the L1 path the data must stay in
     /// the L1, or the data's own misses would rise like a translation level.
     pub max_nodes: u64,
-    /// The largest a page can be where the allocation bounds it (the chunk of separately
-    /// mapped chunks), else `None`: a rise at a stride of at least twice this must repeat
-    /// at half the stride with the same nodes (each still in its own page) to count as a
-    /// translation level ([`is_translation`]).
-    pub page_at_most: Option<u64>,
 }
 
-/// A rise of the walks' latency that is not a translation level: it did not repeat at a
-/// smaller stride with the same nodes ([`is_translation`]). On the L2 path such a rise is
+/// A rise of the walks' latency that is not a translation level: the same lines walked in
+/// grouped order did not rise over address order ([`OrderCheck`]), or, without that test,
+/// no smaller stride repeated it. On the L2 path such a rise is
 /// a data effect (an H100's walks of 2207+ nodes 32 MiB apart lose their near-partition
 /// copies and pay the far partition's hit, `docs/measurement.md`).
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +143,8 @@ pub struct RejectedRise {
     pub after_p50: f64,
     /// The largest smaller stride whose walk of as many nodes did not rise like it.
     pub retried_stride: Option<u64>,
+    /// The order test, where the limits allowed it (it did not confirm the rise).
+    pub order: Option<OrderCheck>,
 }
 
 /// The largest walk at one stride that did not rise over that stride's one-node walk.
@@ -147,12 +161,12 @@ pub struct FlatWalk {
 /// One translation level found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TlbLevelFinding {
-    /// Pages it holds (one less than the smallest walk that overflows it), where the
-    /// page size is known.
+    /// Entries it holds (one less than the smallest walk that overflows it), where the
+    /// span of an entry is known.
     pub entries: Option<u64>,
-    /// Bytes it maps: `entries × page`; without a page size, the bytes of the largest walk
+    /// Bytes it maps: `entries × span`; without the span, the bytes of the largest walk
     /// that did not overflow it (at the largest stride, an upper estimate by at most one
-    /// stride per page).
+    /// stride per entry).
     pub reach_bytes: u64,
     /// Cycles a load that misses it (and hits the next level) adds.
     pub miss_cycles: f64,
@@ -160,16 +174,20 @@ pub struct TlbLevelFinding {
     pub before_cycles: f64,
     /// See `before_cycles`.
     pub after_cycles: f64,
-    /// The distribution of the overflowing walk's loads less `before_cycles`: the miss
-    /// cost as every load of the walk paid it.
+    /// The miss cost's distribution: the overflowing walk's sorted loads less the sorted
+    /// loads of the walk before it, rank by rank (the shift of every quantile).
     pub miss: Option<LatencySummary>,
 }
 
 /// What the search found on one load path.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TlbFinding {
-    /// The page size, where the strides determined it.
-    pub page_bytes: Option<u64>,
+    /// The virtual-address span one entry of the levels maps, where the strides determined
+    /// it: the page where an entry holds one page, more where it holds several (the
+    /// H100's 16 MiB over 2 MiB pages).
+    pub entry_bytes: Option<u64>,
+    /// The order test that confirmed level 1 (`None` where the limits did not allow it).
+    pub order_check: Option<OrderCheck>,
     /// The levels, nearest first.
     pub levels: Vec<TlbLevelFinding>,
     /// Pages the largest walk without a further level touched, and its bytes: the bound
@@ -197,9 +215,9 @@ pub struct TlbSearch {
     pub finding: TlbFinding,
 }
 
-/// Whether `after` is a rise over `before`: above by more than max(4 cycles, 5 %).
+/// Whether `after` is a rise over `before`: above by more than max(4 cycles, 3 %).
 pub fn rises(before: f64, after: f64) -> bool {
-    after - before > (0.05 * before).max(4.0)
+    after - before > (0.03 * before).max(4.0)
 }
 
 /// The 5th percentile (nearest rank) of `samples`; infinite for none, which never rises.
@@ -212,20 +230,22 @@ pub fn p5(samples: &[f64]) -> f64 {
     sorted[(sorted.len() * 5).div_ceil(100).saturating_sub(1)]
 }
 
-/// The search, over a `probe(nodes, stride)` that runs a chase of `nodes` nodes
-/// [`step_bytes`]`(stride)` apart and returns its per-load latencies in cycles (overhead removed).
+/// The search, over a `probe(nodes, stride, group)` that runs a chase of `nodes` nodes
+/// [`step_bytes`]`(stride)` apart, visited in groups of `group` (1: address order,
+/// [`crate::walk::WalkRequest`]), and returns its per-load latencies in cycles (overhead
+/// removed).
 ///
 /// # Errors
 /// The probe's errors; [`RunnerError::InvalidRequest`] when the limits do not allow even
 /// the first level's search at the largest stride.
 pub fn search(
     limits: TlbLimits,
-    mut probe: impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
+    mut probe: impl FnMut(u64, u64, u64) -> Result<Vec<f64>, RunnerError>,
 ) -> Result<TlbFinding, RunnerError> {
     let mut finding = TlbFinding::default();
-    let mut counted = |n: u64, stride: u64, f: &mut TlbFinding| {
+    let mut counted = |n: u64, stride: u64, group: u64, f: &mut TlbFinding| {
         f.probes += 1;
-        probe(n, stride)
+        probe(n, stride, group)
     };
     let fits =
         |n: u64, stride: u64| n <= limits.max_nodes && n * step_bytes(stride) <= limits.max_bytes;
@@ -247,13 +267,14 @@ pub fn search(
         if !fits(2, stride) {
             continue;
         }
-        let base = p5(&counted(1, stride, &mut finding)?);
+        let start = base_walks(stride, &fits, &mut |n, s| counted(n, s, 1, &mut finding))?;
+        let base = start.base;
         let top = largest_fitting(stride, &fits);
         // The largest walk first: where it does not rise, no smaller one does.
-        let at_top = p5(&counted(top, stride, &mut finding)?);
+        let at_top = p5(&counted(top, stride, 1, &mut finding)?);
         let rise = if rises(base, at_top) {
-            first_rise(1, base, stride, &fits, &mut |n, s| {
-                counted(n, s, &mut finding)
+            first_rise(start, stride, &fits, &mut |n, s| {
+                counted(n, s, 1, &mut finding)
             })?
         } else {
             None
@@ -261,9 +282,20 @@ pub fn search(
         match rise {
             Some(rise) => {
                 let hi = smallest_repeating(i, &rise, base, &fits, &mut flat, &mut |n, s| {
-                    counted(n, s, &mut finding)
+                    counted(n, s, 1, &mut finding)
                 })?;
-                if is_translation(hi, i, largest, limits.page_at_most) {
+                let check = order_check(hi, rise.n, &fits, &mut |n, s, g| {
+                    counted(n, s, g, &mut finding)
+                })?;
+                let translation = match &check {
+                    Some(c) => c.confirms(),
+                    // Without the order test: repeated at a smaller stride, or found at the
+                    // largest stride tried (the walks at larger strides spanned as many
+                    // bytes, as many large entries, without a rise).
+                    None => hi < i || i >= largest,
+                };
+                if translation {
+                    finding.order_check = check;
                     first = Some((rise, i, hi));
                     break;
                 }
@@ -276,6 +308,7 @@ pub fn search(
                     after_cycles: rise.after,
                     after_p50: p50,
                     retried_stride: hi.checked_sub(1).map(|h| STRIDES[h]),
+                    order: check,
                 });
                 record_flat(&mut flat, stride, rise.n - 1);
             }
@@ -300,7 +333,7 @@ pub fn search(
     };
     let top_stride = STRIDES[top_index];
     let page = (hi < top_index).then_some(STRIDES[hi]);
-    finding.page_bytes = page;
+    finding.entry_bytes = page;
     finding.levels.push(TlbLevelFinding {
         entries: page.map(|_| first.n - 1),
         reach_bytes: reach(first.n - 1, page, top_stride),
@@ -313,6 +346,7 @@ pub fn search(
     let stride = page.unwrap_or(top_stride);
     let mut from = first.n;
     let mut level_base = first.after;
+    let mut level_samples = first.samples.clone();
     let walk = step_bytes(stride);
     while finding.levels.len() < MAX_LEVELS {
         let top = largest_fitting(stride, &fits);
@@ -320,13 +354,18 @@ pub fn search(
             (finding.bound_pages, finding.bound_bytes) = (Some(from), Some(from * walk));
             break;
         }
-        let at_top = p5(&counted(top, stride, &mut finding)?);
+        let at_top = p5(&counted(top, stride, 1, &mut finding)?);
         if !rises(level_base, at_top) {
             (finding.bound_pages, finding.bound_bytes) = (Some(top), Some(top * walk));
             break;
         }
-        let Some(next) = first_rise(from, level_base, stride, &fits, &mut |n, s| {
-            counted(n, s, &mut finding)
+        let start = Start {
+            n: from,
+            base: level_base,
+            samples: level_samples.clone(),
+        };
+        let Some(next) = first_rise(start, stride, &fits, &mut |n, s| {
+            counted(n, s, 1, &mut finding)
         })?
         else {
             (finding.bound_pages, finding.bound_bytes) = (Some(top), Some(top * walk));
@@ -342,45 +381,9 @@ pub fn search(
         });
         from = next.n;
         level_base = next.after;
+        level_samples = next.samples;
     }
     Ok(finding)
-}
-
-/// Whether a rise found at `STRIDES[found]` whose overflow the smallest stride
-/// `STRIDES[smallest]` repeated (`smallest == found` where no smaller stride did) is a
-/// translation level; `STRIDES[largest]` is the largest stride the limits allowed.
-///
-/// A translation level rises at the same node count at every stride of at least the page
-/// (each node in its own page). With pages of at most `page_at_most` (a chunked
-/// allocation), a rise that does not repeat at a stride of at least that is not
-/// translation. With the page unknown (a plain allocation), a rise that no smaller stride
-/// repeats is translation only at the largest stride tried: below it, the walks at
-/// larger strides spanned as many bytes (as many pages, where a page is larger than the
-/// stride) without a rise.
-///
-/// ```
-/// use pchase_runner::measure::tlb::{is_translation, STRIDES};
-/// let at = |bytes: u64| STRIDES.iter().position(|&s| s == bytes).unwrap();
-/// // Chunks of 2 MiB: found at 32 MiB, repeated down to 2 MiB: translation.
-/// let top = STRIDES.len() - 1;
-/// assert!(is_translation(at(2 << 20), at(32 << 20), top, Some(2 << 20)));
-/// // Found at 32 MiB, not repeated at 16 MiB: not translation, in either allocation.
-/// assert!(!is_translation(at(32 << 20), at(32 << 20), top, Some(2 << 20)));
-/// assert!(!is_translation(at(32 << 20), at(32 << 20), top, None));
-/// // At the largest stride tried, unrepeated: translation with the page not determined.
-/// assert!(is_translation(top, top, top, None));
-/// assert!(is_translation(at(32 << 20), at(32 << 20), at(32 << 20), None));
-/// ```
-pub fn is_translation(
-    smallest: usize,
-    found: usize,
-    largest: usize,
-    page_at_most: Option<u64>,
-) -> bool {
-    match page_at_most {
-        Some(most) => STRIDES[smallest] <= most.max(STRIDES[0]),
-        None => smallest < found || found >= largest,
-    }
 }
 
 /// Notes `nodes` at `stride` as a walk without a rise (the largest per stride).
@@ -439,11 +442,64 @@ struct Rise {
     before: f64,
     after: f64,
     samples: Vec<f64>,
+    before_samples: Vec<f64>,
 }
 
-/// The miss cost's distribution: the overflowing walk's loads less the level before.
+/// Where a search for the next rise starts: the largest walk known not to rise (`n`
+/// nodes, its samples) and the level it is on (`base`, a 5th percentile).
+#[derive(Debug, Clone)]
+struct Start {
+    n: u64,
+    base: f64,
+    samples: Vec<f64>,
+}
+
+/// The base of a stride: walks of 1, 2, 4 and 8 nodes (those that fit); the base is the
+/// lowest 5th percentile, the start the largest of them that does not rise over it.
+fn base_walks(
+    stride: u64,
+    fits: &impl Fn(u64, u64) -> bool,
+    probe: &mut impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
+) -> Result<Start, RunnerError> {
+    let mut walks = Vec::new();
+    for n in [1, 2, 4, 8] {
+        if n == 1 || fits(n, stride) {
+            let samples = probe(n, stride)?;
+            walks.push((n, p5(&samples), samples));
+        }
+    }
+    let base = walks.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
+    let (n, _, samples) = walks
+        .into_iter()
+        .rev()
+        .find(|w| !rises(base, w.1))
+        .unwrap_or((1, base, Vec::new()));
+    Ok(Start { n, base, samples })
+}
+
+/// The miss cost's distribution: the shift of every quantile from the walk before the
+/// overflow to the overflowing walk (sorted loads paired by rank); without the walk
+/// before's loads, the overflowing walk's loads less the level before.
 fn miss(rise: &Rise) -> Option<LatencySummary> {
-    let costs: Vec<f64> = rise.samples.iter().map(|v| v - rise.before).collect();
+    let sorted = |v: &[f64]| {
+        let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (after, before) = (sorted(&rise.samples), sorted(&rise.before_samples));
+    let costs: Vec<f64> = if before.is_empty() || after.len() < 2 {
+        after.iter().map(|v| v - rise.before).collect()
+    } else {
+        let last = (after.len() - 1) as f64;
+        after
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let rank = (i as f64 / last * (before.len() - 1) as f64).round() as usize;
+                v - before[rank.min(before.len() - 1)]
+            })
+            .collect()
+    };
     LatencySummary::from_samples(&costs)
 }
 
@@ -469,15 +525,19 @@ fn largest_fitting(stride: u64, fits: &impl Fn(u64, u64) -> bool) -> u64 {
     lo
 }
 
-/// The smallest `n > from` whose latency rises over `base` (the level at `from`): doubling,
-/// then bisection. `None` when no `n` the limits allow rises.
+/// The smallest `n > start.n` whose latency rises over `start.base` (the level at
+/// `start.n`): doubling, then bisection. `None` when no `n` the limits allow rises.
 fn first_rise(
-    from: u64,
-    base: f64,
+    start: Start,
     stride: u64,
     fits: &impl Fn(u64, u64) -> bool,
     probe: &mut impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
 ) -> Result<Option<Rise>, RunnerError> {
+    let Start {
+        n: from,
+        base,
+        samples: mut lo_samples,
+    } = start;
     let top = largest_fitting(stride, fits);
     let (mut lo, mut lo_value) = (from, base);
     let mut n = from;
@@ -491,7 +551,7 @@ fn first_rise(
         if rises(base, value) {
             break (n, samples);
         }
-        (lo, lo_value) = (n, value.min(lo_value));
+        (lo, lo_value, lo_samples) = (n, value.min(lo_value), samples);
     };
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
@@ -500,7 +560,7 @@ fn first_rise(
         if rises(base, value) {
             (hi, hi_samples) = (mid, samples);
         } else {
-            (lo, lo_value) = (mid, value.min(lo_value));
+            (lo, lo_value, lo_samples) = (mid, value.min(lo_value), samples);
         }
     }
     Ok(Some(Rise {
@@ -508,6 +568,7 @@ fn first_rise(
         before: lo_value.min(base),
         after: p5(&hi_samples),
         samples: hi_samples,
+        before_samples: lo_samples,
     }))
 }
 

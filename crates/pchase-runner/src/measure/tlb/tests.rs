@@ -3,24 +3,58 @@
 
 use super::*;
 
-/// A modelled walk: LRU levels of `entries` with `miss` cycles, pages of `page` bytes.
+/// Whether a load at each sampled position of a walk misses an LRU level of `entries`
+/// entries that each map an aligned `span` of addresses: a load misses when its range
+/// differs from the previous load's and more than `entries` other ranges come between two
+/// visits of it (the whole cycle's ranges in address order, one pass's when grouped).
+fn misses(n: u64, stride: u64, group: u64, span: u64, entries: u64) -> Vec<bool> {
+    let step = step_bytes(stride);
+    let request = crate::walk::WalkRequest {
+        path: crate::backend::LoadPath::GlobalCg,
+        nodes: n as u32,
+        step_bytes: step,
+        group: group as u32,
+        warmup_steps: 0,
+        steps: 1,
+    };
+    let range = |p: u64| request.node_at(p) * step / span;
+    let pass = if group > 1 { n / group } else { n };
+    let mut seen: Vec<u64> = (0..pass).map(range).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    let overflows = seen.len() as u64 > entries;
+    (0..64u64)
+        .map(|k| {
+            let p = k * n.max(64) / 64 % n;
+            overflows && (n == 1 || range(p) != range((p + n - 1) % n))
+        })
+        .collect()
+}
+
+/// A modelled walk: LRU levels of `(entries, miss cycles)` whose entries each map `span`
+/// bytes (a page, or several), over a base of 100 cycles; `probe(nodes, stride, group)`.
 fn model(
-    page: u64,
+    span: u64,
     levels: &[(u64, f64)],
-) -> impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError> {
+) -> impl FnMut(u64, u64, u64) -> Result<Vec<f64>, RunnerError> {
     let levels = levels.to_vec();
-    move |n, stride| {
-        let s = step_bytes(stride);
-        let pages = if s >= page { n } else { (n - 1) * s / page + 1 };
-        let latency = 100.0
-            + levels
-                .iter()
-                .filter(|(entries, _)| pages > *entries)
-                .map(|(_, miss)| miss)
-                .sum::<f64>();
+    move |n, stride, group| {
+        let mut latency = vec![100.0; 64];
+        for &(entries, miss) in &levels {
+            for (l, m) in latency
+                .iter_mut()
+                .zip(misses(n, stride, group, span, entries))
+            {
+                if m {
+                    *l += miss;
+                }
+            }
+        }
         // A few slow loads above the level, as real samples have.
-        Ok((0..64)
-            .map(|i| latency + if i % 16 == 0 { 50.0 } else { 0.0 })
+        Ok(latency
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| l + if i % 16 == 0 { 50.0 } else { 0.0 })
             .collect())
     }
 }
@@ -28,13 +62,12 @@ fn model(
 const ROOMY: TlbLimits = TlbLimits {
     max_bytes: 16 << 30,
     max_nodes: 1 << 20,
-    page_at_most: None,
 };
 
 #[test]
 fn two_levels_and_the_page_size_are_recovered() {
     let f = search(ROOMY, model(2 << 20, &[(16, 30.0), (2048, 200.0)])).unwrap();
-    assert_eq!(f.page_bytes, Some(2 << 20));
+    assert_eq!(f.entry_bytes, Some(2 << 20));
     let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
     assert_eq!(entries, [Some(16), Some(2048)]);
     assert_eq!(f.levels[1].reach_bytes, 4 << 30);
@@ -50,10 +83,9 @@ fn a_level_beyond_the_memory_is_a_bound() {
     let small = TlbLimits {
         max_bytes: 1 << 30,
         max_nodes: 1 << 20,
-        page_at_most: None,
     };
     let f = search(small, model(64 << 10, &[(32, 30.0), (100_000, 200.0)])).unwrap();
-    assert_eq!(f.page_bytes, Some(64 << 10));
+    assert_eq!(f.entry_bytes, Some(64 << 10));
     assert_eq!(f.levels.len(), 1);
     assert_eq!(f.levels[0].entries, Some(32));
     assert_eq!(f.bound_pages, Some((1 << 30) / step_bytes(64 << 10)));
@@ -62,12 +94,12 @@ fn a_level_beyond_the_memory_is_a_bound() {
 #[test]
 fn no_level_at_all_is_a_bound_and_a_page_above_the_strides_is_unknown() {
     let f = search(ROOMY, model(2 << 20, &[])).unwrap();
-    assert!(f.levels.is_empty() && f.page_bytes.is_none());
+    assert!(f.levels.is_empty() && f.entry_bytes.is_none());
     assert!(f.bound_pages.is_some());
     // 1 GiB pages: eight of them are 256 walks of 32 MiB; the reach is estimated
     // from above by at most a stride per page.
     let f = search(ROOMY, model(1 << 30, &[(8, 30.0)])).unwrap();
-    assert_eq!(f.page_bytes, None);
+    assert_eq!(f.entry_bytes, None);
     assert_eq!(f.levels[0].entries, None);
     let reach = f.levels[0].reach_bytes;
     assert!(
@@ -82,10 +114,9 @@ fn pages_of_512_mib_over_all_of_memory_are_recovered() {
     let memory = TlbLimits {
         max_bytes: 74 << 30,
         max_nodes: 102_400,
-        page_at_most: None,
     };
     let f = search(memory, model(512 << 20, &[(16, 40.0), (64, 150.0)])).unwrap();
-    assert_eq!(f.page_bytes, Some(512 << 20));
+    assert_eq!(f.entry_bytes, Some(512 << 20));
     let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
     assert_eq!(entries, [Some(16), Some(64)]);
     assert_eq!(f.levels[1].reach_bytes, 32 << 30);
@@ -98,13 +129,11 @@ fn limits_too_small_are_an_error() {
     let tiny = TlbLimits {
         max_bytes: 128 << 10,
         max_nodes: 4,
-        page_at_most: None,
     };
     assert!(search(tiny, model(2 << 20, &[])).is_err());
     let one_node = TlbLimits {
         max_bytes: 16 << 30,
         max_nodes: 1,
-        page_at_most: None,
     };
     assert!(search(one_node, model(2 << 20, &[])).is_err());
 }
@@ -113,13 +142,13 @@ fn limits_too_small_are_an_error() {
 /// `extra` cycles (an H100's near-partition copies lost to conflicts at 32 MiB: its far
 /// hit), whatever the pages.
 fn with_l2_effect(
-    mut walk: impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
+    mut walk: impl FnMut(u64, u64, u64) -> Result<Vec<f64>, RunnerError>,
     strides: &'static [u64],
     from: u64,
     extra: f64,
-) -> impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError> {
-    move |n, stride| {
-        let samples = walk(n, stride)?;
+) -> impl FnMut(u64, u64, u64) -> Result<Vec<f64>, RunnerError> {
+    move |n, stride, group| {
+        let samples = walk(n, stride, group)?;
         let hit = strides.contains(&stride) && n >= from;
         Ok(samples
             .into_iter()
@@ -128,70 +157,109 @@ fn with_l2_effect(
     }
 }
 
-/// The H100's walked region and node limit on the L2 path, plain or in 2 MiB chunks.
-fn h100(page_at_most: Option<u64>) -> TlbLimits {
-    TlbLimits {
-        max_bytes: 74 << 30,
-        max_nodes: 102_400,
-        page_at_most,
-    }
-}
+/// The H100's walked region and node limit on the L2 path.
+const H100: TlbLimits = TlbLimits {
+    max_bytes: 74 << 30,
+    max_nodes: 102_400,
+};
 
 #[test]
-fn a_rise_at_one_stride_only_is_no_level_in_either_allocation() {
-    for page_at_most in [Some(2 << 20), None] {
-        let walk = with_l2_effect(model(2 << 20, &[]), &[32 << 20], 2207, 150.0);
-        let f = search(h100(page_at_most), walk).unwrap();
-        assert!(f.levels.is_empty(), "{page_at_most:?}: {:?}", f.levels);
-        assert_eq!(f.page_bytes, None);
-        assert_eq!(f.rejected.len(), 1, "{:?}", f.rejected);
-        let r = &f.rejected[0];
-        assert_eq!((r.stride, r.nodes), (32 << 20, 2207));
-        assert_eq!(r.retried_stride, Some(16 << 20));
-        assert_eq!((r.before_cycles, r.after_cycles), (100.0, 250.0));
-        // The bound: per stride the largest walk without a rise, 1 GiB down; 32 MiB's
-        // stops one node short of the rise, 16 MiB's covers all of the region.
-        let at = |stride: u64| f.flat.iter().find(|w| w.stride == stride).map(|w| w.nodes);
-        assert_eq!(at(1 << 30), Some((74 << 30) / step_bytes(1 << 30)));
-        assert_eq!(at(32 << 20), Some(2206));
-        assert_eq!(at(16 << 20), Some((74 << 30) / step_bytes(16 << 20)));
-        assert!(f.flat.windows(2).all(|w| w[0].stride > w[1].stride));
-        assert!(f.bound_pages.is_some_and(|p| p >= 2290));
-    }
+fn a_rise_at_one_stride_only_is_no_level() {
+    let walk = with_l2_effect(model(2 << 20, &[]), &[32 << 20], 2207, 150.0);
+    let f = search(H100, walk).unwrap();
+    assert!(f.levels.is_empty(), "{:?}", f.levels);
+    assert_eq!(f.entry_bytes, None);
+    assert_eq!(f.rejected.len(), 1, "{:?}", f.rejected);
+    let r = &f.rejected[0];
+    assert_eq!((r.stride, r.nodes), (32 << 20, 2207));
+    assert_eq!(r.retried_stride, Some(16 << 20));
+    assert_eq!((r.before_cycles, r.after_cycles), (100.0, 250.0));
+    // The order test: the same 2207 x 8 lines 4 MiB apart, alike in both orders.
+    let order = r.order.unwrap();
+    assert_eq!(
+        (order.stride, order.group, order.nodes),
+        (4 << 20, 8, 2207 * 8)
+    );
+    assert!(!order.confirms());
+    // The bound: per stride the largest walk without a rise, 1 GiB down; 32 MiB's
+    // stops one node short of the rise, 16 MiB's covers all of the region.
+    let at = |stride: u64| f.flat.iter().find(|w| w.stride == stride).map(|w| w.nodes);
+    assert_eq!(at(1 << 30), Some((74 << 30) / step_bytes(1 << 30)));
+    assert_eq!(at(32 << 20), Some(2206));
+    assert_eq!(at(16 << 20), Some((74 << 30) / step_bytes(16 << 20)));
+    assert!(f.flat.windows(2).all(|w| w[0].stride > w[1].stride));
+    assert!(f.bound_pages.is_some_and(|p| p >= 2290));
 }
 
 #[test]
 fn a_level_behind_an_l2_effect_is_still_recovered_exactly() {
-    for page_at_most in [Some(2 << 20), None] {
-        let walk = with_l2_effect(model(2 << 20, &[(3000, 200.0)]), &[32 << 20], 2207, 150.0);
-        let f = search(h100(page_at_most), walk).unwrap();
-        assert_eq!(f.rejected.len(), 1, "{page_at_most:?}");
-        assert_eq!(f.page_bytes, Some(2 << 20), "{page_at_most:?}");
-        let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
-        assert_eq!(entries, [Some(3000)], "{page_at_most:?}");
-        assert_eq!(f.levels[0].miss_cycles, 200.0);
-    }
+    let walk = with_l2_effect(model(2 << 20, &[(3000, 200.0)]), &[32 << 20], 2207, 150.0);
+    let f = search(H100, walk).unwrap();
+    assert_eq!(f.rejected.len(), 1);
+    assert_eq!(f.entry_bytes, Some(2 << 20));
+    let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
+    assert_eq!(entries, [Some(3000)]);
+    assert_eq!(f.levels[0].miss_cycles, 200.0);
+    assert!(f.order_check.is_some_and(|c| c.confirms()));
 }
 
 #[test]
-fn in_chunks_a_rise_whose_page_would_exceed_the_chunk_is_no_level() {
-    // The effect at 32 and 16 MiB: the page search "finds" 16 MiB pages, which 2 MiB
-    // chunks cannot have; 8 MiB, with each node in its own chunk, stays flat.
+fn an_effect_at_two_strides_is_refuted_by_the_order_of_the_same_lines() {
+    // The effect at 32 and 16 MiB: the span search "finds" 16 MiB entries; the same lines
+    // at 2 MiB in both orders stay alike, so it is no level (session 7 needed chunks and
+    // a rule on pages for this; the order test needs neither).
     let effect: &[u64] = &[16 << 20, 32 << 20];
     let f = search(
-        h100(Some(2 << 20)),
+        H100,
         with_l2_effect(model(2 << 20, &[]), effect, 2207, 150.0),
     )
     .unwrap();
-    assert!(f.levels.is_empty() && f.page_bytes.is_none(), "{f:?}");
+    assert!(f.levels.is_empty() && f.entry_bytes.is_none(), "{f:?}");
     assert_eq!(f.rejected[0].retried_stride, Some(8 << 20));
-    // The same walks in a plain allocation: 16 MiB pages cannot be told from the effect.
-    let f = search(
-        h100(None),
-        with_l2_effect(model(2 << 20, &[]), effect, 2207, 150.0),
-    )
-    .unwrap();
-    assert_eq!(f.page_bytes, Some(16 << 20));
+    let order = f.rejected[0].order.unwrap();
+    assert_eq!((order.stride, order.group), (2 << 20, 8));
+}
+
+#[test]
+fn entries_that_map_16_mib_over_smaller_pages_are_found_with_their_span() {
+    // The H100's L2 path (session 8): 16 entries of 16 MiB, +10 cycles, alike whatever the
+    // pages; no further level within the memory.
+    let f = search(H100, model(16 << 20, &[(16, 10.0)])).unwrap();
+    assert_eq!(f.entry_bytes, Some(16 << 20));
+    assert_eq!(f.levels.len(), 1);
+    assert_eq!(f.levels[0].entries, Some(16));
+    assert_eq!(f.levels[0].reach_bytes, 256 << 20);
+    assert_eq!(f.levels[0].miss_cycles, 10.0);
+    // The miss is the shift of every quantile: +10 at the median too (the loads less the
+    // level before would put the slow loads' +50 into it).
+    let miss = f.levels[0].miss.unwrap();
+    assert_eq!(miss.p50.get(), 10.0);
+    let check = f.order_check.unwrap();
+    assert_eq!(
+        (check.stride, check.group, check.nodes),
+        (2 << 20, 8, 17 * 8)
+    );
+    assert_eq!((check.sequential, check.grouped), (100.0, 110.0));
+    assert!(f.bound_pages.is_some());
+}
+
+#[test]
+fn slow_walks_of_a_few_lines_do_not_hide_a_level() {
+    // An H100's walks of one to four lines in 2 MiB chunks read 265 cycles (slow L2
+    // slices), eight lines 254: a base of one line would hide the +10 level.
+    let mut walk = model(16 << 20, &[(16, 10.0)]);
+    let slow_few = move |n: u64, stride: u64, group: u64| {
+        let extra = if n <= 4 { 11.0 } else { 0.0 };
+        Ok(walk(n, stride, group)?
+            .into_iter()
+            .map(|v| v + extra)
+            .collect())
+    };
+    let f = search(H100, slow_few).unwrap();
+    let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
+    assert_eq!(entries, [Some(16)]);
+    assert_eq!(f.entry_bytes, Some(16 << 20));
+    assert_eq!(f.levels[0].miss_cycles, 10.0);
 }
 
 #[test]
@@ -202,11 +270,10 @@ fn an_unrepeated_rise_at_the_largest_stride_the_region_allows_is_still_a_level()
     let small = TlbLimits {
         max_bytes: 3 << 29,
         max_nodes: 1 << 20,
-        page_at_most: None,
     };
     let f = search(small, model(512 << 20, &[(1, 30.0)])).unwrap();
     assert!(f.rejected.is_empty(), "{:?}", f.rejected);
-    assert_eq!((f.page_bytes, f.levels.len()), (None, 1));
+    assert_eq!((f.entry_bytes, f.levels.len()), (None, 1));
     assert_eq!(f.levels[0].reach_bytes, step_bytes(512 << 20));
     assert_eq!(f.levels[0].miss_cycles, 30.0);
 }

@@ -1,5 +1,6 @@
 //! The TLB searches in the topology: the levels, and notes on what each allocation's walks
-//! found or bound, the page size measured, and whether the L1 path's hits are translated.
+//! found or bound, the span one entry maps and the order test that confirmed it, how the
+//! two allocations compare, and whether the L1 path's hits are translated.
 
 use topology::{Note, NoteSeverity, Topology};
 
@@ -53,17 +54,18 @@ fn rejected_note(search: &TlbSearch, r: &RejectedRise, far_p50: Option<f64>) -> 
         r.before_cycles,
         r.after_cycles
     );
-    match (r.retried_stride, search.region.chunk_bytes) {
-        (Some(retried), Some(chunk)) if retried >= chunk => message.push_str(&format!(
-            " did not repeat at {} stride with the same nodes (each in its own page of at most {})",
-            human(retried),
-            human(chunk)
-        )),
-        (Some(retried), _) => message.push_str(&format!(
-            " did not repeat at {} stride with the same nodes, and the walks at larger strides over as many bytes did not rise",
+    match r.retried_stride {
+        Some(retried) => message.push_str(&format!(
+            " did not repeat at {} stride with the same nodes",
             human(retried)
         )),
-        (None, _) => message.push_str(" repeated at no smaller stride"),
+        None => message.push_str(" repeated at no smaller stride"),
+    }
+    match &r.order {
+        Some(check) => message.push_str(&format!(", and {}", order_words(check))),
+        None => {
+            message.push_str(", and the walks at larger strides over as many bytes did not rise")
+        }
     }
     // The next smaller stride's largest flat walk, where it covered the rising walk's bytes
     // (as many pages of the rising stride: a page of exactly that stride is excluded too).
@@ -142,19 +144,8 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
         if let Some(n) = flat_note(search) {
             topo.notes.push(n);
         }
-        match f.page_bytes {
-            Some(page) => topo.notes.push(note(
-                NoteSeverity::Info,
-                format!("{head}: page size {} (the smallest stride whose walks overflow level 1 at the same number of nodes)", human(page)),
-            )),
-            None if !f.levels.is_empty() => topo.notes.push(note(
-                NoteSeverity::Warning,
-                format!(
-                    "{head}: page size not determined: at least the largest stride that moved level 1's overflow, at most {} (the largest stride tried); reaches are the walks' bytes",
-                    human(tlb::STRIDES[tlb::STRIDES.len() - 1])
-                ),
-            )),
-            None => {}
+        if let Some(n) = span_note(search) {
+            topo.notes.push(n);
         }
         if let (Some(pages), Some(bytes), true) = (
             f.bound_pages,
@@ -175,8 +166,10 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
             ));
         }
     }
-    if let Some(n) = unconfirmed_note(searches) {
-        topo.notes.push(n);
+    for path in [LoadPath::GlobalCg, LoadPath::GlobalCa] {
+        if let Some(n) = allocations_note(searches, path) {
+            topo.notes.push(n);
+        }
     }
     for allocation in WalkAllocation::ALL {
         let of = |path| search_of(searches, path, allocation);
@@ -213,28 +206,96 @@ fn search_of(
         .find(|s| s.path == path && s.region.allocation == allocation)
 }
 
-/// The second method's word on the plain allocation's first L2-path level: in separately
-/// mapped chunks every node of a walk at a stride of at least the chunk has a page of its
-/// own, so a TLB of `E` entries overflows there at `E + 1` nodes as well (sooner, if the
-/// plain pages were larger). Where the chunked walks went past that without a level, the
-/// plain level is not confirmed (a warning): its rise may be the L2's (the H100 GPU-bd689f88
-/// of session 7: "16 entries of 16 MiB, +30 cycles" in one `cuMemAlloc`, nothing in 37871
-/// chunks of 2 MiB).
-fn unconfirmed_note(searches: &[TlbSearch]) -> Option<Note> {
-    let of = |allocation| search_of(searches, LoadPath::GlobalCg, allocation);
-    let (plain, chunked) = (of(WalkAllocation::Plain)?, of(WalkAllocation::Chunked)?);
-    let first = plain.finding.levels.first()?;
-    let entries = first.entries?;
-    let walked = chunked.finding.bound_pages?;
-    if !chunked.finding.levels.is_empty() || walked <= entries {
-        return None;
-    }
-    Some(note(
-        NoteSeverity::Warning,
-        format!(
-            "TLB on the global_cg path: level 1 of the plain allocation ({entries} entries) is not confirmed: in separately mapped chunks, where every node has its own page, walks of up to {walked} pages never rose, and a TLB of {entries} entries would overflow there too; the rise may be the L2's, not translation"
+/// The order test in words: the same lines in two orders and their 5th percentiles.
+fn order_words(check: &tlb::OrderCheck) -> String {
+    let span = check.stride * check.group;
+    format!(
+        "the same {} lines {} apart read p5 {:.0} cycles in address order and {:.0} when one line of each {} range was visited in turn (groups of {})",
+        check.nodes,
+        human(check.stride),
+        check.sequential,
+        check.grouped,
+        human(span),
+        check.group
+    )
+}
+
+/// Level 1's entry span (measured, or why not) and the order test that confirmed it.
+fn span_note(search: &TlbSearch) -> Option<Note> {
+    let f = &search.finding;
+    f.levels.first()?;
+    let head = walked(search);
+    let confirmed = match &f.order_check {
+        Some(check) => format!("; confirmed as translation: {}", order_words(check)),
+        None => "; not confirmed by the order test (its walks did not fit the limits)".into(),
+    };
+    Some(match f.entry_bytes {
+        Some(span) => {
+            let pages = match search.region.chunk_bytes {
+                Some(chunk) if span > chunk => format!(
+                    "; more than one page of at most {}: an entry maps an aligned {} range of virtual addresses whatever its pages",
+                    human(chunk),
+                    human(span)
+                ),
+                _ => String::new(),
+            };
+            note(
+                NoteSeverity::Info,
+                format!(
+                    "{head}: one level-1 entry maps {} (the smallest stride whose walks overflow level 1 at the same number of nodes){pages}{confirmed}",
+                    human(span)
+                ),
+            )
+        }
+        None => note(
+            NoteSeverity::Warning,
+            format!(
+                "{head}: the span of a level-1 entry is not determined: at least the largest stride that moved level 1's overflow, at most {} (the largest stride tried); reaches are the walks' bytes{confirmed}",
+                human(tlb::STRIDES[tlb::STRIDES.len() - 1])
+            ),
         ),
-    ))
+    })
+}
+
+/// How the two allocations' level 1 on `path` compare. The same entries and span in one
+/// `cuMemAlloc` and in separately mapped chunks: the level is keyed by virtual address and
+/// the walks cannot tell the driver's page size (the H100 of session 8: 16 entries of
+/// 16 MiB in both, over 2 MiB chunks). A level in one allocation only, where the other's
+/// walks went past its overflow, is a difference worth a note (e.g. large pages that
+/// chunks cannot form).
+fn allocations_note(searches: &[TlbSearch], path: LoadPath) -> Option<Note> {
+    let of = |allocation| search_of(searches, path, allocation);
+    let (plain, chunked) = (of(WalkAllocation::Plain)?, of(WalkAllocation::Chunked)?);
+    let chunk = chunked.region.chunk_bytes.map(human).unwrap_or_default();
+    let level = |s: &TlbSearch| s.finding.levels.first().and_then(|l| l.entries);
+    match (level(plain), level(chunked)) {
+        (Some(a), Some(b)) if a == b && plain.finding.entry_bytes == chunked.finding.entry_bytes => {
+            let span = plain.finding.entry_bytes.map(human).unwrap_or_default();
+            Some(note(
+                NoteSeverity::Info,
+                format!(
+                    "TLB on the {path} path: level 1 is the same in one cuMemAlloc and in separately mapped chunks of {chunk} ({a} entries of {span}): it is keyed by virtual address, so these walks cannot tell the page size the driver uses for cuMemAlloc"
+                ),
+            ))
+        }
+        (Some(a), None) => chunked.finding.bound_pages.filter(|&b| b > a).map(|b| {
+            note(
+                NoteSeverity::Info,
+                format!(
+                    "TLB on the {path} path: level 1 of one cuMemAlloc ({a} entries) does not show in separately mapped chunks of {chunk}, whose walks went to {b} nodes: it needs memory the chunks do not give (e.g. pages larger than a chunk)"
+                ),
+            )
+        }),
+        (None, Some(b)) => plain.finding.bound_pages.filter(|&p| p > b).map(|p| {
+            note(
+                NoteSeverity::Info,
+                format!(
+                    "TLB on the {path} path: level 1 of separately mapped chunks of {chunk} ({b} entries) does not show in one cuMemAlloc, whose walks went to {p} nodes: the plain allocation's larger pages need fewer entries"
+                ),
+            )
+        }),
+        _ => None,
+    }
 }
 
 /// Bytes in KiB, MiB or GiB.
@@ -262,7 +323,8 @@ mod tests {
                 chunk_bytes: None,
             },
             finding: TlbFinding {
-                page_bytes: (!levels.is_empty()).then_some(512 << 20),
+                entry_bytes: (!levels.is_empty()).then_some(16 << 20),
+                order_check: None,
                 levels,
                 bound_pages: Some(bound),
                 bound_bytes: Some(bound << 29),
@@ -316,21 +378,70 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_level_the_chunks_do_not_show_is_unconfirmed() {
+    fn the_allocations_are_compared_where_both_walked_far_enough() {
         let plain = search(LoadPath::GlobalCg, vec![level(16)], 4735);
-        let mut chunked = search(LoadPath::GlobalCg, vec![], 37871);
+        let mut chunked = search(LoadPath::GlobalCg, vec![level(16)], 37871);
         chunked.region.allocation = WalkAllocation::Chunked;
         chunked.region.chunk_bytes = Some(2 << 20);
-        let warned = |searches: &[TlbSearch]| unconfirmed_note(searches).is_some();
-        assert!(warned(&[plain.clone(), chunked.clone()]));
-        // The chunks show a level too, or their walks stopped short: no warning.
-        let mut seen = chunked.clone();
-        seen.finding.levels = vec![level(16)];
-        assert!(!warned(&[plain.clone(), seen]));
-        let mut short = chunked;
-        short.finding.bound_pages = Some(16);
-        assert!(!warned(&[plain.clone(), short]));
-        assert!(!warned(&[plain]));
+        let said = |searches: &[TlbSearch]| {
+            allocations_note(searches, LoadPath::GlobalCg).map(|n| (n.severity, n.message))
+        };
+        // The H100 of session 8: the same level in both, keyed by virtual address.
+        let (severity, same) = said(&[plain.clone(), chunked.clone()]).unwrap();
+        assert_eq!(severity, NoteSeverity::Info);
+        assert!(same.contains("the same in one cuMemAlloc and in separately mapped chunks of 2.0 MiB (16 entries of 16.0 MiB)"), "{same}");
+        // Different spans are no match.
+        let mut other = chunked.clone();
+        other.finding.entry_bytes = Some(2 << 20);
+        assert!(said(&[plain.clone(), other]).is_none());
+        // A plain level the chunks went past without seeing it.
+        let mut none = chunked.clone();
+        none.finding.levels.clear();
+        let (_, only) = said(&[plain.clone(), none.clone()]).unwrap();
+        assert!(only.contains("does not show in separately mapped chunks of 2.0 MiB, whose walks went to 37871 nodes"), "{only}");
+        // ... or stopped short of its overflow: nothing to say.
+        none.finding.bound_pages = Some(16);
+        assert!(said(&[plain.clone(), none]).is_none());
+        assert!(said(&[plain]).is_none());
+    }
+
+    #[test]
+    fn the_span_note_says_an_entry_maps_more_than_a_chunk_and_how_the_order_confirmed_it() {
+        let mut chunked = search(LoadPath::GlobalCg, vec![level(16)], 37871);
+        chunked.region.allocation = WalkAllocation::Chunked;
+        chunked.region.chunk_bytes = Some(2 << 20);
+        chunked.finding.order_check = Some(tlb::OrderCheck {
+            stride: 2 << 20,
+            group: 8,
+            nodes: 136,
+            sequential: 261.0,
+            grouped: 271.0,
+        });
+        let n = span_note(&chunked).unwrap();
+        assert_eq!(n.severity, NoteSeverity::Info);
+        assert!(
+            n.message.contains("one level-1 entry maps 16.0 MiB"),
+            "{}",
+            n.message
+        );
+        assert!(
+            n.message.contains("more than one page of at most 2.0 MiB"),
+            "{}",
+            n.message
+        );
+        assert!(n.message.contains("the same 136 lines 2.0 MiB apart read p5 261 cycles in address order and 271 when one line of each 16.0 MiB range was visited in turn (groups of 8)"), "{}", n.message);
+        // Without a span: a warning; without an order test: said so.
+        chunked.finding.entry_bytes = None;
+        chunked.finding.order_check = None;
+        let n = span_note(&chunked).unwrap();
+        assert_eq!(n.severity, NoteSeverity::Warning);
+        assert!(
+            n.message.contains("not confirmed by the order test"),
+            "{}",
+            n.message
+        );
+        chunked.finding.levels.clear();
+        assert!(span_note(&chunked).is_none());
     }
 
     /// The H100's chunked L2-path search of session 7: a rise at 2207 nodes of 32 MiB that
@@ -353,7 +464,8 @@ mod tests {
                 chunk_bytes: chunked.then_some(2 << 20),
             },
             finding: TlbFinding {
-                page_bytes: None,
+                entry_bytes: None,
+                order_check: None,
                 levels: vec![],
                 bound_pages: Some(4734),
                 bound_bytes: Some(4734 * tlb::step_bytes(16 << 20)),
@@ -364,6 +476,13 @@ mod tests {
                     after_cycles: 420.0,
                     after_p50: 450.0,
                     retried_stride: Some(16 << 20),
+                    order: chunked.then_some(tlb::OrderCheck {
+                        stride: 4 << 20,
+                        group: 8,
+                        nodes: 17656,
+                        sequential: 272.0,
+                        grouped: 273.0,
+                    }),
                 }],
                 flat: vec![
                     flat(1 << 30, 73),
@@ -398,7 +517,7 @@ mod tests {
             rise.contains("of 32.0 MiB stride to p50 450 cycles"),
             "{rise}"
         );
-        assert!(rise.contains("did not repeat at 16.0 MiB stride with the same nodes (each in its own page of at most 2.0 MiB)"), "{rise}");
+        assert!(rise.contains("did not repeat at 16.0 MiB stride with the same nodes, and the same 17656 lines 4.0 MiB apart read p5 272 cycles in address order and 273 when one line of each 32.0 MiB range was visited in turn"), "{rise}");
         assert!(rise.contains("4734 nodes of 16.0 MiB"), "{rise}");
         assert!(
             rise.contains("not translation (the L2's far-hit level is p50 458 cycles)"),
@@ -413,10 +532,10 @@ mod tests {
             "{bound}"
         );
         assert!(bound.contains("73 × 1.0 GiB"), "{bound}");
-        // No page-size warning and no level-2 wording.
+        // No span note and no level-2 wording.
         assert!(
             !m.iter()
-                .any(|n| n.contains("page size") || n.contains("level 1")),
+                .any(|n| n.contains("entry maps") || n.contains("level 1")),
             "{m:?}"
         );
         // Plain: the larger strides' walks are the evidence; without L2 results no far level.
