@@ -14,6 +14,12 @@
 //!   current GPUs), mapped in a shuffled order so that no two neighbouring chunks are
 //!   physically neighbours; the GPU's MMU cannot map such a range with pages larger than
 //!   one chunk.
+//! - [`WalkAllocation::Aliased`]: more virtual addresses than the GPU has memory (up to
+//!   [`ALIASED_BYTES`]): a reserved range whose places of [`ALIASED_CHUNK_BYTES`] hold a
+//!   small pool of physical chunks over and over (place `j` holds chunk `j mod pool`), so
+//!   walks can span hundreds of GiB. The pool is a power of two of chunks, so two nodes of
+//!   a walk ([`crate::measure::tlb::step_bytes`], an odd number of lines apart) share a
+//!   physical line only after 2^25 nodes or more.
 //!
 //! A backend offers walks through [`Backend::walks`](crate::Backend::walks); `None` makes
 //! the TLB benchmark fail with a reason.
@@ -44,6 +50,20 @@ use crate::error::RunnerError;
 /// Bytes one index of a walk counts (a 128-byte line).
 pub const LINE_BYTES: u64 = catalogue::LINE_UNIT_BYTES;
 
+/// The virtual addresses of an aliased region at most: 496 GiB, below the 512 GiB that the
+/// line-indexed chase's 32-bit indices reach (`scripts/gpu/tlb_alias.cu`, with 64-bit
+/// indices, walked 992 GiB of 64 MiB mappings on an H100; 1 TiB of 2 MiB ones was refused
+/// access beyond 1008 GiB).
+pub const ALIASED_BYTES: u64 = 496 << 30;
+
+/// One place of an aliased region (a multiple of every GPU's 2 MiB granularity; few
+/// mappings: 7936 for 496 GiB).
+pub const ALIASED_CHUNK_BYTES: u64 = 64 << 20;
+
+/// The physical chunks behind an aliased region at most (4 GiB of 64 MiB chunks; a power
+/// of two).
+pub const ALIASED_POOL_CHUNKS: u64 = 64;
+
 /// How the memory of a walk is allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WalkAllocation {
@@ -53,17 +73,25 @@ pub enum WalkAllocation {
     /// into one reserved address range (`cuMemCreate`, `cuMemMap`): pages of at most one
     /// chunk.
     Chunked,
+    /// A pool of physical chunks mapped over and over into a reserved range larger than
+    /// the memory ([`ALIASED_BYTES`]): walks over more virtual addresses than the GPU has.
+    Aliased,
 }
 
 impl WalkAllocation {
-    /// Both, plain first.
-    pub const ALL: [WalkAllocation; 2] = [WalkAllocation::Plain, WalkAllocation::Chunked];
+    /// All three, plain first.
+    pub const ALL: [WalkAllocation; 3] = [
+        WalkAllocation::Plain,
+        WalkAllocation::Chunked,
+        WalkAllocation::Aliased,
+    ];
 
-    /// The name in logs and in the topology (`plain`, `chunked`).
+    /// The name in logs and in the topology (`plain`, `chunked`, `aliased`).
     pub fn name(self) -> &'static str {
         match self {
             WalkAllocation::Plain => "plain",
             WalkAllocation::Chunked => "chunked",
+            WalkAllocation::Aliased => "aliased",
         }
     }
 }
@@ -82,8 +110,11 @@ pub struct WalkRegion {
     /// Its bytes (at most what was asked; less where memory was short).
     pub bytes: u64,
     /// The chunk of a [`WalkAllocation::Chunked`] region (the driver's minimum allocation
-    /// granularity); `None` for a plain one.
+    /// granularity) or of an aliased one's places; `None` for a plain one.
     pub chunk_bytes: Option<u64>,
+    /// The physical bytes behind an aliased region (its pool of chunks); `None` for the
+    /// others, where every place has memory of its own.
+    pub backing_bytes: Option<u64>,
 }
 
 /// One walk: a fine-grained chase of `nodes` nodes `step_bytes` apart from the region's

@@ -98,4 +98,29 @@ fn every_failing_vmm_call_is_a_typed_error_and_a_good_region_is_released() {
         ),
         "{e}"
     );
+    an_aliased_region_spans_more_places_than_chunks_and_refuses_a_bad_chunk();
+}
+
+/// Part of the test above (the stand-in's script is one environment variable for the
+/// whole process, so the VMM tests run as one).
+fn an_aliased_region_spans_more_places_than_chunks_and_refuses_a_bad_chunk() {
+    script("");
+    // 64 MiB of addresses over two 8 MiB chunks: eight places.
+    let region = ChunkedRegion::aliased(0, 64 << 20, 8 << 20, 2).expect("every call succeeds");
+    assert_eq!(
+        (region.bytes(), region.backing_bytes(), region.chunk_bytes()),
+        (64 << 20, 16 << 20, 8 << 20)
+    );
+    region.release().expect("released");
+    // A chunk that is no multiple of the 2 MiB granularity, and a range below one chunk.
+    let e = ChunkedRegion::aliased(0, 64 << 20, 3 << 20, 2).unwrap_err();
+    assert!(
+        matches!(e, VmmError::BadGranularity(b) if b == 3 << 20),
+        "{e}"
+    );
+    let e = ChunkedRegion::aliased(0, 4 << 20, 8 << 20, 2).unwrap_err();
+    assert!(matches!(e, VmmError::Reserve { .. }), "{e}");
+    script("cuMemMap=1");
+    let e = ChunkedRegion::aliased(0, 64 << 20, 8 << 20, 2).unwrap_err();
+    assert!(matches!(e, VmmError::Map { offset: 0, .. }), "{e}");
 }

@@ -121,7 +121,10 @@ impl ChunkOrder {
 pub struct ChunkedRegion {
     base: DevicePtr,
     chunk: u64,
+    /// Physical chunks behind the range.
     chunks: u64,
+    /// Places of the range (`chunks`, or more where chunks are mapped over and over).
+    places: u64,
     /// Places mapped so far (all, once built).
     mapped: u64,
     /// Whether the range is still reserved.
@@ -144,101 +147,39 @@ impl ChunkedRegion {
                 message: format!("smaller than one chunk of {chunk} B"),
             });
         }
-        let prop = prop(device);
-        let mut handles: Vec<u64> = Vec::with_capacity(wanted as usize);
-        for k in 0..wanted {
-            let mut handle = 0u64;
-            // SAFETY: valid out-pointer and property struct.
-            let code = unsafe { ffi::cuMemCreate(&mut handle, chunk as usize, &prop, 0) };
-            if code == ffi::SUCCESS {
-                handles.push(handle);
-                continue;
-            }
-            if code == ffi::ERROR_OUT_OF_MEMORY && k >= 16 {
-                let keep = handles.len() - handles.len() / 16;
-                release_handles(&handles[keep..]);
-                handles.truncate(keep);
-                log::info!(
-                    "chunked region: memory ran out after {k} chunks of {chunk} B; using {keep}"
-                );
-                break;
-            }
-            release_handles(&handles);
-            return Err(VmmError::Create {
-                chunk: k,
-                chunks: wanted,
-                message: message(code),
-            });
-        }
+        let handles = create(device, chunk, wanted, true)?;
         let chunks = handles.len() as u64;
-        let bytes = chunks * chunk;
-        let mut base: DevicePtr = 0;
-        // SAFETY: valid out-pointer; no fixed address asked for.
-        let code =
-            unsafe { ffi::cuMemAddressReserve(&mut base, bytes as usize, chunk as usize, 0, 0) };
-        if code != ffi::SUCCESS {
-            release_handles(&handles);
-            return Err(VmmError::Reserve {
-                bytes,
-                message: message(code),
-            });
-        }
-        let mut region = ChunkedRegion {
-            base,
-            chunk,
-            chunks,
-            mapped: 0,
-            reserved: true,
-        };
         let order = ChunkOrder::new(chunks);
-        for j in 0..chunks {
-            let physical = order.chunk(j);
-            let offset = j * chunk;
-            // SAFETY: the place lies in the reserved range; the handle is a live chunk of
-            // exactly one chunk's size.
-            let code = unsafe {
-                ffi::cuMemMap(
-                    base + offset,
-                    chunk as usize,
-                    0,
-                    handles[physical as usize],
-                    0,
-                )
-            };
-            if code != ffi::SUCCESS {
-                release_handles(&handles);
-                return Err(VmmError::Map {
-                    chunk: physical,
-                    offset,
-                    message: message(code),
-                });
-            }
-            region.mapped = j + 1;
+        build(device, chunk, handles, chunks, |j| order.chunk(j))
+    }
+
+    /// A range of up to `max_bytes` of virtual addresses whose places of `chunk` bytes (a
+    /// multiple of the granularity) hold `pool` physical chunks over and over (place `j`
+    /// holds chunk `j mod pool`): more addresses than the memory.
+    ///
+    /// # Errors
+    /// The [`VmmError`] of the call that failed (a chunk size that is no multiple of the
+    /// granularity is [`VmmError::BadGranularity`]); what was built before it is torn down.
+    pub fn aliased(
+        device: c_int,
+        max_bytes: u64,
+        chunk: u64,
+        pool: u64,
+    ) -> Result<ChunkedRegion, VmmError> {
+        let granule = granularity(device)?;
+        if chunk == 0 || chunk % granule != 0 {
+            return Err(VmmError::BadGranularity(chunk));
         }
-        // The mappings hold the memory from here on.
-        for &handle in &handles {
-            // SAFETY: each handle is released once.
-            let code = unsafe { ffi::cuMemRelease(handle) };
-            if code != ffi::SUCCESS {
-                return Err(VmmError::Release {
-                    call: "cuMemRelease",
-                    message: message(code),
-                });
-            }
-        }
-        let access = ffi::MemAccessDesc {
-            location: prop.location,
-            flags: ffi::MEM_ACCESS_FLAGS_PROT_READWRITE,
-        };
-        // SAFETY: the whole range is mapped; one descriptor.
-        let code = unsafe { ffi::cuMemSetAccess(base, bytes as usize, &access, 1) };
-        if code != ffi::SUCCESS {
-            return Err(VmmError::SetAccess {
-                bytes,
-                message: message(code),
+        let places = max_bytes / chunk;
+        if places == 0 || pool == 0 {
+            return Err(VmmError::Reserve {
+                bytes: max_bytes,
+                message: format!("smaller than one chunk of {chunk} B"),
             });
         }
-        Ok(region)
+        let handles = create(device, chunk, pool.min(places), false)?;
+        let chunks = handles.len() as u64;
+        build(device, chunk, handles, places, |j| j % chunks)
     }
 
     /// The range's first address.
@@ -248,6 +189,11 @@ impl ChunkedRegion {
 
     /// The range's bytes.
     pub fn bytes(&self) -> u64 {
+        self.chunk * self.places
+    }
+
+    /// The physical bytes behind it (less than [`ChunkedRegion::bytes`] where aliased).
+    pub fn backing_bytes(&self) -> u64 {
         self.chunk * self.chunks
     }
 
@@ -301,6 +247,124 @@ impl Drop for ChunkedRegion {
 }
 
 /// Releases chunk handles while tearing down after a failure; errors are logged.
+/// `wanted` physical chunks of `chunk` bytes; where `shrink`, fewer when the memory runs
+/// out (a sixteenth of those created given back, as headroom for the timing buffers).
+fn create(device: c_int, chunk: u64, wanted: u64, shrink: bool) -> Result<Vec<u64>, VmmError> {
+    let prop = prop(device);
+    let mut handles: Vec<u64> = Vec::with_capacity(wanted as usize);
+    for k in 0..wanted {
+        let mut handle = 0u64;
+        // SAFETY: valid out-pointer and property struct.
+        let code = unsafe { ffi::cuMemCreate(&mut handle, chunk as usize, &prop, 0) };
+        if code == ffi::SUCCESS {
+            handles.push(handle);
+            continue;
+        }
+        if shrink && code == ffi::ERROR_OUT_OF_MEMORY && k >= 16 {
+            let keep = handles.len() - handles.len() / 16;
+            release_handles(&handles[keep..]);
+            handles.truncate(keep);
+            log::info!(
+                "chunked region: memory ran out after {k} chunks of {chunk} B; using {keep}"
+            );
+            break;
+        }
+        release_handles(&handles);
+        return Err(VmmError::Create {
+            chunk: k,
+            chunks: wanted,
+            message: message(code),
+        });
+    }
+    Ok(handles)
+}
+
+/// Reserves `places` places of `chunk` bytes, maps place `j` to `handles[physical(j)]`,
+/// releases the handles (the mappings hold the memory) and grants access in pieces of at
+/// most 16 GiB (one call over about 1 TiB of 2 MiB mappings ran out of memory on an H100).
+fn build(
+    device: c_int,
+    chunk: u64,
+    handles: Vec<u64>,
+    places: u64,
+    physical: impl Fn(u64) -> u64,
+) -> Result<ChunkedRegion, VmmError> {
+    let prop = prop(device);
+    let chunks = handles.len() as u64;
+    let bytes = places * chunk;
+    let mut base: DevicePtr = 0;
+    // SAFETY: valid out-pointer; no fixed address asked for.
+    let code = unsafe { ffi::cuMemAddressReserve(&mut base, bytes as usize, chunk as usize, 0, 0) };
+    if code != ffi::SUCCESS {
+        release_handles(&handles);
+        return Err(VmmError::Reserve {
+            bytes,
+            message: message(code),
+        });
+    }
+    let mut region = ChunkedRegion {
+        base,
+        chunk,
+        chunks,
+        places,
+        mapped: 0,
+        reserved: true,
+    };
+    for j in 0..places {
+        let chunk_index = physical(j);
+        let offset = j * chunk;
+        // SAFETY: the place lies in the reserved range; the handle is a live chunk of
+        // exactly one chunk's size.
+        let code = unsafe {
+            ffi::cuMemMap(
+                base + offset,
+                chunk as usize,
+                0,
+                handles[chunk_index as usize],
+                0,
+            )
+        };
+        if code != ffi::SUCCESS {
+            release_handles(&handles);
+            return Err(VmmError::Map {
+                chunk: chunk_index,
+                offset,
+                message: message(code),
+            });
+        }
+        region.mapped = j + 1;
+    }
+    for &handle in &handles {
+        // SAFETY: each handle is released once.
+        let code = unsafe { ffi::cuMemRelease(handle) };
+        if code != ffi::SUCCESS {
+            return Err(VmmError::Release {
+                call: "cuMemRelease",
+                message: message(code),
+            });
+        }
+    }
+    let access = ffi::MemAccessDesc {
+        location: prop.location,
+        flags: ffi::MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    let piece = (16u64 << 30).max(chunk) / chunk * chunk;
+    let mut at = 0;
+    while at < bytes {
+        let len = piece.min(bytes - at);
+        // SAFETY: the range is mapped; one descriptor.
+        let code = unsafe { ffi::cuMemSetAccess(base + at, len as usize, &access, 1) };
+        if code != ffi::SUCCESS {
+            return Err(VmmError::SetAccess {
+                bytes,
+                message: message(code),
+            });
+        }
+        at += len;
+    }
+    Ok(region)
+}
+
 fn release_handles(handles: &[u64]) {
     for &handle in handles {
         // SAFETY: each handle is live and released once.

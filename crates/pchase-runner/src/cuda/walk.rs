@@ -1,4 +1,4 @@
-//! TLB walks on the GPU ([`crate::walk`]): the region (plain or chunked, `vmm`), the
+//! TLB walks on the GPU ([`crate::walk`]): the region (plain, chunked or aliased, `vmm`), the
 //! line-indexed chain written by `init_chain_lines`, and one block's fine-grained chase.
 
 use pchase_kernels::catalogue;
@@ -50,16 +50,28 @@ impl WalkBackend for CudaBackend {
                     allocation,
                     bytes: plain.bytes(),
                     chunk_bytes: None,
+                    backing_bytes: None,
                 };
                 (WalkMemory::Plain(plain), region)
             }
-            WalkAllocation::Chunked => {
+            WalkAllocation::Chunked | WalkAllocation::Aliased => {
                 let device = handles::device(self.info.ordinal)?;
-                let chunked = ChunkedRegion::new(device, max_bytes)?;
+                let chunked = if allocation == WalkAllocation::Aliased {
+                    ChunkedRegion::aliased(
+                        device,
+                        max_bytes,
+                        crate::walk::ALIASED_CHUNK_BYTES,
+                        crate::walk::ALIASED_POOL_CHUNKS,
+                    )?
+                } else {
+                    ChunkedRegion::new(device, max_bytes)?
+                };
+                let aliased = allocation == WalkAllocation::Aliased;
                 let region = WalkRegion {
                     allocation,
                     bytes: chunked.bytes(),
                     chunk_bytes: Some(chunked.chunk_bytes()),
+                    backing_bytes: aliased.then(|| chunked.backing_bytes()),
                 };
                 (WalkMemory::Chunked(chunked), region)
             }

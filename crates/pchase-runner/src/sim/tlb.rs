@@ -83,7 +83,9 @@ impl TlbSpec {
     pub fn page_for(&self, allocation: crate::walk::WalkAllocation) -> u64 {
         match allocation {
             crate::walk::WalkAllocation::Plain => self.page_bytes,
-            crate::walk::WalkAllocation::Chunked => self.page_bytes.min(self.chunk_bytes),
+            crate::walk::WalkAllocation::Chunked | crate::walk::WalkAllocation::Aliased => {
+                self.page_bytes.min(self.chunk_bytes)
+            }
         }
     }
 

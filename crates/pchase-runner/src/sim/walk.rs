@@ -1,9 +1,14 @@
 //! The simulated GPU's TLB walks ([`crate::walk`]): a region at the allocator's base whose
 //! pages are the profile's `tlb.page_bytes` when plain and `min(page_bytes, chunk_bytes)`
-//! when built of chunks; each walk is one block's fine-grained chase through it.
+//! when built of chunks (separately mapped or aliased; an aliased region may span more
+//! addresses than the memory: the model translates addresses and keeps only the walk's
+//! lines); each walk is one block's fine-grained chase through it.
 
 use super::*;
-use crate::walk::{WalkAllocation, WalkBackend, WalkRegion, WalkRequest, WalkRun, LINE_BYTES};
+use crate::walk::{
+    WalkAllocation, WalkBackend, WalkRegion, WalkRequest, WalkRun, ALIASED_CHUNK_BYTES,
+    ALIASED_POOL_CHUNKS, LINE_BYTES,
+};
 
 impl WalkBackend for SimBackend {
     fn walk_region(
@@ -13,8 +18,17 @@ impl WalkBackend for SimBackend {
     ) -> Result<WalkRegion, RunnerError> {
         self.walk_region = None;
         let chunk = self.profile.tlb.as_ref().map_or(2 << 20, |t| t.chunk_bytes);
-        let chunk_bytes = (allocation == WalkAllocation::Chunked).then_some(chunk);
-        let mut bytes = max_bytes.min(self.profile.device.total_memory_bytes);
+        let memory = self.profile.device.total_memory_bytes;
+        let (chunk_bytes, mut bytes, backing_bytes) = match allocation {
+            WalkAllocation::Plain => (None, max_bytes.min(memory), None),
+            WalkAllocation::Chunked => (Some(chunk), max_bytes.min(memory), None),
+            // More addresses than memory: the simulated pool is what the GPU's would be.
+            WalkAllocation::Aliased => (
+                Some(ALIASED_CHUNK_BYTES),
+                max_bytes,
+                Some((ALIASED_CHUNK_BYTES * ALIASED_POOL_CHUNKS).min(memory)),
+            ),
+        };
         bytes -= bytes % chunk_bytes.unwrap_or(LINE_BYTES);
         if bytes < chunk_bytes.unwrap_or(2 * LINE_BYTES) {
             return Err(RunnerError::InvalidRequest(format!(
@@ -31,6 +45,7 @@ impl WalkBackend for SimBackend {
             allocation,
             bytes,
             chunk_bytes,
+            backing_bytes,
         };
         self.walk_region = Some((region, tlbs));
         Ok(region)

@@ -168,6 +168,12 @@ pub struct TlbLevelFinding {
     /// that did not overflow it (at the largest stride, an upper estimate by at most one
     /// stride per entry).
     pub reach_bytes: u64,
+    /// The virtual-address span one of its entries maps, where the strides determined it:
+    /// the page where an entry holds one page, more where it holds several (the H100's
+    /// 16 MiB, 32 MiB and 64 MiB over 2 MiB pages).
+    pub entry_bytes: Option<u64>,
+    /// The order test that confirmed it (`None` where the limits did not allow one).
+    pub order_check: Option<OrderCheck>,
     /// Cycles a load that misses it (and hits the next level) adds.
     pub miss_cycles: f64,
     /// The 5th-percentile latency before and after its overflow (cycles).
@@ -182,12 +188,6 @@ pub struct TlbLevelFinding {
 /// What the search found on one load path.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TlbFinding {
-    /// The virtual-address span one entry of the levels maps, where the strides determined
-    /// it: the page where an entry holds one page, more where it holds several (the
-    /// H100's 16 MiB over 2 MiB pages).
-    pub entry_bytes: Option<u64>,
-    /// The order test that confirmed level 1 (`None` where the limits did not allow it).
-    pub order_check: Option<OrderCheck>,
     /// The levels, nearest first.
     pub levels: Vec<TlbLevelFinding>,
     /// Pages the largest walk without a further level touched, and its bytes: the bound
@@ -202,6 +202,18 @@ pub struct TlbFinding {
     pub flat: Vec<FlatWalk>,
     /// Chases run.
     pub probes: u32,
+}
+
+impl TlbFinding {
+    /// Level 1's entry span, where found and determined.
+    pub fn entry_bytes(&self) -> Option<u64> {
+        self.levels.first().and_then(|l| l.entry_bytes)
+    }
+
+    /// Level 1's order test, where one ran.
+    pub fn order_check(&self) -> Option<OrderCheck> {
+        self.levels.first().and_then(|l| l.order_check)
+    }
 }
 
 /// One search: a load path in a region of one allocation, and what it found.
@@ -247,6 +259,7 @@ pub fn search(
         f.probes += 1;
         probe(n, stride, group)
     };
+
     let fits =
         |n: u64, stride: u64| n <= limits.max_nodes && n * step_bytes(stride) <= limits.max_bytes;
     if !fits(2, STRIDES[0]) {
@@ -255,38 +268,84 @@ pub fn search(
             2 * step_bytes(STRIDES[0])
         )));
     }
-    // 1. The first level at the largest stride whose walk overflows it within the limits,
-    //    and (2.) the page size from the smallest stride that repeats its overflow.
-    let mut first = None;
-    let mut flat = Vec::new();
+    // 1.-3. Level 1 from the largest stride down; then (4.) every further level the same
+    //    way from the previous level's overflow, over the strides of at least its span.
     let largest = (0..STRIDES.len())
         .rev()
         .find(|&i| fits(2, STRIDES[i]))
         .unwrap_or(0);
-    for (i, &stride) in STRIDES.iter().enumerate().rev() {
+    let mut previous: Option<(Rise, usize)> = None;
+    while finding.levels.len() < MAX_LEVELS {
+        let found = find_level(
+            &mut finding,
+            previous.as_ref(),
+            largest,
+            limits.max_nodes,
+            &fits,
+            &mut |n, s, g, f| counted(n, s, g, f),
+        )?;
+        let Some((level, rise, span_index)) = found else {
+            break;
+        };
+        finding.levels.push(level);
+        previous = Some((rise, span_index));
+    }
+    if finding.levels.len() >= MAX_LEVELS {
+        (finding.bound_pages, finding.bound_bytes) = (None, None);
+    }
+    Ok(finding)
+}
+
+/// One level's search: from the largest stride down to the previous level's span (all
+/// strides for level 1), the largest walk against the base, then the first rising node
+/// count, the span search, and the order test. Level 1's base comes from each stride's
+/// base walks; a further level's is the previous level's overflow (`previous`: its rise
+/// and the index of its span, or of the stride that found it where the span is unknown).
+/// Returns the level, its rise and the index of its span; `None` where no stride rose
+/// (the bound and, for level 1, the flat walks are then in `finding`).
+fn find_level(
+    finding: &mut TlbFinding,
+    previous: Option<&(Rise, usize)>,
+    largest: usize,
+    max_nodes: u64,
+    fits: &impl Fn(u64, u64) -> bool,
+    counted: &mut impl FnMut(u64, u64, u64, &mut TlbFinding) -> Result<Vec<f64>, RunnerError>,
+) -> Result<Option<(TlbLevelFinding, Rise, usize)>, RunnerError> {
+    let lowest = previous.map_or(0, |p| p.1);
+    let mut flat = Vec::new();
+    for i in (lowest..=largest).rev() {
+        let stride = STRIDES[i];
         if !fits(2, stride) {
             continue;
         }
-        let start = base_walks(stride, &fits, &mut |n, s| counted(n, s, 1, &mut finding))?;
+        let start = match previous {
+            None => base_walks(stride, fits, &mut |n, s| counted(n, s, 1, finding))?,
+            Some((rise, _)) => Start {
+                n: rise.n,
+                base: rise.after,
+                samples: rise.samples.clone(),
+            },
+        };
         let base = start.base;
-        let top = largest_fitting(stride, &fits);
+        let top = largest_fitting(stride, fits);
+        if top <= start.n {
+            continue;
+        }
         // The largest walk first: where it does not rise, no smaller one does.
-        let at_top = p5(&counted(top, stride, 1, &mut finding)?);
+        let at_top = p5(&counted(top, stride, 1, finding)?);
         let rise = if rises(base, at_top) {
-            first_rise(start, stride, &fits, &mut |n, s| {
-                counted(n, s, 1, &mut finding)
-            })?
+            first_rise(start, stride, fits, &mut |n, s| counted(n, s, 1, finding))?
         } else {
             None
         };
         match rise {
             Some(rise) => {
-                let hi = smallest_repeating(i, &rise, base, &fits, &mut flat, &mut |n, s| {
-                    counted(n, s, 1, &mut finding)
-                })?;
-                let check = order_check(hi, rise.n, &fits, &mut |n, s, g| {
-                    counted(n, s, g, &mut finding)
-                })?;
+                let hi =
+                    smallest_repeating(lowest, i, &rise, base, fits, &mut flat, &mut |n, s| {
+                        counted(n, s, 1, finding)
+                    })?;
+                let check =
+                    order_check(hi, rise.n, fits, &mut |n, s, g| counted(n, s, g, finding))?;
                 let translation = match &check {
                     Some(c) => c.confirms(),
                     // Without the order test: repeated at a smaller stride, or found at the
@@ -295,9 +354,22 @@ pub fn search(
                     None => hi < i || i >= largest,
                 };
                 if translation {
-                    finding.order_check = check;
-                    first = Some((rise, i, hi));
-                    break;
+                    if previous.is_none() {
+                        flat.sort_by_key(|w: &FlatWalk| std::cmp::Reverse(w.stride));
+                        finding.flat = flat;
+                    }
+                    let span = (hi < i).then_some(STRIDES[hi]);
+                    let level = TlbLevelFinding {
+                        entries: span.map(|_| rise.n - 1),
+                        reach_bytes: reach(rise.n - 1, span, stride),
+                        entry_bytes: span,
+                        order_check: check,
+                        miss_cycles: rise.after - rise.before,
+                        before_cycles: rise.before,
+                        after_cycles: rise.after,
+                        miss: miss(&rise),
+                    };
+                    return Ok(Some((level, rise, if span.is_some() { hi } else { i })));
                 }
                 let p50 =
                     LatencySummary::from_samples(&rise.samples).map_or(rise.after, |l| l.p50.get());
@@ -312,78 +384,25 @@ pub fn search(
                 });
                 record_flat(&mut flat, stride, rise.n - 1);
             }
-            // A smaller stride with the same node limit touches fewer pages: no rise there.
+            // A smaller stride with the same node limit touches fewer entries: no rise there.
             None => record_flat(&mut flat, stride, top),
         }
-        if top == limits.max_nodes {
+        if top == max_nodes {
             break;
         }
     }
     flat.sort_by_key(|w| std::cmp::Reverse(w.stride));
-    finding.flat = flat;
-    let Some((first, top_index, hi)) = first else {
-        let bound = finding
-            .flat
-            .iter()
-            .map(|w| (w.nodes, w.bytes))
-            .max()
-            .unwrap_or((1, 0));
-        (finding.bound_pages, finding.bound_bytes) = (Some(bound.0), Some(bound.1));
-        return Ok(finding);
-    };
-    let top_stride = STRIDES[top_index];
-    let page = (hi < top_index).then_some(STRIDES[hi]);
-    finding.entry_bytes = page;
-    finding.levels.push(TlbLevelFinding {
-        entries: page.map(|_| first.n - 1),
-        reach_bytes: reach(first.n - 1, page, top_stride),
-        miss_cycles: first.after - first.before,
-        before_cycles: first.before,
-        after_cycles: first.after,
-        miss: miss(&first),
-    });
-    // 4. Further levels at one node per page.
-    let stride = page.unwrap_or(top_stride);
-    let mut from = first.n;
-    let mut level_base = first.after;
-    let mut level_samples = first.samples.clone();
-    let walk = step_bytes(stride);
-    while finding.levels.len() < MAX_LEVELS {
-        let top = largest_fitting(stride, &fits);
-        if top <= from {
-            (finding.bound_pages, finding.bound_bytes) = (Some(from), Some(from * walk));
-            break;
-        }
-        let at_top = p5(&counted(top, stride, 1, &mut finding)?);
-        if !rises(level_base, at_top) {
-            (finding.bound_pages, finding.bound_bytes) = (Some(top), Some(top * walk));
-            break;
-        }
-        let start = Start {
-            n: from,
-            base: level_base,
-            samples: level_samples.clone(),
-        };
-        let Some(next) = first_rise(start, stride, &fits, &mut |n, s| {
-            counted(n, s, 1, &mut finding)
-        })?
-        else {
-            (finding.bound_pages, finding.bound_bytes) = (Some(top), Some(top * walk));
-            break;
-        };
-        finding.levels.push(TlbLevelFinding {
-            entries: page.map(|_| next.n - 1),
-            reach_bytes: reach(next.n - 1, page, stride),
-            miss_cycles: next.after - next.before,
-            before_cycles: next.before,
-            after_cycles: next.after,
-            miss: miss(&next),
-        });
-        from = next.n;
-        level_base = next.after;
-        level_samples = next.samples;
+    let bound = flat
+        .iter()
+        .map(|w| (w.nodes, w.bytes))
+        .max()
+        .or_else(|| previous.map(|p| (p.0.n, p.0.n * step_bytes(STRIDES[lowest]))))
+        .unwrap_or((1, 0));
+    (finding.bound_pages, finding.bound_bytes) = (Some(bound.0), Some(bound.1));
+    if previous.is_none() {
+        finding.flat = flat;
     }
-    Ok(finding)
+    Ok(None)
 }
 
 /// Notes `nodes` at `stride` as a walk without a rise (the largest per stride).
@@ -400,11 +419,12 @@ fn record_flat(flat: &mut Vec<FlatWalk>, stride: u64, nodes: u64) {
     }
 }
 
-/// The page-size search for a rise found at `STRIDES[found]`: the index of the smallest
-/// stride whose walks overflow at the same node count (binary search, the overflow being
+/// The span search for a rise found at `STRIDES[found]`: the index of the smallest
+/// stride from `STRIDES[lowest]` on whose walks overflow at the same node count (binary search, the overflow being
 /// monotone in the stride); `found` where no smaller stride does. Walks of `rise.n`
 /// nodes that did not rise go into `flat`.
 fn smallest_repeating(
+    lowest: usize,
     found: usize,
     rise: &Rise,
     base: f64,
@@ -412,7 +432,7 @@ fn smallest_repeating(
     flat: &mut Vec<FlatWalk>,
     probe: &mut impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
 ) -> Result<usize, RunnerError> {
-    let (mut lo, mut hi) = (0usize, found);
+    let (mut lo, mut hi) = (lowest, found);
     while lo < hi {
         let mid = (lo + hi) / 2;
         let stride = STRIDES[mid];

@@ -67,7 +67,7 @@ const ROOMY: TlbLimits = TlbLimits {
 #[test]
 fn two_levels_and_the_page_size_are_recovered() {
     let f = search(ROOMY, model(2 << 20, &[(16, 30.0), (2048, 200.0)])).unwrap();
-    assert_eq!(f.entry_bytes, Some(2 << 20));
+    assert_eq!(f.entry_bytes(), Some(2 << 20));
     let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
     assert_eq!(entries, [Some(16), Some(2048)]);
     assert_eq!(f.levels[1].reach_bytes, 4 << 30);
@@ -85,7 +85,7 @@ fn a_level_beyond_the_memory_is_a_bound() {
         max_nodes: 1 << 20,
     };
     let f = search(small, model(64 << 10, &[(32, 30.0), (100_000, 200.0)])).unwrap();
-    assert_eq!(f.entry_bytes, Some(64 << 10));
+    assert_eq!(f.entry_bytes(), Some(64 << 10));
     assert_eq!(f.levels.len(), 1);
     assert_eq!(f.levels[0].entries, Some(32));
     assert_eq!(f.bound_pages, Some((1 << 30) / step_bytes(64 << 10)));
@@ -94,12 +94,12 @@ fn a_level_beyond_the_memory_is_a_bound() {
 #[test]
 fn no_level_at_all_is_a_bound_and_a_page_above_the_strides_is_unknown() {
     let f = search(ROOMY, model(2 << 20, &[])).unwrap();
-    assert!(f.levels.is_empty() && f.entry_bytes.is_none());
+    assert!(f.levels.is_empty() && f.entry_bytes().is_none());
     assert!(f.bound_pages.is_some());
     // 1 GiB pages: eight of them are 256 walks of 32 MiB; the reach is estimated
     // from above by at most a stride per page.
     let f = search(ROOMY, model(1 << 30, &[(8, 30.0)])).unwrap();
-    assert_eq!(f.entry_bytes, None);
+    assert_eq!(f.entry_bytes(), None);
     assert_eq!(f.levels[0].entries, None);
     let reach = f.levels[0].reach_bytes;
     assert!(
@@ -116,7 +116,7 @@ fn pages_of_512_mib_over_all_of_memory_are_recovered() {
         max_nodes: 102_400,
     };
     let f = search(memory, model(512 << 20, &[(16, 40.0), (64, 150.0)])).unwrap();
-    assert_eq!(f.entry_bytes, Some(512 << 20));
+    assert_eq!(f.entry_bytes(), Some(512 << 20));
     let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
     assert_eq!(entries, [Some(16), Some(64)]);
     assert_eq!(f.levels[1].reach_bytes, 32 << 30);
@@ -168,7 +168,7 @@ fn a_rise_at_one_stride_only_is_no_level() {
     let walk = with_l2_effect(model(2 << 20, &[]), &[32 << 20], 2207, 150.0);
     let f = search(H100, walk).unwrap();
     assert!(f.levels.is_empty(), "{:?}", f.levels);
-    assert_eq!(f.entry_bytes, None);
+    assert_eq!(f.entry_bytes(), None);
     assert_eq!(f.rejected.len(), 1, "{:?}", f.rejected);
     let r = &f.rejected[0];
     assert_eq!((r.stride, r.nodes), (32 << 20, 2207));
@@ -196,11 +196,11 @@ fn a_level_behind_an_l2_effect_is_still_recovered_exactly() {
     let walk = with_l2_effect(model(2 << 20, &[(3000, 200.0)]), &[32 << 20], 2207, 150.0);
     let f = search(H100, walk).unwrap();
     assert_eq!(f.rejected.len(), 1);
-    assert_eq!(f.entry_bytes, Some(2 << 20));
+    assert_eq!(f.entry_bytes(), Some(2 << 20));
     let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
     assert_eq!(entries, [Some(3000)]);
     assert_eq!(f.levels[0].miss_cycles, 200.0);
-    assert!(f.order_check.is_some_and(|c| c.confirms()));
+    assert!(f.order_check().is_some_and(|c| c.confirms()));
 }
 
 #[test]
@@ -214,7 +214,7 @@ fn an_effect_at_two_strides_is_refuted_by_the_order_of_the_same_lines() {
         with_l2_effect(model(2 << 20, &[]), effect, 2207, 150.0),
     )
     .unwrap();
-    assert!(f.levels.is_empty() && f.entry_bytes.is_none(), "{f:?}");
+    assert!(f.levels.is_empty() && f.entry_bytes().is_none(), "{f:?}");
     assert_eq!(f.rejected[0].retried_stride, Some(8 << 20));
     let order = f.rejected[0].order.unwrap();
     assert_eq!((order.stride, order.group), (2 << 20, 8));
@@ -225,7 +225,7 @@ fn entries_that_map_16_mib_over_smaller_pages_are_found_with_their_span() {
     // The H100's L2 path (session 8): 16 entries of 16 MiB, +10 cycles, alike whatever the
     // pages; no further level within the memory.
     let f = search(H100, model(16 << 20, &[(16, 10.0)])).unwrap();
-    assert_eq!(f.entry_bytes, Some(16 << 20));
+    assert_eq!(f.entry_bytes(), Some(16 << 20));
     assert_eq!(f.levels.len(), 1);
     assert_eq!(f.levels[0].entries, Some(16));
     assert_eq!(f.levels[0].reach_bytes, 256 << 20);
@@ -234,7 +234,7 @@ fn entries_that_map_16_mib_over_smaller_pages_are_found_with_their_span() {
     // level before would put the slow loads' +50 into it).
     let miss = f.levels[0].miss.unwrap();
     assert_eq!(miss.p50.get(), 10.0);
-    let check = f.order_check.unwrap();
+    let check = f.order_check().unwrap();
     assert_eq!(
         (check.stride, check.group, check.nodes),
         (2 << 20, 8, 17 * 8)
@@ -258,7 +258,7 @@ fn slow_walks_of_a_few_lines_do_not_hide_a_level() {
     let f = search(H100, slow_few).unwrap();
     let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
     assert_eq!(entries, [Some(16)]);
-    assert_eq!(f.entry_bytes, Some(16 << 20));
+    assert_eq!(f.entry_bytes(), Some(16 << 20));
     assert_eq!(f.levels[0].miss_cycles, 10.0);
 }
 
@@ -273,7 +273,7 @@ fn an_unrepeated_rise_at_the_largest_stride_the_region_allows_is_still_a_level()
     };
     let f = search(small, model(512 << 20, &[(1, 30.0)])).unwrap();
     assert!(f.rejected.is_empty(), "{:?}", f.rejected);
-    assert_eq!((f.entry_bytes, f.levels.len()), (None, 1));
+    assert_eq!((f.entry_bytes(), f.levels.len()), (None, 1));
     assert_eq!(f.levels[0].reach_bytes, step_bytes(512 << 20));
     assert_eq!(f.levels[0].miss_cycles, 30.0);
 }

@@ -26,6 +26,12 @@ fn walked(search: &TlbSearch) -> String {
                 human(chunk)
             )
         }
+        (WalkAllocation::Aliased, Some(chunk)) => format!(
+            "{} of addresses over {} of chunks of {} mapped over and over",
+            human(region.bytes),
+            human(region.backing_bytes.unwrap_or(0)),
+            human(chunk)
+        ),
         _ => format!("one cuMemAlloc of {}", human(region.bytes)),
     };
     format!("TLB on the {} path, {how}", search.path)
@@ -144,9 +150,7 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
         if let Some(n) = flat_note(search) {
             topo.notes.push(n);
         }
-        if let Some(n) = span_note(search) {
-            topo.notes.push(n);
-        }
+        topo.notes.extend(span_notes(search));
         if let (Some(pages), Some(bytes), true) = (
             f.bound_pages,
             f.bound_bytes,
@@ -220,82 +224,142 @@ fn order_words(check: &tlb::OrderCheck) -> String {
     )
 }
 
-/// Level 1's entry span (measured, or why not) and the order test that confirmed it.
-fn span_note(search: &TlbSearch) -> Option<Note> {
-    let f = &search.finding;
-    f.levels.first()?;
+/// Each level's entry span (measured, or why not) and the order test that confirmed it.
+fn span_notes(search: &TlbSearch) -> Vec<Note> {
     let head = walked(search);
-    let confirmed = match &f.order_check {
-        Some(check) => format!("; confirmed as translation: {}", order_words(check)),
-        None => "; not confirmed by the order test (its walks did not fit the limits)".into(),
-    };
-    Some(match f.entry_bytes {
-        Some(span) => {
-            let pages = match search.region.chunk_bytes {
-                Some(chunk) if span > chunk => format!(
-                    "; more than one page of at most {}: an entry maps an aligned {} range of virtual addresses whatever its pages",
-                    human(chunk),
-                    human(span)
-                ),
-                _ => String::new(),
+    search
+        .finding
+        .levels
+        .iter()
+        .enumerate()
+        .map(|(i, level)| {
+            let k = i + 1;
+            let confirmed = match &level.order_check {
+                Some(check) => format!("; confirmed as translation: {}", order_words(check)),
+                None => {
+                    "; not confirmed by the order test (its walks did not fit the limits)".into()
+                }
             };
-            note(
-                NoteSeverity::Info,
-                format!(
-                    "{head}: one level-1 entry maps {} (the smallest stride whose walks overflow level 1 at the same number of nodes){pages}{confirmed}",
-                    human(span)
+            match level.entry_bytes {
+                Some(span) => {
+                    let pages = match search.region.chunk_bytes {
+                        Some(chunk) if span > chunk.min(2 << 20) => format!(
+                            "; more than a page of at most {}: an entry maps an aligned {} range of virtual addresses whatever its pages",
+                            human(chunk.min(2 << 20)),
+                            human(span)
+                        ),
+                        _ => String::new(),
+                    };
+                    note(
+                        NoteSeverity::Info,
+                        format!(
+                            "{head}: one level-{k} entry maps {} (the smallest stride whose walks overflow level {k} at the same number of nodes){pages}; miss +{:.0} cycles (p5){confirmed}",
+                            human(span),
+                            level.miss_cycles
+                        ),
+                    )
+                }
+                None => note(
+                    NoteSeverity::Warning,
+                    format!(
+                        "{head}: the span of a level-{k} entry is not determined: at least the largest stride that moved its overflow, at most {} (the largest stride tried); its reach is the walks' bytes{confirmed}",
+                        human(tlb::STRIDES[tlb::STRIDES.len() - 1])
+                    ),
                 ),
-            )
-        }
-        None => note(
-            NoteSeverity::Warning,
-            format!(
-                "{head}: the span of a level-1 entry is not determined: at least the largest stride that moved level 1's overflow, at most {} (the largest stride tried); reaches are the walks' bytes{confirmed}",
-                human(tlb::STRIDES[tlb::STRIDES.len() - 1])
-            ),
-        ),
-    })
+            }
+        })
+        .collect()
 }
 
-/// How the two allocations' level 1 on `path` compare. The same entries and span in one
-/// `cuMemAlloc` and in separately mapped chunks: the level is keyed by virtual address and
-/// the walks cannot tell the driver's page size (the H100 of session 8: 16 entries of
-/// 16 MiB in both, over 2 MiB chunks). A level in one allocation only, where the other's
-/// walks went past its overflow, is a difference worth a note (e.g. large pages that
-/// chunks cannot form).
+/// The levels of a search as (entries, span, reach) triples.
+fn shape(search: &TlbSearch) -> Vec<(Option<u64>, Option<u64>, u64)> {
+    search
+        .finding
+        .levels
+        .iter()
+        .map(|l| (l.entries, l.entry_bytes, l.reach_bytes))
+        .collect()
+}
+
+/// How the allocations' levels on `path` compare. Where one cuMemAlloc and separately
+/// mapped chunks show the same levels (entries and spans): they are keyed by virtual
+/// address and the walks cannot tell the driver's page size (the H100 of session 8). A
+/// level in one allocation only, where the other's walks went past its overflow, is a
+/// difference worth a note (e.g. large pages that chunks cannot form). The aliased region
+/// goes further than either: its levels beyond theirs are named.
 fn allocations_note(searches: &[TlbSearch], path: LoadPath) -> Option<Note> {
     let of = |allocation| search_of(searches, path, allocation);
     let (plain, chunked) = (of(WalkAllocation::Plain)?, of(WalkAllocation::Chunked)?);
     let chunk = chunked.region.chunk_bytes.map(human).unwrap_or_default();
-    let level = |s: &TlbSearch| s.finding.levels.first().and_then(|l| l.entries);
-    match (level(plain), level(chunked)) {
-        (Some(a), Some(b)) if a == b && plain.finding.entry_bytes == chunked.finding.entry_bytes => {
-            let span = plain.finding.entry_bytes.map(human).unwrap_or_default();
-            Some(note(
-                NoteSeverity::Info,
-                format!(
-                    "TLB on the {path} path: level 1 is the same in one cuMemAlloc and in separately mapped chunks of {chunk} ({a} entries of {span}): it is keyed by virtual address, so these walks cannot tell the page size the driver uses for cuMemAlloc"
-                ),
-            ))
+    let (a, b) = (shape(plain), shape(chunked));
+    let words = |levels: &[(Option<u64>, Option<u64>, u64)]| {
+        levels
+            .iter()
+            .map(|&(e, s, reach)| match (e, s) {
+                (Some(e), Some(s)) => format!("{e} entries of {}", human(s)),
+                _ => format!("reach about {}, its span not determined", human(reach)),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut message = if !a.is_empty() && a == b {
+        format!(
+            "TLB on the {path} path: the levels are the same in one cuMemAlloc and in separately mapped chunks of {chunk} ({}): they are keyed by virtual address, so these walks cannot tell the page size the driver uses for cuMemAlloc",
+            words(&a)
+        )
+    } else if a.len() > b.len()
+        && chunked
+            .finding
+            .bound_pages
+            .is_some_and(|n| a[b.len()].0.is_some_and(|e| n > e))
+    {
+        format!(
+            "TLB on the {path} path: level {} of one cuMemAlloc ({}) does not show in separately mapped chunks of {chunk}, whose walks went to {} nodes: it needs memory the chunks do not give (e.g. pages larger than a chunk)",
+            b.len() + 1,
+            words(&a[b.len()..b.len() + 1]),
+            chunked.finding.bound_pages.unwrap_or(0)
+        )
+    } else if b.len() > a.len()
+        && plain
+            .finding
+            .bound_pages
+            .is_some_and(|n| b[a.len()].0.is_some_and(|e| n > e))
+    {
+        format!(
+            "TLB on the {path} path: level {} of separately mapped chunks of {chunk} ({}) does not show in one cuMemAlloc, whose walks went to {} nodes: the plain allocation's larger pages need fewer entries",
+            a.len() + 1,
+            words(&b[a.len()..a.len() + 1]),
+            plain.finding.bound_pages.unwrap_or(0)
+        )
+    } else {
+        String::new()
+    };
+    if let Some(aliased) = of(WalkAllocation::Aliased) {
+        let c = shape(aliased);
+        let known = a.len().max(b.len());
+        if !c.is_empty() {
+            message = if message.is_empty() {
+                format!("TLB on the {path} path: ")
+            } else {
+                format!("{message}; ")
+            };
+            message.push_str(&format!(
+                "the aliased region's walks over {} found {}",
+                human(aliased.region.bytes),
+                words(&c)
+            ));
+            if c.len() > known {
+                message.push_str(&format!(
+                    " (level {} beyond the reach of walks in the memory)",
+                    (known + 1..=c.len())
+                        .map(|k| k.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ));
+            }
         }
-        (Some(a), None) => chunked.finding.bound_pages.filter(|&b| b > a).map(|b| {
-            note(
-                NoteSeverity::Info,
-                format!(
-                    "TLB on the {path} path: level 1 of one cuMemAlloc ({a} entries) does not show in separately mapped chunks of {chunk}, whose walks went to {b} nodes: it needs memory the chunks do not give (e.g. pages larger than a chunk)"
-                ),
-            )
-        }),
-        (None, Some(b)) => plain.finding.bound_pages.filter(|&p| p > b).map(|p| {
-            note(
-                NoteSeverity::Info,
-                format!(
-                    "TLB on the {path} path: level 1 of separately mapped chunks of {chunk} ({b} entries) does not show in one cuMemAlloc, whose walks went to {p} nodes: the plain allocation's larger pages need fewer entries"
-                ),
-            )
-        }),
-        _ => None,
     }
+    (!message.is_empty()).then(|| note(NoteSeverity::Info, message))
 }
 
 /// Bytes in KiB, MiB or GiB.
@@ -308,251 +372,4 @@ pub(super) fn human(bytes: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::measure::tlb;
-    use crate::measure::tlb::{TlbFinding, TlbLevelFinding};
-    use crate::walk::WalkRegion;
-
-    fn search(path: LoadPath, levels: Vec<TlbLevelFinding>, bound: u64) -> TlbSearch {
-        TlbSearch {
-            path,
-            region: WalkRegion {
-                allocation: WalkAllocation::Plain,
-                bytes: 74 << 30,
-                chunk_bytes: None,
-            },
-            finding: TlbFinding {
-                entry_bytes: (!levels.is_empty()).then_some(16 << 20),
-                order_check: None,
-                levels,
-                bound_pages: Some(bound),
-                bound_bytes: Some(bound << 29),
-                rejected: Vec::new(),
-                flat: Vec::new(),
-                probes: 4,
-            },
-        }
-    }
-
-    fn level(entries: u64) -> TlbLevelFinding {
-        TlbLevelFinding {
-            entries: Some(entries),
-            reach_bytes: entries << 29,
-            miss_cycles: 40.0,
-            before_cycles: 300.0,
-            after_cycles: 340.0,
-            miss: None,
-        }
-    }
-
-    fn untranslated(searches: &[TlbSearch]) -> bool {
-        let mut topo = Topology::new(topology::DeviceInfo::new(
-            "GPU",
-            topology::ComputeCapability::new(9, 0),
-            132,
-        ));
-        notes(&mut topo, searches, None);
-        topo.notes
-            .iter()
-            .any(|n| n.message.contains("hit the L1 are not translated"))
-    }
-
-    #[test]
-    fn l1_hits_are_called_untranslated_only_where_the_l1_walks_went_past_the_l2_level() {
-        let l2 = search(LoadPath::GlobalCg, vec![level(16)], 140);
-        assert!(untranslated(&[
-            l2.clone(),
-            search(LoadPath::GlobalCa, vec![], 73)
-        ]));
-        // The L1 path's walks stopped before the L2 path's level overflowed: no claim.
-        assert!(!untranslated(&[
-            l2.clone(),
-            search(LoadPath::GlobalCa, vec![], 12)
-        ]));
-        // The L1 path saw a level itself: no claim.
-        assert!(!untranslated(&[
-            l2,
-            search(LoadPath::GlobalCa, vec![level(16)], 140)
-        ]));
-    }
-
-    #[test]
-    fn the_allocations_are_compared_where_both_walked_far_enough() {
-        let plain = search(LoadPath::GlobalCg, vec![level(16)], 4735);
-        let mut chunked = search(LoadPath::GlobalCg, vec![level(16)], 37871);
-        chunked.region.allocation = WalkAllocation::Chunked;
-        chunked.region.chunk_bytes = Some(2 << 20);
-        let said = |searches: &[TlbSearch]| {
-            allocations_note(searches, LoadPath::GlobalCg).map(|n| (n.severity, n.message))
-        };
-        // The H100 of session 8: the same level in both, keyed by virtual address.
-        let (severity, same) = said(&[plain.clone(), chunked.clone()]).unwrap();
-        assert_eq!(severity, NoteSeverity::Info);
-        assert!(same.contains("the same in one cuMemAlloc and in separately mapped chunks of 2.0 MiB (16 entries of 16.0 MiB)"), "{same}");
-        // Different spans are no match.
-        let mut other = chunked.clone();
-        other.finding.entry_bytes = Some(2 << 20);
-        assert!(said(&[plain.clone(), other]).is_none());
-        // A plain level the chunks went past without seeing it.
-        let mut none = chunked.clone();
-        none.finding.levels.clear();
-        let (_, only) = said(&[plain.clone(), none.clone()]).unwrap();
-        assert!(only.contains("does not show in separately mapped chunks of 2.0 MiB, whose walks went to 37871 nodes"), "{only}");
-        // ... or stopped short of its overflow: nothing to say.
-        none.finding.bound_pages = Some(16);
-        assert!(said(&[plain.clone(), none]).is_none());
-        assert!(said(&[plain]).is_none());
-    }
-
-    #[test]
-    fn the_span_note_says_an_entry_maps_more_than_a_chunk_and_how_the_order_confirmed_it() {
-        let mut chunked = search(LoadPath::GlobalCg, vec![level(16)], 37871);
-        chunked.region.allocation = WalkAllocation::Chunked;
-        chunked.region.chunk_bytes = Some(2 << 20);
-        chunked.finding.order_check = Some(tlb::OrderCheck {
-            stride: 2 << 20,
-            group: 8,
-            nodes: 136,
-            sequential: 261.0,
-            grouped: 271.0,
-        });
-        let n = span_note(&chunked).unwrap();
-        assert_eq!(n.severity, NoteSeverity::Info);
-        assert!(
-            n.message.contains("one level-1 entry maps 16.0 MiB"),
-            "{}",
-            n.message
-        );
-        assert!(
-            n.message.contains("more than one page of at most 2.0 MiB"),
-            "{}",
-            n.message
-        );
-        assert!(n.message.contains("the same 136 lines 2.0 MiB apart read p5 261 cycles in address order and 271 when one line of each 16.0 MiB range was visited in turn (groups of 8)"), "{}", n.message);
-        // Without a span: a warning; without an order test: said so.
-        chunked.finding.entry_bytes = None;
-        chunked.finding.order_check = None;
-        let n = span_note(&chunked).unwrap();
-        assert_eq!(n.severity, NoteSeverity::Warning);
-        assert!(
-            n.message.contains("not confirmed by the order test"),
-            "{}",
-            n.message
-        );
-        chunked.finding.levels.clear();
-        assert!(span_note(&chunked).is_none());
-    }
-
-    /// The H100's chunked L2-path search of session 7: a rise at 2207 nodes of 32 MiB that
-    /// 16 MiB did not repeat, and the flat walks per stride.
-    fn rejected_search(chunked: bool) -> TlbSearch {
-        let flat = |stride: u64, nodes: u64| tlb::FlatWalk {
-            stride,
-            nodes,
-            bytes: nodes * tlb::step_bytes(stride),
-        };
-        TlbSearch {
-            path: LoadPath::GlobalCg,
-            region: WalkRegion {
-                allocation: if chunked {
-                    WalkAllocation::Chunked
-                } else {
-                    WalkAllocation::Plain
-                },
-                bytes: 74 << 30,
-                chunk_bytes: chunked.then_some(2 << 20),
-            },
-            finding: TlbFinding {
-                entry_bytes: None,
-                order_check: None,
-                levels: vec![],
-                bound_pages: Some(4734),
-                bound_bytes: Some(4734 * tlb::step_bytes(16 << 20)),
-                rejected: vec![RejectedRise {
-                    stride: 32 << 20,
-                    nodes: 2207,
-                    before_cycles: 270.0,
-                    after_cycles: 420.0,
-                    after_p50: 450.0,
-                    retried_stride: Some(16 << 20),
-                    order: chunked.then_some(tlb::OrderCheck {
-                        stride: 4 << 20,
-                        group: 8,
-                        nodes: 17656,
-                        sequential: 272.0,
-                        grouped: 273.0,
-                    }),
-                }],
-                flat: vec![
-                    flat(1 << 30, 73),
-                    flat(32 << 20, 2206),
-                    flat(16 << 20, 4734),
-                    flat(1 << 20, 2290),
-                ],
-                probes: 40,
-            },
-        }
-    }
-
-    fn messages(searches: &[TlbSearch], far: Option<f64>) -> Vec<String> {
-        let mut topo = Topology::new(topology::DeviceInfo::new(
-            "GPU",
-            topology::ComputeCapability::new(9, 0),
-            132,
-        ));
-        notes(&mut topo, searches, far);
-        assert!(topo.tlb.is_empty());
-        topo.notes.into_iter().map(|n| n.message).collect()
-    }
-
-    #[test]
-    fn a_rejected_rise_is_a_note_with_the_far_level_and_the_bound_per_stride() {
-        let m = messages(&[rejected_search(true)], Some(458.0));
-        let rise = m
-            .iter()
-            .find(|n| n.contains("a rise at 2207 nodes"))
-            .unwrap();
-        assert!(
-            rise.contains("of 32.0 MiB stride to p50 450 cycles"),
-            "{rise}"
-        );
-        assert!(rise.contains("did not repeat at 16.0 MiB stride with the same nodes, and the same 17656 lines 4.0 MiB apart read p5 272 cycles in address order and 273 when one line of each 32.0 MiB range was visited in turn"), "{rise}");
-        assert!(rise.contains("4734 nodes of 16.0 MiB"), "{rise}");
-        assert!(
-            rise.contains("not translation (the L2's far-hit level is p50 458 cycles)"),
-            "{rise}"
-        );
-        let bound = m
-            .iter()
-            .find(|n| n.contains("no translation level"))
-            .unwrap();
-        assert!(
-            bound.contains("walks of up to 4734 pages of at most 2.0 MiB"),
-            "{bound}"
-        );
-        assert!(bound.contains("73 × 1.0 GiB"), "{bound}");
-        // No span note and no level-2 wording.
-        assert!(
-            !m.iter()
-                .any(|n| n.contains("entry maps") || n.contains("level 1")),
-            "{m:?}"
-        );
-        // Plain: the larger strides' walks are the evidence; without L2 results no far level.
-        let m = messages(&[rejected_search(false)], None);
-        let rise = m
-            .iter()
-            .find(|n| n.contains("a rise at 2207 nodes"))
-            .unwrap();
-        assert!(
-            rise.contains("the walks at larger strides over as many bytes did not rise"),
-            "{rise}"
-        );
-        assert!(rise.ends_with("not translation"), "{rise}");
-        let bound = m
-            .iter()
-            .find(|n| n.contains("no translation level"))
-            .unwrap();
-        assert!(bound.contains("walks over up to 74.0 GiB"), "{bound}");
-    }
-}
+mod tests;
