@@ -2,7 +2,7 @@
 # Session 8 on one GPU: the TLB search with the order test (issue 16.2) and a check that
 # nothing else moved. ptxas of ptx/pchase.ptx (init_chain_lines gained its group), two
 # `--only l1,tlb -v` runs (every walk's p5/p50/p95 in the logs, the order tests), one
-# default run, the runner's GPU tests. Binaries in ./.gpu. Usage: session8_verify.sh [TAG];
+# default run, one --deep run, the runner's GPU tests. Binaries in ./.gpu. Usage: session8_verify.sh [TAG];
 # everything in ${OUT:-/tmp/out}/TAG.tgz plus TAG-summary.txt. About 60 s of GPU time.
 set -uo pipefail
 tag=${1:-s8v}
@@ -27,6 +27,10 @@ done
 timeout 60 $m --timings -o "$out/default.json" > "$out/default.txt" 2> "$out/default.log"
 echo "default run rc=$?" >> "$s"
 tail -5 "$out/default.txt" >> "$s"
+start=$(date +%s)
+timeout 200 $m --deep --timings -o "$out/deep.json" > "$out/deep.txt" 2> "$out/deep.log"
+echo "deep run rc=$? wall $(( $(date +%s) - start )) s" >> "$s"
+grep -E "^tlb|^total" "$out/deep.txt" >> "$s"
 if [ -x ./.gpu/runner_it ]; then
   timeout 200 ./.gpu/runner_it gpu:: > "$out/gpu-tests.txt" 2>&1
   echo "gpu tests rc=$?" >> "$s"; grep "test result" "$out/gpu-tests.txt" >> "$s"

@@ -51,18 +51,22 @@
 //!    level overflows at all (else the result is a bound: "no further level within this
 //!    reach"); then doubling and bisection as in 1. Repeated up to [`MAX_LEVELS`].
 //!
-//! The miss cost of a level is the rise of the 5th percentile at its overflow; its
-//! distribution is the shift of every quantile (the overflowing walk's sorted loads less
-//! the walk before's, rank by rank), not the loads less one number.
+//! The miss cost of a level is the rise of the 5th percentile from the level before to its
+//! plateau (the first doubled walk past its overflow; the walk at the bisected boundary may
+//! still be in a gradual transition); its distribution is the shift of every quantile
+//! (the plateau's sorted loads less the level before's, rank by rank), not the loads less
+//! one number.
 
 use topology::LatencySummary;
 
 use crate::error::RunnerError;
 
 mod order;
+mod rise;
 
 use order::order_check;
 pub use order::{order_stride, OrderCheck};
+use rise::{base_walks, first_rise, largest_fitting, miss, reach, Rise, Start};
 
 /// The line size the skew counts in: each node's line is a few of these further into its
 /// page than the previous node's ([`step_bytes`]).
@@ -180,8 +184,9 @@ pub struct TlbLevelFinding {
     pub before_cycles: f64,
     /// See `before_cycles`.
     pub after_cycles: f64,
-    /// The miss cost's distribution: the overflowing walk's sorted loads less the sorted
-    /// loads of the walk before it, rank by rank (the shift of every quantile).
+    /// The miss cost's distribution: the sorted loads of the level's plateau (the first
+    /// doubled walk past its overflow) less the sorted loads of the level before's (or of
+    /// the base walk), rank by rank: the shift of every quantile.
     pub miss: Option<LatencySummary>,
 }
 
@@ -453,143 +458,6 @@ fn smallest_repeating(
         }
     }
     Ok(hi)
-}
-
-/// The first rising node count of a walk and the latencies around it.
-#[derive(Debug, Clone)]
-struct Rise {
-    n: u64,
-    before: f64,
-    after: f64,
-    samples: Vec<f64>,
-    before_samples: Vec<f64>,
-}
-
-/// Where a search for the next rise starts: the largest walk known not to rise (`n`
-/// nodes, its samples) and the level it is on (`base`, a 5th percentile).
-#[derive(Debug, Clone)]
-struct Start {
-    n: u64,
-    base: f64,
-    samples: Vec<f64>,
-}
-
-/// The base of a stride: walks of 1, 2, 4 and 8 nodes (those that fit); the base is the
-/// lowest 5th percentile, the start the largest of them that does not rise over it.
-fn base_walks(
-    stride: u64,
-    fits: &impl Fn(u64, u64) -> bool,
-    probe: &mut impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
-) -> Result<Start, RunnerError> {
-    let mut walks = Vec::new();
-    for n in [1, 2, 4, 8] {
-        if n == 1 || fits(n, stride) {
-            let samples = probe(n, stride)?;
-            walks.push((n, p5(&samples), samples));
-        }
-    }
-    let base = walks.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
-    let (n, _, samples) = walks
-        .into_iter()
-        .rev()
-        .find(|w| !rises(base, w.1))
-        .unwrap_or((1, base, Vec::new()));
-    Ok(Start { n, base, samples })
-}
-
-/// The miss cost's distribution: the shift of every quantile from the walk before the
-/// overflow to the overflowing walk (sorted loads paired by rank); without the walk
-/// before's loads, the overflowing walk's loads less the level before.
-fn miss(rise: &Rise) -> Option<LatencySummary> {
-    let sorted = |v: &[f64]| {
-        let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let (after, before) = (sorted(&rise.samples), sorted(&rise.before_samples));
-    let costs: Vec<f64> = if before.is_empty() || after.len() < 2 {
-        after.iter().map(|v| v - rise.before).collect()
-    } else {
-        let last = (after.len() - 1) as f64;
-        after
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let rank = (i as f64 / last * (before.len() - 1) as f64).round() as usize;
-                v - before[rank.min(before.len() - 1)]
-            })
-            .collect()
-    };
-    LatencySummary::from_samples(&costs)
-}
-
-/// The bytes `nodes` map: one page each where the page is known, else the walk's bytes.
-fn reach(nodes: u64, page: Option<u64>, stride: u64) -> u64 {
-    match page {
-        Some(p) => nodes * p,
-        None => nodes * step_bytes(stride),
-    }
-}
-
-/// The most nodes `fits` allows at `stride` (limits are monotone in the node count).
-fn largest_fitting(stride: u64, fits: &impl Fn(u64, u64) -> bool) -> u64 {
-    let (mut lo, mut hi) = (1u64, 1u64 << 40);
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if fits(mid, stride) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    lo
-}
-
-/// The smallest `n > start.n` whose latency rises over `start.base` (the level at
-/// `start.n`): doubling, then bisection. `None` when no `n` the limits allow rises.
-fn first_rise(
-    start: Start,
-    stride: u64,
-    fits: &impl Fn(u64, u64) -> bool,
-    probe: &mut impl FnMut(u64, u64) -> Result<Vec<f64>, RunnerError>,
-) -> Result<Option<Rise>, RunnerError> {
-    let Start {
-        n: from,
-        base,
-        samples: mut lo_samples,
-    } = start;
-    let top = largest_fitting(stride, fits);
-    let (mut lo, mut lo_value) = (from, base);
-    let mut n = from;
-    let (mut hi, mut hi_samples) = loop {
-        if n >= top {
-            return Ok(None);
-        }
-        n = (n * 2).min(top);
-        let samples = probe(n, stride)?;
-        let value = p5(&samples);
-        if rises(base, value) {
-            break (n, samples);
-        }
-        (lo, lo_value, lo_samples) = (n, value.min(lo_value), samples);
-    };
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        let samples = probe(mid, stride)?;
-        let value = p5(&samples);
-        if rises(base, value) {
-            (hi, hi_samples) = (mid, samples);
-        } else {
-            (lo, lo_value, lo_samples) = (mid, value.min(lo_value), samples);
-        }
-    }
-    Ok(Some(Rise {
-        n: hi,
-        before: lo_value.min(base),
-        after: p5(&hi_samples),
-        samples: hi_samples,
-        before_samples: lo_samples,
-    }))
 }
 
 #[cfg(test)]

@@ -277,3 +277,43 @@ fn an_unrepeated_rise_at_the_largest_stride_the_region_allows_is_still_a_level()
     assert_eq!(f.levels[0].reach_bytes, step_bytes(512 << 20));
     assert_eq!(f.levels[0].miss_cycles, 30.0);
 }
+
+#[test]
+fn a_level_that_fills_gradually_is_counted_where_it_is_complete() {
+    // The H100's second L2-path level (scripts/gpu/tlb_alias.cu): p5 269 at 2048 ranges
+    // of 32 MiB, 273-275 at 2176-2240, 357 from 2304. Modelled: 2303 entries of 32 MiB;
+    // from 2049 ranges on a few loads already miss (+5 on the 5th percentile), and from
+    // 2290 on most of them (+60): the boundary walk is mid-transition, and a search that
+    // took its 5th percentile for the level's found the rest of the transition as a
+    // "level 3" (session 8's first aliased run on an H100).
+    let mut walk = model(32 << 20, &[(2303, 88.0)]);
+    let creeping = move |n: u64, stride: u64, group: u64| {
+        // Ranges met in turn: a sequential walk below 32 MiB meets each range several
+        // times in a row, so at most one load in two can miss and the 5th percentile stays.
+        let ranges = match (group, stride >= 32 << 20) {
+            (1, true) => n,
+            (1, false) => 0,
+            _ => n / group,
+        };
+        let extra = match ranges {
+            2049..=2289 => 5.0,
+            2290..=2303 => 60.0,
+            _ => 0.0,
+        };
+        Ok(walk(n, stride, group)?
+            .into_iter()
+            .map(|v| v + extra)
+            .collect())
+    };
+    let big = TlbLimits {
+        max_bytes: 496 << 30,
+        max_nodes: 102_400,
+    };
+    let f = search(big, creeping).unwrap();
+    let entries: Vec<Option<u64>> = f.levels.iter().map(|l| l.entries).collect();
+    assert_eq!(entries, [Some(2289)], "{:?}", f.levels);
+    assert_eq!(f.entry_bytes(), Some(32 << 20));
+    // The cost is the plateau's: +88, not the boundary walk's +60.
+    assert_eq!(f.levels[0].miss_cycles, 88.0, "{:?}", f.levels[0]);
+    assert_eq!(f.levels[0].miss.unwrap().p50.get(), 88.0);
+}
