@@ -64,6 +64,20 @@ pub const ALIASED_CHUNK_BYTES: u64 = 64 << 20;
 /// of two).
 pub const ALIASED_POOL_CHUNKS: u64 = 64;
 
+/// The pool of an aliased region on a device of `memory` bytes: [`ALIASED_POOL_CHUNKS`],
+/// or the largest power of two of chunks within a quarter of the memory (at least one).
+///
+/// ```
+/// use pchase_runner::walk::aliased_pool_chunks;
+/// assert_eq!(aliased_pool_chunks(80 << 30), 64);
+/// assert_eq!(aliased_pool_chunks(1 << 30), 4); // 256 MiB: four chunks of 64 MiB
+/// assert_eq!(aliased_pool_chunks(100 << 20), 1);
+/// ```
+pub fn aliased_pool_chunks(memory: u64) -> u64 {
+    let fits = (memory / 4 / ALIASED_CHUNK_BYTES).clamp(1, ALIASED_POOL_CHUNKS);
+    1 << (63 - fits.leading_zeros())
+}
+
 /// How the memory of a walk is allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WalkAllocation {

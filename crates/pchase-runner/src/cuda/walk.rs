@@ -61,7 +61,7 @@ impl WalkBackend for CudaBackend {
                         device,
                         max_bytes,
                         crate::walk::ALIASED_CHUNK_BYTES,
-                        crate::walk::ALIASED_POOL_CHUNKS,
+                        crate::walk::aliased_pool_chunks(self.info.total_memory_bytes),
                     )?
                 } else {
                     ChunkedRegion::new(device, max_bytes)?

@@ -6,8 +6,8 @@
 
 use super::*;
 use crate::walk::{
-    WalkAllocation, WalkBackend, WalkRegion, WalkRequest, WalkRun, ALIASED_CHUNK_BYTES,
-    ALIASED_POOL_CHUNKS, LINE_BYTES,
+    aliased_pool_chunks, WalkAllocation, WalkBackend, WalkRegion, WalkRequest, WalkRun,
+    ALIASED_CHUNK_BYTES, LINE_BYTES,
 };
 
 impl WalkBackend for SimBackend {
@@ -26,7 +26,7 @@ impl WalkBackend for SimBackend {
             WalkAllocation::Aliased => (
                 Some(ALIASED_CHUNK_BYTES),
                 max_bytes,
-                Some((ALIASED_CHUNK_BYTES * ALIASED_POOL_CHUNKS).min(memory)),
+                Some(ALIASED_CHUNK_BYTES * aliased_pool_chunks(memory)),
             ),
         };
         bytes -= bytes % chunk_bytes.unwrap_or(LINE_BYTES);

@@ -150,7 +150,8 @@ pub(super) fn notes(topo: &mut Topology, searches: &[TlbSearch], far_p50: Option
         if let Some(n) = flat_note(search) {
             topo.notes.push(n);
         }
-        topo.notes.extend(span_notes(search));
+        let aliased = search_of(searches, search.path, WalkAllocation::Aliased);
+        topo.notes.extend(span_notes(search, aliased));
         if let (Some(pages), Some(bytes), true) = (
             f.bound_pages,
             f.bound_bytes,
@@ -224,8 +225,11 @@ fn order_words(check: &tlb::OrderCheck) -> String {
     )
 }
 
-/// Each level's entry span (measured, or why not) and the order test that confirmed it.
-fn span_notes(search: &TlbSearch) -> Vec<Note> {
+/// Each level's entry span (measured, or why not) and the order test that confirmed it. A
+/// span this allocation's walks could not determine is a warning, unless the aliased
+/// region's (`aliased`, the same path) determined it for a level of the same reach
+/// (within 2 %): then an info note that names it.
+fn span_notes(search: &TlbSearch, aliased: Option<&TlbSearch>) -> Vec<Note> {
     let head = walked(search);
     search
         .finding
@@ -259,13 +263,29 @@ fn span_notes(search: &TlbSearch) -> Vec<Note> {
                         ),
                     )
                 }
-                None => note(
-                    NoteSeverity::Warning,
-                    format!(
-                        "{head}: the span of a level-{k} entry is not determined: at least the largest stride that moved its overflow, at most {} (the largest stride tried); its reach is the walks' bytes{confirmed}",
-                        human(tlb::STRIDES[tlb::STRIDES.len() - 1])
-                    ),
-                ),
+                None => {
+                    let there = aliased
+                        .filter(|a| a.region.allocation != search.region.allocation)
+                        .and_then(|a| a.finding.levels.get(i))
+                        .filter(|l| l.reach_bytes.abs_diff(level.reach_bytes) <= level.reach_bytes / 50);
+                    match there.and_then(|l| Some((l.entries?, l.entry_bytes?))) {
+                        Some((entries, span)) => note(
+                            NoteSeverity::Info,
+                            format!(
+                                "{head}: level {k} (reach {}) overflowed only at the largest stride whose walk reached it, so its span is not determined here; the aliased region's walks determined it: {entries} entries of {}{confirmed}",
+                                human(level.reach_bytes),
+                                human(span)
+                            ),
+                        ),
+                        None => note(
+                            NoteSeverity::Warning,
+                            format!(
+                                "{head}: the span of a level-{k} entry is not determined: at least the largest stride that moved its overflow, at most {} (the largest stride tried); its reach is the walks' bytes{confirmed}",
+                                human(tlb::STRIDES[tlb::STRIDES.len() - 1])
+                            ),
+                        ),
+                    }
+                }
             }
         })
         .collect()

@@ -127,7 +127,7 @@ fn the_span_note_says_an_entry_maps_more_than_a_chunk_and_how_the_order_confirme
         sequential: 261.0,
         grouped: 271.0,
     });
-    let n = span_notes(&chunked).remove(0);
+    let n = span_notes(&chunked, None).remove(0);
     assert_eq!(n.severity, NoteSeverity::Info);
     assert!(
         n.message.contains("one level-1 entry maps 16.0 MiB"),
@@ -143,15 +143,31 @@ fn the_span_note_says_an_entry_maps_more_than_a_chunk_and_how_the_order_confirme
     // Without a span: a warning; without an order test: said so.
     chunked.finding.levels[0].entry_bytes = None;
     chunked.finding.levels[0].order_check = None;
-    let n = span_notes(&chunked).remove(0);
+    let n = span_notes(&chunked, None).remove(0);
     assert_eq!(n.severity, NoteSeverity::Warning);
     assert!(
         n.message.contains("not confirmed by the order test"),
         "{}",
         n.message
     );
+    // The aliased region determined it for a level of the same reach: an info note.
+    let mut aliased = chunked.clone();
+    aliased.region.allocation = WalkAllocation::Aliased;
+    aliased.finding.levels[0].entry_bytes = Some(16 << 20);
+    let n = span_notes(&chunked, Some(&aliased)).remove(0);
+    assert_eq!(n.severity, NoteSeverity::Info);
+    assert!(
+        n.message
+            .contains("the aliased region's walks determined it: 16 entries of 16.0 MiB"),
+        "{}",
+        n.message
+    );
+    // ... not for another reach.
+    aliased.finding.levels[0].reach_bytes *= 2;
+    let n = span_notes(&chunked, Some(&aliased)).remove(0);
+    assert_eq!(n.severity, NoteSeverity::Warning);
     chunked.finding.levels.clear();
-    assert!(span_notes(&chunked).is_empty());
+    assert!(span_notes(&chunked, None).is_empty());
 }
 
 /// The H100's chunked L2-path search of session 7: a rise at 2207 nodes of 32 MiB that
