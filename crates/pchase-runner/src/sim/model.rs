@@ -310,21 +310,25 @@ impl Launch<'_> {
                                 block.sm
                             )));
                         };
+                        let (data, sm_hit) = serve_level(
+                            sm_caches,
+                            self.l2,
+                            self.rng,
+                            route,
+                            block.near_partition,
+                            cursor.address(),
+                        );
+                        // A load that hits an SM cache is translated only where the
+                        // profile says those caches are physically tagged.
                         let translation = match self.tlbs.as_deref_mut() {
-                            Some(tlbs) if route.translated => {
+                            Some(tlbs)
+                                if route.translated && (!sm_hit || tlbs.sm_hits_translated()) =>
+                            {
                                 tlbs.translate(block.sm, cursor.address(), self.rng)
                             }
                             _ => 0,
                         };
-                        translation
-                            + serve(
-                                sm_caches,
-                                self.l2,
-                                self.rng,
-                                route,
-                                block.near_partition,
-                                cursor.address(),
-                            )
+                        translation + data
                     }
                 };
                 cursor.advance();
@@ -355,25 +359,26 @@ impl Launch<'_> {
 }
 
 /// Serves one load of byte address `addr` through `route` on one SM; returns the latency of
-/// the level that served it.
+/// the level that served it and whether that was one of the SM's caches.
 #[inline]
-pub(super) fn serve(
+pub(super) fn serve_level(
     sm_caches: &mut SmCaches,
     l2: &mut L2,
     rng: &mut Xoshiro256PlusPlus,
     route: &Route,
     near_partition: usize,
     addr: u64,
-) -> u32 {
+) -> (u32, bool) {
     for level in &route.levels {
         if sm_caches.caches[level.cache][level.copy].access(addr, rng) {
-            return level.latency;
+            return (level.latency, true);
         }
     }
-    match l2.access(near_partition, addr, rng) {
+    let latency = match l2.access(near_partition, addr, rng) {
         Some(latency) => latency + route.extra,
         None => route.memory_latency + l2.far_miss_extra(near_partition, addr),
-    }
+    };
+    (latency, false)
 }
 
 /// Cursors at index 0 of every chain, laid out as the kernels see them: one after the

@@ -31,6 +31,11 @@ pub struct TlbSpec {
     /// `min(page_bytes, chunk_bytes)`, with the same levels and entries.
     #[serde(default = "default_chunk_bytes")]
     pub chunk_bytes: u64,
+    /// Whether loads that hit an SM cache (L1, texture) are translated (schema 1.6
+    /// profiles; default true). False where those caches are virtually tagged, as the
+    /// H100's: its L1 path's walks never rise although the L2 path's overflow at 17 pages.
+    #[serde(default = "default_true")]
+    pub sm_hits_translated: bool,
     /// The levels, nearest first (`[[tlb.level]]`); level 1 per SM, the others per GPU.
     #[serde(rename = "level")]
     pub levels: Vec<TlbLevelSpec>,
@@ -64,6 +69,10 @@ impl TlbLevelSpec {
     }
 }
 
+fn default_true() -> bool {
+    true
+}
+
 /// 2 MiB: the granularity of `cuMemCreate` on every GPU since Pascal.
 fn default_chunk_bytes() -> u64 {
     2 << 20
@@ -75,6 +84,7 @@ impl TlbSpec {
         TlbSpec {
             page_bytes,
             chunk_bytes: default_chunk_bytes(),
+            sm_hits_translated: true,
             levels,
         }
     }
@@ -173,6 +183,7 @@ pub(super) struct Tlbs {
     per_sm: Vec<Cache>,
     shared: Vec<Cache>,
     miss_cycles: Vec<u32>,
+    sm_hits_translated: bool,
 }
 
 impl Tlbs {
@@ -186,7 +197,13 @@ impl Tlbs {
                 .map(|l| Cache::new(spec.geometry(l, page_bytes)))
                 .collect(),
             miss_cycles: spec.levels.iter().map(|l| l.miss_cycles).collect(),
+            sm_hits_translated: spec.sm_hits_translated,
         }
+    }
+
+    /// Whether a load that hits an SM cache is translated ([`TlbSpec::sm_hits_translated`]).
+    pub(super) fn sm_hits_translated(&self) -> bool {
+        self.sm_hits_translated
     }
 
     /// Cycles translating `addr` on `sm` adds: the miss cycles of every level it missed.

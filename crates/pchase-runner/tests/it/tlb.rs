@@ -214,20 +214,38 @@ fn one_level_of_small_pages_is_recovered_and_the_rest_is_a_bound() {
 }
 
 #[test]
-fn shipped_profiles_without_a_tlb_report_a_bound_only() {
+fn shipped_profiles_report_their_tlbs_or_a_bound_only() {
     for name in SimProfile::bundled_names() {
         let profile = SimProfile::bundled(name).expect("bundled");
         let m = check(&profile);
-        for s in &m.tlb {
-            assert!(s.finding.levels.is_empty(), "{name} {}: {s:?}", s.path);
-        }
         let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
-        assert!(topo.tlb.is_empty());
-        assert!(
-            topo.notes
-                .iter()
-                .any(|n| n.message.contains("no translation level")),
-            "{name}: no bound note"
-        );
+        let Some(spec) = &profile.tlb else {
+            for s in &m.tlb {
+                assert!(s.finding.levels.is_empty(), "{name} {}: {s:?}", s.path);
+            }
+            assert!(topo.tlb.is_empty());
+            assert!(
+                topo.notes
+                    .iter()
+                    .any(|n| n.message.contains("no translation level")),
+                "{name}: no bound note"
+            );
+            continue;
+        };
+        // The h100 profile holds the H100's measured TLBs: the L1 path's walks, whose
+        // lines hit the L1, see none of them; the L2 path's aliased walks see all three.
+        assert!(!spec.sm_hits_translated, "{name}");
+        for s in m.tlb.iter().filter(|s| s.path == LoadPath::GlobalCa) {
+            assert!(
+                s.finding.levels.is_empty(),
+                "{name} {}: {s:?}",
+                s.region.allocation
+            );
+        }
+        let aliased = &search(&m, LoadPath::GlobalCg, WalkAllocation::Aliased).finding;
+        assert_eq!(aliased.levels.len(), spec.levels.len(), "{name}");
+        assert!(topo.notes.iter().any(|n| n
+            .message
+            .contains("loads that hit the L1 are not translated")));
     }
 }

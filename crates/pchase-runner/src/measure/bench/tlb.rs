@@ -259,6 +259,17 @@ fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> 
             )),
         };
     };
+    if path == LoadPath::GlobalCa && !spec.sm_hits_translated {
+        // The walks' lines stay in the L1, whose hits this profile does not translate.
+        return match (f.levels.first(), f.bound_pages) {
+            (None, Some(_)) => Ok(()),
+            (Some(l), _) => Err(format!(
+                "{what}: a level of {:?} entries although L1 hits are not translated",
+                l.entries
+            )),
+            (None, None) => Err(format!("{what}: neither a level nor a bound")),
+        };
+    }
     let page = spec.page_for(allocation);
     for (i, level) in spec.levels.iter().enumerate() {
         let entries = u64::from(level.entries);
