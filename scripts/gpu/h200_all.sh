@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Everything the open issues still need from an H200 (12.8, 13, 15, 16, 17, 19 part 4), in
+# Everything the open issues still need from an H200 (12.8, 13, 15, 16, 17, 19 part 4, and
+# session 8's TLB levels and probes), in
 # one call that costs almost nothing when an H100 comes instead: it exits at once unless
 # the GPU is an H200. Then: session7_final.sh (copies, sets, instruction caches and MLP,
-# TLBs, five default runs and one --deep run, validate/render/diff, the GPU tests) and
-# issue13_rest.sh (quiet runs, the L2 confirmation, a load starting mid-run). Binaries in
-# ./.gpu. Usage: h200_all.sh [TAG]; about 2.5 minutes; at most 8 files under ${OUT:-/tmp/out}.
+# TLBs, five default runs and one --deep run, validate/render/diff, the GPU tests),
+# issue13_rest.sh (quiet runs, the L2 confirmation, a load starting mid-run) and session 8's
+# session8_probe.sh, session8_verify.sh and tlb_alias.cu. Binaries in ./.gpu. Usage:
+# h200_all.sh [TAG]; about 4.5 minutes; at most 8 files under ${OUT:-/tmp/out}.
 set -uo pipefail
 tag=${1:-h200}
 o=${OUT:-/tmp/out}
@@ -16,7 +18,18 @@ esac
 bash scripts/gpu/session7_final.sh "$tag" 2>&1 | tee "$o/summary-$tag.log"
 bash scripts/gpu/issue13_rest.sh "i13-$tag" 3 > "$o/i13-$tag.log" 2>&1
 echo "issue13_rest rc=$?" | tee -a "$o/summary-$tag.log"
+# Session 8: the TLB probes (grouped walks, 992 GiB aliased), the cp.async probe, and the
+# tool's three TLB regions twice with --deep (about 90 s).
+bash scripts/gpu/session8_probe.sh "s8p-$tag" > "$o/s8p-$tag.log" 2>&1
+echo "session8_probe rc=$?" | tee -a "$o/summary-$tag.log"
+bash scripts/gpu/session8_verify.sh "s8v-$tag" > "$o/s8v-$tag.log" 2>&1
+echo "session8_verify rc=$?" | tee -a "$o/summary-$tag.log"
+if nvcc -O2 -arch=sm_90 -o /tmp/tlb_alias scripts/gpu/tlb_alias.cu -lcuda > "$o/tlb_alias-$tag.txt" 2>&1; then
+  timeout 300 /tmp/tlb_alias >> "$o/tlb_alias-$tag.txt" 2>&1
+  echo "tlb_alias rc=$?" | tee -a "$o/summary-$tag.log"
+fi
 # session7_final.sh leaves six archives; the rest goes into a seventh.
 cd "$o" && tar czf "${tag}-extra.tgz" "summary-$tag.log" "i13-$tag.log" "i13-$tag.tgz" \
-  && rm -f "summary-$tag.log" "i13-$tag.log" "i13-$tag.tgz"
+  s8p-"$tag"* s8v-"$tag"* "tlb_alias-$tag.txt" \
+  && rm -rf "summary-$tag.log" "i13-$tag.log" "i13-$tag.tgz" s8p-"$tag"* s8v-"$tag"* "tlb_alias-$tag.txt"
 ls "$o"
