@@ -173,30 +173,29 @@ fn three_levels_beyond_the_memory_are_recovered_in_the_aliased_region() {
         .map(|l| (l.entries, l.entry_bytes))
         .collect();
     // Level 3 overflows at 64 MiB, the largest stride whose walk of 4097 nodes fits the
-    // 496 GiB (128 MiB would need 512 GiB): its reach, 256 GiB, is measured, its span not.
+    // 496 GiB (128 MiB would need 512 GiB): no larger stride repeats it, and the order test
+    // (groups 64 MiB apart, every grouped load missing) tells its span.
     assert_eq!(
         shape,
         [
             (Some(16), Some(16 << 20)),
             (Some(2048), Some(32 << 20)),
-            (None, None)
+            (Some(4096), Some(64 << 20))
         ]
     );
-    let reach = aliased.levels[2].reach_bytes;
-    assert!(reach.abs_diff(256 << 30) < (256u64 << 30) / 100, "{reach}");
     assert!(aliased
         .levels
         .iter()
         .all(|l| l.order_check.is_some_and(|c| c.confirms())));
     // In one cuMemAlloc level 2 overflows only at 32 MiB, the largest stride whose walk
-    // fits 2049 nodes: its reach is measured, its split into entries and span is not.
+    // fits 2049 nodes; the order test tells its span there too. Level 3 is out of reach.
     let plain = &search(&m, LoadPath::GlobalCg, WalkAllocation::Plain).finding;
     assert_eq!(plain.levels.len(), 2, "{:?}", plain.levels);
-    assert_eq!(plain.levels[1].entries, None);
+    assert_eq!(plain.levels[1].entries, Some(2048));
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
     assert!(topo.notes.iter().any(|n| n
         .message
-        .contains("the aliased region's walks over 496.0 GiB found 16 entries of 16.0 MiB, 2048 entries of 32.0 MiB, reach about 256.0 GiB, its span not determined (level 3 beyond the reach of walks in the memory)")));
+        .contains("the aliased region's walks over 496.0 GiB found 16 entries of 16.0 MiB, 2048 entries of 32.0 MiB, 4096 entries of 64.0 MiB (level 3 beyond the reach of walks in the memory)")));
     topo.validate().expect("valid");
 }
 

@@ -29,7 +29,10 @@
 //! 2. **Entry span.** For a stride below the span one entry maps, several nodes share an
 //!    entry, so the first rising `n` is larger. The span is the smallest candidate stride
 //!    whose first rising `n` equals the largest stride's (binary search over [`STRIDES`],
-//!    which is monotone); if only the largest does, it is not determined. An entry may map
+//!    which is monotone). Where only the stride that found the level does, the order test
+//!    (3.) decides: its groups are that stride apart, so a confirmed test means no two
+//!    groups shared an entry and the span is that stride; without a confirmed test it is
+//!    not determined. An entry may map
 //!    more than a page: the H100's L2-path level 1 maps 16 MiB per entry over 2 MiB pages,
 //!    alike in one `cuMemAlloc` and in separately mapped 2 MiB chunks (session 8), so the
 //!    walks measure the entry's span, not the driver's page size.
@@ -352,7 +355,11 @@ fn find_level(
                 let check =
                     order_check(hi, rise.n, fits, &mut |n, s, g| counted(n, s, g, finding))?;
                 let translation = match &check {
-                    Some(c) => c.confirms(),
+                    Some(c) if c.confirms() => true,
+                    // Not confirmed: a data effect, unless found at the largest stride tried
+                    // with no smaller one repeating it, where entries larger than that
+                    // stride would pair the test's groups (half the loads hitting).
+                    Some(_) => hi == i && i >= largest,
                     // Without the order test: repeated at a smaller stride, or found at the
                     // largest stride tried (the walks at larger strides spanned as many
                     // bytes, as many large entries, without a rise).
@@ -363,7 +370,13 @@ fn find_level(
                         flat.sort_by_key(|w: &FlatWalk| std::cmp::Reverse(w.stride));
                         finding.flat = flat;
                     }
-                    let span = (hi < i).then_some(STRIDES[hi]);
+                    // The span is STRIDES[hi] where a smaller stride repeated the
+                    // overflow, or where the order test confirmed it: its groups are
+                    // STRIDES[hi] apart, and every grouped load missing means no two
+                    // groups share an entry (span at most STRIDES[hi]), while half the
+                    // stride not repeating means more than half of it.
+                    let confirmed = check.as_ref().is_some_and(OrderCheck::confirms);
+                    let span = (hi < i || confirmed).then_some(STRIDES[hi]);
                     let level = TlbLevelFinding {
                         entries: span.map(|_| rise.n - 1),
                         reach_bytes: reach(rise.n - 1, span, stride),

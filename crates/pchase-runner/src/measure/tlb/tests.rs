@@ -92,20 +92,21 @@ fn a_level_beyond_the_memory_is_a_bound() {
 }
 
 #[test]
-fn no_level_at_all_is_a_bound_and_a_page_above_the_strides_is_unknown() {
+fn no_level_at_all_is_a_bound_and_a_page_of_the_largest_stride_is_told_by_the_order() {
     let f = search(ROOMY, model(2 << 20, &[])).unwrap();
     assert!(f.levels.is_empty() && f.entry_bytes().is_none());
     assert!(f.bound_pages.is_some());
-    // 1 GiB pages: eight of them are 256 walks of 32 MiB; the reach is estimated
-    // from above by at most a stride per page.
+    // 1 GiB pages, the largest stride: no smaller stride repeats the overflow, but the
+    // order test (groups 1 GiB apart, every grouped load missing) tells the span.
     let f = search(ROOMY, model(1 << 30, &[(8, 30.0)])).unwrap();
-    assert_eq!(f.entry_bytes(), None);
-    assert_eq!(f.levels[0].entries, None);
-    let reach = f.levels[0].reach_bytes;
-    assert!(
-        (8 << 30..(8 << 30) + 8 * (32 << 20)).contains(&reach),
-        "{reach}"
-    );
+    assert_eq!(f.entry_bytes(), Some(1 << 30));
+    assert_eq!(f.levels[0].entries, Some(8));
+    // 2 GiB pages, above every stride: consecutive nodes share a page, half the loads hit
+    // and the 5th percentile never rises: no level, and the bound says how far the walks
+    // went (an LRU level of entries larger than the largest stride is out of sight).
+    let f = search(ROOMY, model(2 << 30, &[(4, 30.0)])).unwrap();
+    assert!(f.levels.is_empty(), "{:?}", f.levels);
+    assert!(f.bound_bytes.is_some_and(|b| b >= 15 << 30));
 }
 
 #[test]
@@ -266,15 +267,16 @@ fn slow_walks_of_a_few_lines_do_not_hide_a_level() {
 fn an_unrepeated_rise_at_the_largest_stride_the_region_allows_is_still_a_level() {
     // 1.5 GiB: 1 GiB walks do not fit two nodes, 512 MiB ones do. A level of one 512 MiB
     // page overflows at two nodes of 512 MiB and at no smaller stride's two nodes: found at
-    // the largest stride tried, it is a level with the page not determined.
+    // the largest stride tried, it is a level, and the order test (two groups 512 MiB apart
+    // at 64 MiB) tells its span.
     let small = TlbLimits {
         max_bytes: 3 << 29,
         max_nodes: 1 << 20,
     };
     let f = search(small, model(512 << 20, &[(1, 30.0)])).unwrap();
     assert!(f.rejected.is_empty(), "{:?}", f.rejected);
-    assert_eq!((f.entry_bytes(), f.levels.len()), (None, 1));
-    assert_eq!(f.levels[0].reach_bytes, step_bytes(512 << 20));
+    assert_eq!((f.entry_bytes(), f.levels.len()), (Some(512 << 20), 1));
+    assert_eq!(f.levels[0].reach_bytes, 512 << 20);
     assert_eq!(f.levels[0].miss_cycles, 30.0);
 }
 
