@@ -174,11 +174,7 @@ impl WalkRequest {
 
     /// The node at position `position` of the visiting order (see [`WalkRequest`]).
     pub fn node_at(&self, position: u64) -> u64 {
-        let nodes = u64::from(self.nodes.max(1));
-        let group = u64::from(self.group.max(1));
-        let groups = (nodes / group).max(1);
-        let p = position % nodes;
-        (p % groups) * group + p / groups
+        grouped_node(position, u64::from(self.nodes), u64::from(self.group))
     }
 
     /// The line index a chase from node 0 holds after `loads` loads.
@@ -226,6 +222,25 @@ impl WalkRequest {
         }
         Ok(())
     }
+}
+
+/// The node at position `position` (mod `nodes`) of a cycle of `nodes` nodes visited in
+/// groups of `group` neighbours: `(p mod R) × group + p / R` with `R = nodes / group`
+/// groups, so one node of each group in turn (`group` 1: address order). The CUDA
+/// backend's `init_chain_lines` writes the same order; the simulator follows it.
+///
+/// ```
+/// use pchase_runner::walk::grouped_node;
+/// let order: Vec<u64> = (0..6).map(|p| grouped_node(p, 6, 3)).collect();
+/// assert_eq!(order, [0, 3, 1, 4, 2, 5]);
+/// assert_eq!(grouped_node(7, 6, 1), 1);
+/// ```
+pub fn grouped_node(position: u64, nodes: u64, group: u64) -> u64 {
+    let nodes = nodes.max(1);
+    let group = group.max(1);
+    let groups = (nodes / group).max(1);
+    let p = position % nodes;
+    (p % groups) * group + p / groups
 }
 
 /// What a walk returned.

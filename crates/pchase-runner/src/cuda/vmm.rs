@@ -140,13 +140,7 @@ impl ChunkedRegion {
     /// The [`VmmError`] of the call that failed; what was built before it is torn down.
     pub fn new(device: c_int, max_bytes: u64) -> Result<ChunkedRegion, VmmError> {
         let chunk = granularity(device)?;
-        let wanted = max_bytes / chunk;
-        if wanted == 0 {
-            return Err(VmmError::Reserve {
-                bytes: max_bytes,
-                message: format!("smaller than one chunk of {chunk} B"),
-            });
-        }
+        let wanted = places(max_bytes, chunk)?;
         let handles = create(device, chunk, wanted, true)?;
         let chunks = handles.len() as u64;
         let order = ChunkOrder::new(chunks);
@@ -170,12 +164,9 @@ impl ChunkedRegion {
         if chunk == 0 || chunk % granule != 0 {
             return Err(VmmError::BadGranularity(chunk));
         }
-        let places = max_bytes / chunk;
-        if places == 0 || pool == 0 {
-            return Err(VmmError::Reserve {
-                bytes: max_bytes,
-                message: format!("smaller than one chunk of {chunk} B"),
-            });
+        let places = places(max_bytes, chunk)?;
+        if pool == 0 {
+            return Err(too_small(max_bytes, chunk));
         }
         let handles = create(device, chunk, pool.min(places), false)?;
         let chunks = handles.len() as u64;
@@ -247,6 +238,22 @@ impl Drop for ChunkedRegion {
 }
 
 /// Releases chunk handles while tearing down after a failure; errors are logged.
+/// The places of `chunk` bytes in `max_bytes`; at least one, or [`too_small`].
+fn places(max_bytes: u64, chunk: u64) -> Result<u64, VmmError> {
+    match max_bytes / chunk {
+        0 => Err(too_small(max_bytes, chunk)),
+        n => Ok(n),
+    }
+}
+
+/// The error of a range that holds no chunk.
+fn too_small(max_bytes: u64, chunk: u64) -> VmmError {
+    VmmError::Reserve {
+        bytes: max_bytes,
+        message: format!("smaller than one chunk of {chunk} B"),
+    }
+}
+
 /// `wanted` physical chunks of `chunk` bytes; where `shrink`, fewer when the memory runs
 /// out (a sixteenth of those created given back, as headroom for the timing buffers).
 fn create(device: c_int, chunk: u64, wanted: u64, shrink: bool) -> Result<Vec<u64>, VmmError> {

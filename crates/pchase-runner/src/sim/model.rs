@@ -183,8 +183,8 @@ pub(super) struct ChainCursor {
     pub(super) index: u64,
     pub(super) stride_elements: u64,
     pub(super) span_elements: u64,
-    /// A walk's grouped visiting order ([`crate::walk::WalkRequest::node_at`]); `None` for
-    /// address order.
+    /// A walk's grouped visiting order ([`crate::walk::grouped_node`]); `None` for address
+    /// order.
     pub(super) grouped: Option<GroupedOrder>,
 }
 
@@ -219,8 +219,7 @@ impl ChainCursor {
     pub(super) fn advance(&mut self) {
         if let Some(order) = &mut self.grouped {
             order.position = (order.position + 1) % order.nodes.max(1);
-            let groups = (order.nodes / order.group.max(1)).max(1);
-            let node = (order.position % groups) * order.group + order.position / groups;
+            let node = crate::walk::grouped_node(order.position, order.nodes, order.group);
             self.index = node * self.stride_elements;
             return;
         }

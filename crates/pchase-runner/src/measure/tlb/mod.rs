@@ -49,10 +49,11 @@
 //!    not fit the limits, a rise counts if a smaller stride repeats it or it was found at
 //!    the largest stride tried. [`TlbFinding::flat`] keeps the largest walk without a rise
 //!    per stride, the honest bound where no level is found.
-//! 4. **Further levels.** At a stride of one entry's span, from the first level's overflow: one
-//!    chase at the largest `n` the memory allowed ([`TlbLimits`]) says whether another
-//!    level overflows at all (else the result is a bound: "no further level within this
-//!    reach"); then doubling and bisection as in 1. Repeated up to [`MAX_LEVELS`].
+//! 4. **Further levels.** Each is searched like the first, over the strides from the
+//!    largest down to the previous level's span, from the previous level's overflow and
+//!    plateau (no base walks): the largest walk per stride says whether another level
+//!    overflows (else the result is a bound: "no further level within this reach"); then
+//!    doubling and bisection, the span search and the order test. Up to [`MAX_LEVELS`].
 //!
 //! The miss cost of a level is the rise of the 5th percentile from the level before to its
 //! plateau (the first doubled walk past its overflow; the walk at the bisected boundary may
@@ -367,8 +368,7 @@ fn find_level(
                 };
                 if translation {
                     if previous.is_none() {
-                        flat.sort_by_key(|w: &FlatWalk| std::cmp::Reverse(w.stride));
-                        finding.flat = flat;
+                        keep_flat(finding, flat);
                     }
                     // The span is STRIDES[hi] where a smaller stride repeated the
                     // overflow, or where the order test confirmed it: its groups are
@@ -409,7 +409,6 @@ fn find_level(
             break;
         }
     }
-    flat.sort_by_key(|w| std::cmp::Reverse(w.stride));
     let bound = flat
         .iter()
         .map(|w| (w.nodes, w.bytes))
@@ -418,9 +417,15 @@ fn find_level(
         .unwrap_or((1, 0));
     (finding.bound_pages, finding.bound_bytes) = (Some(bound.0), Some(bound.1));
     if previous.is_none() {
-        finding.flat = flat;
+        keep_flat(finding, flat);
     }
     Ok(None)
+}
+
+/// Level 1's flat walks, largest stride first, into `finding` ([`TlbFinding::flat`]).
+fn keep_flat(finding: &mut TlbFinding, mut flat: Vec<FlatWalk>) {
+    flat.sort_by_key(|w| std::cmp::Reverse(w.stride));
+    finding.flat = flat;
 }
 
 /// Notes `nodes` at `stride` as a walk without a rise (the largest per stride).

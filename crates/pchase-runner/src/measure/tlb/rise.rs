@@ -49,9 +49,9 @@ pub(super) fn base_walks(
     Ok(Start { n, base, samples })
 }
 
-/// The miss cost's distribution: the shift of every quantile from the walk before the
-/// overflow to the overflowing walk (sorted loads paired by rank); without the walk
-/// before's loads, the overflowing walk's loads less the level before.
+/// The miss cost's distribution: the shift of every quantile from the level before (the
+/// start walk's loads) to the level's plateau (sorted loads paired by rank), each at least
+/// 0; without the start walk's loads, the plateau's loads less the level before.
 pub(super) fn miss(rise: &Rise) -> Option<LatencySummary> {
     let sorted = |v: &[f64]| {
         let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
@@ -115,7 +115,7 @@ pub(super) fn first_rise(
     let top = largest_fitting(stride, fits);
     let (mut lo, mut lo_value) = (from, base);
     let mut n = from;
-    let (mut hi, mut hi_samples) = loop {
+    let (mut hi, plateau) = loop {
         if n >= top {
             return Ok(None);
         }
@@ -128,13 +128,11 @@ pub(super) fn first_rise(
         (lo, lo_value) = (n, value.min(lo_value));
     };
     // Past the rise: above the base by a rise and by half the way to the level of the first
-    // doubling that rose (`target`). A level that fills gradually (the H100's second: p5
-    // 269 at 2048 nodes, 273-275 at 2176-2240, 357 from 2304) is counted where it is
-    // complete, not where its first loads begin to miss.
-    // The level's plateau is that walk's: the walk at the bisected boundary may still be
-    // in the level's transition (the H100's second level: p5 320 at 2290 nodes, 357 from
-    // 2304), and the next level's search starts from the plateau.
-    let plateau = std::mem::take(&mut hi_samples);
+    // doubling that rose (`target`, the plateau). A level that fills gradually (the H100's
+    // second: p5 269 at 2048 nodes, 273-275 at 2176-2240, 357 from 2304) is counted where
+    // it is complete, not where its first loads begin to miss. The level's plateau is that
+    // walk's, not the bisected boundary's (which may still be mid-transition), and the next
+    // level's search starts from it.
     let target = p5(&plateau);
     let past = |value: f64| rises(base, value) && value - base >= (target - base) / 2.0;
     while hi - lo > 1 {
