@@ -248,3 +248,34 @@ fn shipped_profiles_report_their_tlbs_or_a_bound_only() {
             .contains("loads that hit the L1 are not translated")));
     }
 }
+
+#[test]
+fn a_third_level_dealt_to_two_halves_by_address_is_not_taken_for_entries_twice_as_large() {
+    // The H100's third L2-path level (session 9, scripts/gpu/tlb_fill.cu): 32 MiB entries
+    // in two sets by address bit 25. Walks 64 MiB apart overflow it at 4340, as 4339
+    // entries of 64 MiB would; the walk of twice the nodes 32 MiB apart tells them apart.
+    let profile = SimProfile::bundled("h100").expect("bundled");
+    let spec = profile.tlb.clone().expect("the h100 profile has TLBs");
+    assert_eq!(spec.levels[2].associativity, Associativity::Ways(4339));
+    let m = check(&profile);
+    let aliased = &search(&m, LoadPath::GlobalCg, WalkAllocation::Aliased).finding;
+    let third = &aliased.levels[2];
+    assert_eq!(
+        (third.entries, third.entry_bytes, third.interleave),
+        (Some(8678), Some(32 << 20), 2)
+    );
+    assert_eq!(third.reach_bytes, 8678 * (32 << 20));
+    // The first two levels are not dealt.
+    assert!(aliased.levels[..2].iter().all(|l| l.interleave == 1));
+    let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
+    let level = topo
+        .tlb
+        .iter()
+        .find(|l| l.level == 3 && l.allocation.as_deref() == Some("aliased"))
+        .expect("level 3 in the topology");
+    assert_eq!((level.entries, level.interleave), (Some(8678), Some(2)));
+    assert!(topo.notes.iter().any(|n| n.message.contains(
+        "its 8678 entries are dealt by address to 2 groups of 4339: walks 64.0 MiB apart fill one group and overflow at 4340 nodes"
+    )));
+    topo.validate().expect("valid");
+}

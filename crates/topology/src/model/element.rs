@@ -508,4 +508,10 @@ pub struct TlbLevel {
     /// virtual memory management API, pages of at most one chunk).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocation: Option<String>,
+    /// Into how many groups consecutive entry-sized ranges of addresses are dealt (range
+    /// `i` to group `i mod interleave`), each group holding `entries / interleave`: a walk
+    /// `interleave` entries' spans apart fills one group only (schema 1.6; absent where
+    /// the walks found none). The H100's third L2-path level: 2, by address bit 25.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave: Option<u64>,
 }

@@ -19,6 +19,7 @@ use crate::model::Topology;
 ///     path: Some("global_cg".into()),
 ///     entries: Some(16),
 ///     allocation: Some("plain".into()),
+///     interleave: None,
 /// });
 /// let line = &render::tlb_lines(&topo)[0];
 /// assert!(line.contains("global_cg") && line.contains("plain") && line.contains("16 entries"), "{line}");
@@ -35,6 +36,13 @@ pub fn tlb_lines(topo: &Topology) -> Vec<String> {
             let mut parts = Vec::new();
             if let Some(entries) = l.entries {
                 parts.push(format!("{entries} entries"));
+            }
+            if let Some(k) = l.interleave.filter(|&k| k > 1) {
+                let each = l
+                    .entries
+                    .map(|e| format!(" of {}", e / k))
+                    .unwrap_or_default();
+                parts.push(format!("dealt by address to {k} groups{each}"));
             }
             if let Some(page) = &l.page_size {
                 parts.push(format!("page {page}"));

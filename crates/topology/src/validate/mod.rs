@@ -433,6 +433,14 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
         if level.entries == Some(0) {
             check.fail(format!("{path}.entries"), "a level holds at least one page");
         }
+        if let Some(k) = level.interleave {
+            if k < 2 || level.entries.is_some_and(|e| e % k != 0) {
+                check.fail(
+                    format!("{path}.interleave"),
+                    format!("{k} groups: at least 2, dividing the entries"),
+                );
+            }
+        }
         if let Some(coverage) = &level.coverage {
             check.size(&format!("{path}.coverage"), coverage);
             if let Some(page) = &level.page_size {

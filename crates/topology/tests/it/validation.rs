@@ -304,3 +304,19 @@ fn syntax_errors_quote_a_short_excerpt() {
     assert!(matches!(err, Error::Syntax { .. }), "{message}");
     assert!(message.len() < 3_000, "{} characters", message.len());
 }
+
+#[test]
+fn a_tlb_interleave_must_deal_its_entries_to_at_least_two_groups() {
+    let mut doc = h200_json();
+    let level = json!({
+        "level": 3, "entries": 8678, "interleave": 2, "path": "global_cg", "allocation": "aliased"
+    });
+    doc["tlb"] = json!([level]);
+    let topo = load(&doc).expect("an even interleave of 8678 entries is valid");
+    assert_eq!(topo.tlb[0].interleave, Some(2));
+    assert!(render::tlb_lines(&topo)[0].contains("dealt by address to 2 groups of 4339"));
+    for bad in [1, 3] {
+        doc["tlb"][0]["interleave"] = bad.into();
+        assert_names(&load(&doc).unwrap_err(), "tlb[0].interleave");
+    }
+}

@@ -242,8 +242,8 @@ fn far_hit_p50(measured: &Measurements) -> Option<f64> {
 
 /// How a search relates to the profile's `[tlb]`: every level whose overflow the region
 /// could reach (entries + 1 of its spans) found with its entries, its entry span (the
-/// page, or the larger span an entry maps) — or, where no larger stride could show the
-/// span, its reach within 1 % — and its miss cycles (±2), each confirmed by
+/// page, or the larger span an entry maps) and its sets as the interleave — or, where no
+/// larger stride could show the span, its reach within 1 % — and its miss cycles (±2), each confirmed by
 /// its order test where one ran; no more levels than the profile has; no level where the
 /// profile has none.
 fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> {
@@ -309,6 +309,13 @@ fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> 
                 i + 1,
                 found.entry_bytes
             ));
+        } else if found.interleave != sets(level) {
+            return Err(format!(
+                "{what} level {}: interleave {}, truth {} sets",
+                i + 1,
+                found.interleave,
+                sets(level)
+            ));
         }
         if (found.miss_cycles - f64::from(level.miss_cycles)).abs() > 2.0 {
             return Err(format!(
@@ -335,6 +342,15 @@ fn check_search(profile: &SimProfile, search: &TlbSearch) -> Result<(), String> 
     Ok(())
 }
 
+/// The sets of a simulated level (consecutive entry spans go to consecutive sets): the
+/// interleave its walks must find.
+fn sets(level: &crate::sim::TlbLevelSpec) -> u64 {
+    match level.associativity {
+        crate::sim::Associativity::Ways(ways) => u64::from(level.entries / ways),
+        crate::sim::Associativity::Full => 1,
+    }
+}
+
 /// The levels of one search as the topology's [`TlbLevel`]s.
 fn tlb_levels(search: &TlbSearch) -> impl Iterator<Item = TlbLevel> + '_ {
     use topology::{Bytes, Provenance};
@@ -353,5 +369,6 @@ fn tlb_levels(search: &TlbSearch) -> impl Iterator<Item = TlbLevel> + '_ {
         path: Some(search.path.name().to_owned()),
         entries: level.entries,
         allocation: Some(search.region.allocation.name().to_owned()),
+        interleave: (level.interleave > 1).then_some(level.interleave),
     })
 }

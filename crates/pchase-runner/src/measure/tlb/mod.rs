@@ -36,6 +36,13 @@
 //!    more than a page: the H100's L2-path level 1 maps 16 MiB per entry over 2 MiB pages,
 //!    alike in one `cuMemAlloc` and in separately mapped 2 MiB chunks (session 8), so the
 //!    walks measure the entry's span, not the driver's page size.
+//!    **2b. Interleave.** Entries of half the span whose set index takes the address bit
+//!    above them (two halves of the level by address) overflow exactly like entries of the
+//!    whole span: at its stride every node lands in one half. The walk of twice the nodes at
+//!    half the stride tells them apart (`interleave.rs`): where it rises, consecutive nodes
+//!    did not share an entry, so the entries are half as large, twice as many, and dealt to
+//!    two halves; repeated down to the previous level's span. The H100's third L2-path
+//!    level is such a level (session 9).
 //! 3. **Only translation depends on the order.** The same lines are walked twice at a
 //!    stride an eighth of the span ([`OrderCheck`]): in address order, where eight
 //!    neighbours share an entry and at most one load in eight misses, and grouped, one
@@ -65,9 +72,11 @@ use topology::LatencySummary;
 
 use crate::error::RunnerError;
 
+mod interleave;
 mod order;
 mod rise;
 
+use interleave::interleave_test;
 use order::order_check;
 pub use order::{order_stride, OrderCheck};
 use rise::{base_walks, first_rise, largest_fitting, miss, reach, Rise, Start};
@@ -178,8 +187,13 @@ pub struct TlbLevelFinding {
     pub reach_bytes: u64,
     /// The virtual-address span one of its entries maps, where the strides determined it:
     /// the page where an entry holds one page, more where it holds several (the H100's
-    /// 16 MiB, 32 MiB and 64 MiB over 2 MiB pages).
+    /// 16 MiB and 32 MiB over 2 MiB pages).
     pub entry_bytes: Option<u64>,
+    /// Into how many groups consecutive `entry_bytes` ranges are dealt (range `i` to group
+    /// `i mod interleave`), each holding `entries / interleave`: walks `interleave ×
+    /// entry_bytes` apart fill one group only (the interleave test, step 2b). 1 where the
+    /// test found none or did not run.
+    pub interleave: u64,
     /// The order test that confirmed it (`None` where the limits did not allow one).
     pub order_check: Option<OrderCheck>,
     /// Cycles a load that misses it (and hits the next level) adds.
@@ -377,17 +391,26 @@ fn find_level(
                     // stride not repeating means more than half of it.
                     let confirmed = check.as_ref().is_some_and(OrderCheck::confirms);
                     let span = (hi < i || confirmed).then_some(STRIDES[hi]);
+                    // 2b. Entries of half that span, dealt to two halves of the level by
+                    // address, look like it to the strides: the interleave test decides.
+                    let (at, interleave) = match span {
+                        Some(_) => interleave_test(lowest, hi, &rise, fits, &mut |n, s| {
+                            counted(n, s, 1, finding)
+                        })?,
+                        None => (hi, 1),
+                    };
                     let level = TlbLevelFinding {
-                        entries: span.map(|_| rise.n - 1),
+                        entries: span.map(|_| (rise.n - 1) * interleave),
                         reach_bytes: reach(rise.n - 1, span, stride),
-                        entry_bytes: span,
+                        entry_bytes: span.map(|_| STRIDES[at]),
+                        interleave,
                         order_check: check,
                         miss_cycles: rise.after - rise.before,
                         before_cycles: rise.before,
                         after_cycles: rise.after,
                         miss: miss(&rise),
                     };
-                    return Ok(Some((level, rise, if span.is_some() { hi } else { i })));
+                    return Ok(Some((level, rise, if span.is_some() { at } else { i })));
                 }
                 let p50 =
                     LatencySummary::from_samples(&rise.samples).map_or(rise.after, |l| l.p50.get());

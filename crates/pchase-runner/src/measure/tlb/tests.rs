@@ -319,3 +319,71 @@ fn a_level_that_fills_gradually_is_counted_where_it_is_complete() {
     assert_eq!(f.levels[0].miss_cycles, 88.0, "{:?}", f.levels[0]);
     assert_eq!(f.levels[0].miss.unwrap().p50.get(), 88.0);
 }
+
+/// A modelled walk over one LRU level of `entries` entries of `span` bytes dealt to `k`
+/// groups by address (range `r` to group `r mod k`, each holding `entries / k`), +30 cycles
+/// a miss over a base of 100: a load misses where its group overflows and it is in another
+/// range than the load before.
+fn dealt(
+    span: u64,
+    entries: u64,
+    k: u64,
+) -> impl FnMut(u64, u64, u64) -> Result<Vec<f64>, RunnerError> {
+    move |n, stride, group| {
+        let step = step_bytes(stride);
+        let request = crate::walk::WalkRequest {
+            path: crate::backend::LoadPath::GlobalCg,
+            nodes: n as u32,
+            step_bytes: step,
+            group: group as u32,
+            warmup_steps: 0,
+            steps: 1,
+        };
+        let range = |p: u64| request.node_at(p) * step / span;
+        // The ranges of the pass a position is in (the whole cycle in address order).
+        let pass = if group > 1 { n / group } else { n };
+        let overflows = |p: u64| {
+            let first = p / pass * pass;
+            let mut seen: Vec<u64> = (first..first + pass)
+                .map(range)
+                .filter(|r| r % k == range(p) % k)
+                .collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen.len() as u64 > entries / k
+        };
+        Ok((0..64u64)
+            .map(|i| {
+                let p = i * n.max(64) / 64 % n;
+                let miss = overflows(p) && (n == 1 || range(p) != range((p + n - 1) % n));
+                100.0 + if miss { 30.0 } else { 0.0 }
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn entries_dealt_to_two_groups_by_address_are_told_from_entries_twice_as_large() {
+    // Walks 4 MiB apart fill one group of 32 and overflow at 33, like 32 entries of 4 MiB;
+    // 66 nodes 2 MiB apart overflow both groups, where entries of 4 MiB would hold pairs.
+    let f = search(ROOMY, dealt(2 << 20, 64, 2)).unwrap();
+    let level = &f.levels[0];
+    assert_eq!(
+        (level.entries, level.entry_bytes, level.interleave),
+        (Some(64), Some(2 << 20), 2)
+    );
+    assert_eq!(level.reach_bytes, 128 << 20);
+    // Four groups: the test halves the span twice.
+    let f = search(ROOMY, dealt(2 << 20, 64, 4)).unwrap();
+    let level = &f.levels[0];
+    assert_eq!(
+        (level.entries, level.entry_bytes, level.interleave),
+        (Some(64), Some(2 << 20), 4)
+    );
+    // One group: the same level is found with no interleave.
+    let f = search(ROOMY, dealt(2 << 20, 64, 1)).unwrap();
+    assert_eq!(
+        (f.levels[0].entry_bytes, f.levels[0].interleave),
+        (Some(2 << 20), 1)
+    );
+}

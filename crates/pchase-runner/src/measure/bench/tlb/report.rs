@@ -254,10 +254,26 @@ fn span_notes(search: &TlbSearch, aliased: Option<&TlbSearch>) -> Vec<Note> {
                         ),
                         _ => String::new(),
                     };
+                    let dealt = match (level.interleave, level.entries) {
+                        (k, Some(entries)) if k > 1 => format!(
+                            "; its {entries} entries are dealt by address to {k} groups of {}: walks {} apart fill one group and overflow at {} nodes, and the walk of {k} times as many nodes {} apart overflows too, which entries of {} would not",
+                            entries / k,
+                            human(span * k),
+                            entries / k + 1,
+                            human(span),
+                            human(span * k)
+                        ),
+                        _ => String::new(),
+                    };
+                    let how = if dealt.is_empty() {
+                        format!("the smallest stride whose walks overflow level {k} at the same number of nodes")
+                    } else {
+                        "the interleave test".to_owned()
+                    };
                     note(
                         NoteSeverity::Info,
                         format!(
-                            "{head}: one level-{k} entry maps {} (the smallest stride whose walks overflow level {k} at the same number of nodes){pages}; miss +{:.0} cycles (p5){confirmed}",
+                            "{head}: one level-{k} entry maps {} ({how}){pages}{dealt}; miss +{:.0} cycles (p5){confirmed}",
                             human(span),
                             level.miss_cycles
                         ),

@@ -30,6 +30,7 @@ fn level(entries: u64) -> TlbLevelFinding {
         entries: Some(entries),
         reach_bytes: entries << 24,
         entry_bytes: Some(16 << 20),
+        interleave: 1,
         order_check: None,
         miss_cycles: 40.0,
         before_cycles: 300.0,
