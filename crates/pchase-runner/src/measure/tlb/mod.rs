@@ -39,9 +39,10 @@
 //!    **2b. Interleave.** Entries of half the span whose set index takes the address bit
 //!    above them (two halves of the level by address) overflow exactly like entries of the
 //!    whole span: at its stride every node lands in one half. The walk of twice the nodes at
-//!    half the stride tells them apart (`interleave.rs`): where it rises, consecutive nodes
-//!    did not share an entry, so the entries are half as large, twice as many, and dealt to
-//!    two halves; repeated down to the previous level's span. The H100's third L2-path
+//!    half the stride tells them apart (`interleave.rs`): where it overflows like the level
+//!    and its loads are as slow as in the same lines grouped by pairs, consecutive nodes did
+//!    not share an entry, so the entries are half as large, twice as many, and dealt to two
+//!    halves; repeated down to the previous level's span. The H100's third L2-path
 //!    level is such a level (session 9).
 //! 3. **Only translation depends on the order.** The same lines are walked twice at a
 //!    stride an eighth of the span ([`OrderCheck`]): in address order, where eight
@@ -394,8 +395,8 @@ fn find_level(
                     // 2b. Entries of half that span, dealt to two halves of the level by
                     // address, look like it to the strides: the interleave test decides.
                     let (at, interleave) = match span {
-                        Some(_) => interleave_test(lowest, hi, &rise, fits, &mut |n, s| {
-                            counted(n, s, 1, finding)
+                        Some(_) => interleave_test(lowest, hi, &rise, fits, &mut |n, s, g| {
+                            counted(n, s, g, finding)
                         })?,
                         None => (hi, 1),
                     };

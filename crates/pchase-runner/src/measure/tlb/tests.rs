@@ -329,6 +329,18 @@ fn dealt(
     entries: u64,
     k: u64,
 ) -> impl FnMut(u64, u64, u64) -> Result<Vec<f64>, RunnerError> {
+    crowded(span, entries, k, 0)
+}
+
+/// [`dealt`], where each group holds `loss` entries fewer while walks use more than one
+/// group (a level that fills gradually: the H100's third, whose walks 32 MiB apart of one
+/// node fewer per group than its 64 MiB overflow already missed, session 9).
+fn crowded(
+    span: u64,
+    entries: u64,
+    k: u64,
+    loss: u64,
+) -> impl FnMut(u64, u64, u64) -> Result<Vec<f64>, RunnerError> {
     move |n, stride, group| {
         let step = step_bytes(stride);
         let request = crate::walk::WalkRequest {
@@ -344,13 +356,12 @@ fn dealt(
         let pass = if group > 1 { n / group } else { n };
         let overflows = |p: u64| {
             let first = p / pass * pass;
-            let mut seen: Vec<u64> = (first..first + pass)
-                .map(range)
-                .filter(|r| r % k == range(p) % k)
-                .collect();
-            seen.sort_unstable();
-            seen.dedup();
-            seen.len() as u64 > entries / k
+            let mut all: Vec<u64> = (first..first + pass).map(range).collect();
+            all.sort_unstable();
+            all.dedup();
+            let several = all.iter().any(|r| r % k != all[0] % k);
+            let mine = all.iter().filter(|&&r| r % k == range(p) % k).count() as u64;
+            mine > entries / k - if several { loss } else { 0 }
         };
         Ok((0..64u64)
             .map(|i| {
@@ -406,6 +417,20 @@ fn a_walk_of_slower_lines_at_half_the_span_is_no_interleave() {
     assert_eq!(
         (level.entries, level.entry_bytes, level.interleave),
         (Some(16), Some(16 << 20), 1),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_dealt_level_whose_groups_fill_gradually_is_still_found_dealt() {
+    // Walks 4 MiB apart (one group) overflow at 33; 2 MiB apart, where both groups are in
+    // use, each holds only 31: the 64 nodes of one fewer per group already miss, and the 66
+    // miss like the same lines grouped by pairs.
+    let f = search(ROOMY, crowded(2 << 20, 64, 2, 1)).unwrap();
+    let level = &f.levels[0];
+    assert_eq!(
+        (level.entries, level.entry_bytes, level.interleave),
+        (Some(64), Some(2 << 20), 2),
         "{f:?}"
     );
 }
