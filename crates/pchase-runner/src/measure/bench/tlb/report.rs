@@ -256,11 +256,12 @@ fn span_notes(search: &TlbSearch, aliased: Option<&TlbSearch>) -> Vec<Note> {
                     };
                     let dealt = match (level.interleave, level.entries) {
                         (k, Some(entries)) if k > 1 => format!(
-                            "; its {entries} entries are dealt by address to {k} groups of {}: walks {} apart fill one group and overflow at {} nodes, and the walk of {k} times as many nodes {} apart overflows too, which entries of {} would not",
+                            "; its {entries} entries are dealt by address to {k} groups of {}: walks {} apart fill one group and overflow at {} nodes, and the walk of {k} times as many nodes {} apart in address order is as slow as the same lines grouped by {}, which entries of {} would not be",
                             entries / k,
                             human(span * k),
                             entries / k + 1,
                             human(span),
+                            human(span * 2),
                             human(span * k)
                         ),
                         _ => String::new(),
