@@ -1,0 +1,281 @@
+// Issue 16 item 1, session 9: the ways and the replacement of the H100's L1 data cache,
+// whose set index is hashed (memtopo's `sets`: the lines that overflow first are unevenly
+// spaced, so no stride puts W + 1 lines into one set and the ways stay undetermined).
+// Instead of a stride, this probe finds one set by its members:
+//   1. capacity: the smallest n such that a cyclic chase over lines 0..n-1 (128 B apart,
+//      ld.global.ca, one thread) has a line that misses repeatedly; line n-1 then belongs
+//      to the one overflowing set;
+//   2. members: every line x whose removal from those n lines ends the repeated misses is
+//      in that set (removing any other line leaves the set over-full); ways = members - 1,
+//      checked by chasing the members alone (all miss) and all but one (none miss);
+//   3. more members: lines y beyond n for which the set's first W members plus y miss;
+//   4. replacement: with 2W members known, sequences "reset (W other members, twice),
+//      fill A0..A(W-1), touch A_r, load B" then probe one A_j: the one that misses is the
+//      victim; each (r, j) three times, so that a random policy shows as disagreement.
+// argv[1] = U: the unit added, removed and tested is a block of U consecutive lines (1, 2,
+// 4), for an L1 that allocates more than a line at a time. Every launch uses 30 KiB of
+// static shared memory at carveout 0 (as memtopo's `sets` does), so the driver runs it
+// with the 32 KiB shared-memory configuration and the L1 keeps one size. A step whose
+// result does not behave like one set (the members alone not missing) stops the run.
+// Session 9 on GPU-5bb49fb9 (docs/results/h100/session9/l1_sets-5bb49fb9.txt): it did not:
+// see docs/results/h100.md "Session 9".
+// Prints the capacity, the members (line indices and byte offsets in hex), the ways and
+// the victims. Build: nvcc -O2 -arch=sm_90 -o l1_sets l1_sets.cu
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define RK(x) do { cudaError_t r_ = (x); if (r_ != cudaSuccess) { \
+  fprintf(stderr, "%s failed: %s (line %d)\n", #x, cudaGetErrorString(r_), __LINE__); exit(1); } } while (0)
+
+static const unsigned LINE_WORDS = 32;        // 128 B lines of u32
+static const unsigned MAX_LINES = 1 << 16;    // 8 MiB of lines
+static const unsigned SLOTS = 3840;           // timed loads per launch (30 KiB with indices)
+static const unsigned MISS = 150;             // cycles: L1 hit ~40, L2 hit ~260
+
+__device__ __forceinline__ unsigned ld_ca(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned clock_now() {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(t) :: "memory");
+  return t;
+}
+
+// next[at[i]] = to[i]
+__global__ void scatter(unsigned* buf, const unsigned* at, const unsigned* to, unsigned n) {
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    buf[at[i] * LINE_WORDS] = to[i];
+}
+
+// A cyclic chase from `start`: `warm` untimed loads, then `timed` loads (<= SLOTS), each
+// recorded as (line, cycles).
+__global__ void chase(const unsigned* buf, unsigned start, unsigned warm, unsigned timed, unsigned* out) {
+  __shared__ unsigned line[SLOTS];
+  __shared__ unsigned lat[SLOTS];
+  __shared__ volatile unsigned sink;
+  if (threadIdx.x != 0) return;
+  unsigned j = start;
+  for (unsigned k = 0; k < warm; ++k) j = ld_ca(buf + j * LINE_WORDS);
+  for (unsigned k = 0; k < timed; ++k) {
+    const unsigned* p = buf + j * LINE_WORDS;
+    line[k] = j;
+    unsigned t0 = clock_now();
+    unsigned nj = ld_ca(p);
+    sink = nj;  // consumed before the second clock read
+    unsigned t1 = clock_now();
+    lat[k] = t1 - t0;
+    j = nj;
+  }
+  for (unsigned k = 0; k < timed; ++k) { out[2 * k] = line[k]; out[2 * k + 1] = lat[k]; }
+}
+
+// A fixed sequence of lines (no chase: each address waits for the previous load's value,
+// which is 0 once the buffer is cleared), every load timed.
+__global__ void sequence(const unsigned* zero, const unsigned* seq, unsigned n, unsigned* out) {
+  __shared__ unsigned lat[SLOTS];
+  __shared__ unsigned s[SLOTS];
+  __shared__ volatile unsigned sink;
+  if (threadIdx.x != 0) return;
+  for (unsigned k = 0; k < n; ++k) s[k] = seq[k];
+  unsigned v = 0;
+  for (unsigned k = 0; k < n; ++k) {
+    const unsigned* p = zero + (s[k] + v) * LINE_WORDS;
+    unsigned t0 = clock_now();
+    v = ld_ca(p);
+    sink = v;
+    unsigned t1 = clock_now();
+    lat[k] = t1 - t0;
+  }
+  for (unsigned k = 0; k < n; ++k) out[k] = lat[k];
+}
+
+static unsigned *d_buf, *d_at, *d_to, *d_out, *d_seq;
+static long launches = 0;
+
+// Per line of `lines`, the loads that missed and were timed.
+struct Result { std::vector<unsigned> misses, visits; };
+
+static Result run(const std::vector<unsigned>& lines) {
+  const unsigned n = (unsigned)lines.size();
+  std::vector<unsigned> to(n);
+  for (unsigned i = 0; i < n; ++i) to[i] = lines[(i + 1) % n];
+  RK(cudaMemcpy(d_at, lines.data(), n * 4, cudaMemcpyHostToDevice));
+  RK(cudaMemcpy(d_to, to.data(), n * 4, cudaMemcpyHostToDevice));
+  scatter<<<16, 256>>>(d_buf, d_at, d_to, n);
+  const unsigned timed = std::min<unsigned>(SLOTS, std::max<unsigned>(8 * n, 64));
+  chase<<<1, 32>>>(d_buf, lines[0], 2 * n, timed, d_out);
+  RK(cudaDeviceSynchronize());
+  ++launches;
+  std::vector<unsigned> out(2 * timed);
+  RK(cudaMemcpy(out.data(), d_out, out.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<int> pos(MAX_LINES, -1);
+  for (unsigned i = 0; i < n; ++i) pos[lines[i]] = (int)i;
+  Result r{std::vector<unsigned>(n, 0), std::vector<unsigned>(n, 0)};
+  for (unsigned k = 0; k < timed; ++k) {
+    int i = pos[out[2 * k]];
+    if (i < 0) continue;
+    r.visits[i]++;
+    if (out[2 * k + 1] > MISS) r.misses[i]++;
+  }
+  return r;
+}
+
+// Lines that miss in at least half their timed visits (and twice).
+static std::vector<unsigned> repeated(const std::vector<unsigned>& lines, const Result& r) {
+  std::vector<unsigned> v;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (r.misses[i] >= 2 && 2 * r.misses[i] >= r.visits[i]) v.push_back(lines[i]);
+  return v;
+}
+static bool overflows(const std::vector<unsigned>& lines) { return !repeated(lines, run(lines)).empty(); }
+
+// Blocks of U consecutive lines (argv[1], default 1): the unit that is added, removed and
+// tested. The lines of `blocks`, in order.
+static unsigned U = 1;
+static std::vector<unsigned> lines_of(const std::vector<unsigned>& blocks) {
+  std::vector<unsigned> v;
+  for (unsigned b : blocks)
+    for (unsigned k = 0; k < U; ++k) v.push_back(b * U + k);
+  return v;
+}
+static std::vector<unsigned> first(unsigned n) {
+  std::vector<unsigned> v(n);
+  for (unsigned i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+static bool overflows_blocks(const std::vector<unsigned>& blocks) { return overflows(lines_of(blocks)); }
+
+int main(int argc, char** argv) {
+  if (argc > 1) U = (unsigned)atoi(argv[1]);
+  if (U < 1 || U > 8) U = 1;
+  RK(cudaSetDevice(0));
+  cudaDeviceProp prop;
+  RK(cudaGetDeviceProperties(&prop, 0));
+  printf("%s, %d SMs, shared per SM %zu B; unit %u line(s) of 128 B\n", prop.name, prop.multiProcessorCount,
+         prop.sharedMemPerMultiprocessor, U);
+  RK(cudaMalloc(&d_buf, (size_t)MAX_LINES * LINE_WORDS * 4));
+  RK(cudaMalloc(&d_at, MAX_LINES * 4));
+  RK(cudaMalloc(&d_to, MAX_LINES * 4));
+  RK(cudaMalloc(&d_out, 2 * SLOTS * 4));
+  RK(cudaMalloc(&d_seq, SLOTS * 4));
+  // Carveout 0 (prefer the L1): with 30 KiB of static shared memory the driver then takes
+  // the 32 KiB configuration. Without it, it took one that left about 28 KiB of L1 (every
+  // line of a 1024-line chase missed on GPU-5bb49fb9).
+  RK(cudaFuncSetAttribute(chase, cudaFuncAttributePreferredSharedMemoryCarveout, 0));
+  RK(cudaFuncSetAttribute(sequence, cudaFuncAttributePreferredSharedMemoryCarveout, 0));
+  cudaFuncAttributes fa;
+  RK(cudaFuncGetAttributes(&fa, chase));
+  printf("chase kernel: %zu B static shared\n", fa.sharedSizeBytes);
+
+  // 1. Capacity, in blocks: up by 64 lines' worth from there, then bisect.
+  const unsigned step = 64 / U;
+  unsigned lo = 0, hi = 0;
+  for (unsigned n = step; n * U <= 4096; n += step) {
+    if (overflows_blocks(first(n))) { hi = n; break; }
+    lo = n;
+  }
+  if (!hi) { printf("no overflow up to 4096 lines\n"); return 0; }
+  while (hi - lo > 1) {
+    unsigned mid = (lo + hi) / 2;
+    if (overflows_blocks(first(mid))) hi = mid; else lo = mid;
+  }
+  const unsigned n = hi;
+  std::vector<unsigned> base = first(n);
+  std::vector<unsigned> base_lines = lines_of(base);
+  Result rb = run(base_lines);
+  std::vector<unsigned> missers = repeated(base_lines, rb);
+  printf("capacity: %u blocks fit (%.2f KiB), %u overflow; lines missing repeatedly at %u:", n - 1, (n - 1) * U * 0.125, n,
+         n);
+  for (size_t i = 0; i < missers.size() && i < 40; ++i) printf(" %u", missers[i]);
+  printf("%s\n", missers.size() > 40 ? " ..." : "");
+  if (lo == 0 || missers.size() > 64) { printf("no single set overflows first: stop\n"); return 0; }
+
+  // 2. Members: blocks whose removal ends the repeated misses (checked twice).
+  std::vector<unsigned> members;
+  for (unsigned x = 0; x < n; ++x) {
+    std::vector<unsigned> without;
+    for (unsigned y : base) if (y != x) without.push_back(y);
+    if (!overflows_blocks(without) && !overflows_blocks(without)) members.push_back(x);
+  }
+  printf("member blocks of the overflowing set (%zu):", members.size());
+  for (unsigned x : members) printf(" %u(0x%x)", x, x * U * 128);
+  printf("\n");
+  if (members.size() < 2) { printf("no set found\n"); return 0; }
+  const unsigned W = (unsigned)members.size() - 1;
+  Result ra = run(lines_of(members));
+  std::vector<unsigned> all_but(members.begin(), members.end() - 1);
+  Result rw = run(lines_of(all_but));
+  unsigned miss_all = 0, miss_w = 0, vis_all = 0, vis_w = 0;
+  for (size_t i = 0; i < ra.misses.size(); ++i) { miss_all += ra.misses[i]; vis_all += ra.visits[i]; }
+  for (size_t i = 0; i < rw.misses.size(); ++i) { miss_w += rw.misses[i]; vis_w += rw.visits[i]; }
+  printf("ways %u: the %u member blocks alone miss %u of %u loads; %u of them miss %u of %u\n", W, W + 1, miss_all,
+         vis_all, W, miss_w, vis_w);
+  if (2 * miss_all < vis_all || miss_w > vis_w / 50) {
+    printf("the members alone do not behave as one set of %u ways: stop\n", W);
+    printf("%ld launches\n", launches);
+    return 0;
+  }
+
+  // 3. More members beyond n: W of the set plus block y overflow.
+  std::vector<unsigned> more;
+  for (unsigned y = n; (y + 1) * U < MAX_LINES && more.size() < 3 * W + 3; ++y) {
+    std::vector<unsigned> probe(members.begin(), members.begin() + W);
+    probe.push_back(y);
+    if (overflows_blocks(probe) && overflows_blocks(probe)) more.push_back(y);
+  }
+  printf("more member blocks (%zu):", more.size());
+  for (unsigned y : more) printf(" %u(0x%x)", y, y * U * 128);
+  printf("\n");
+  std::vector<unsigned> set = members;
+  set.insert(set.end(), more.begin(), more.end());
+  // XOR of all address bits of members: the bits that vary and those that do not.
+  unsigned and_all = ~0u, or_all = 0;
+  for (unsigned x : set) { and_all &= x * U * 128; or_all |= x * U * 128; }
+  printf("byte-address bits always 1: 0x%x, ever 1: 0x%x\n", and_all, or_all);
+
+  // 4. Replacement: reset with W other members, fill A0..A(W-1), touch A_r, load B, probe A_j.
+  // The sequences read the same buffer (the same addresses, so the same sets), cleared.
+  RK(cudaMemset(d_buf, 0, (size_t)MAX_LINES * LINE_WORDS * 4));
+  if (set.size() >= 2 * W + 1) {
+    std::vector<unsigned> A, R;
+    for (unsigned k = 0; k < W; ++k) { A.push_back(set[k] * U); R.push_back(set[W + k] * U); }
+    unsigned B = set[2 * W] * U;
+    printf("replacement: A = first %u members, B = member %u, reset = the next %u\n", W, 2 * W, W);
+    std::vector<int> rs = {-1};
+    for (unsigned r = 0; r < W; ++r) rs.push_back((int)r);
+    for (int r : rs) {
+      printf("touch %s%d: victims", r < 0 ? "none" : "A", r < 0 ? 0 : r);
+      for (int rep = 0; rep < 3; ++rep) {
+        std::vector<unsigned> missed;
+        for (unsigned j = 0; j < W; ++j) {
+          std::vector<unsigned> seq;
+          for (int pass = 0; pass < 2; ++pass) seq.insert(seq.end(), R.begin(), R.end());
+          seq.insert(seq.end(), A.begin(), A.end());
+          if (r >= 0) seq.push_back(A[r]);
+          seq.push_back(B);
+          seq.push_back(A[j]);
+          RK(cudaMemcpy(d_seq, seq.data(), seq.size() * 4, cudaMemcpyHostToDevice));
+          sequence<<<1, 32>>>(d_buf, d_seq, (unsigned)seq.size(), d_out);
+          RK(cudaDeviceSynchronize());
+          ++launches;
+          std::vector<unsigned> lat(seq.size());
+          RK(cudaMemcpy(lat.data(), d_out, lat.size() * 4, cudaMemcpyDeviceToHost));
+          if (lat.back() > MISS) missed.push_back(j);
+        }
+        printf(" [");
+        for (size_t k = 0; k < missed.size(); ++k) printf("%sA%u", k ? " " : "", missed[k]);
+        printf("]");
+      }
+      printf("\n");
+    }
+  } else {
+    printf("replacement: too few members (%zu, need %u)\n", set.size(), 2 * W + 1);
+  }
+  printf("%ld launches\n", launches);
+  return 0;
+}
