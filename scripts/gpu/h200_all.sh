@@ -5,8 +5,9 @@
 # the GPU is an H200. Then: session7_final.sh (copies, sets, instruction caches and MLP,
 # TLBs, five default runs and one --deep run, validate/render/diff, the GPU tests),
 # issue13_rest.sh (quiet runs, the L2 confirmation, a load starting mid-run) and session 8's
-# session8_probe.sh, session8_verify.sh and tlb_alias.cu. Binaries in ./.gpu. Usage:
-# h200_all.sh [TAG]; about 4.5 minutes; at most 8 files under ${OUT:-/tmp/out}.
+# session8_probe.sh, session8_verify.sh and tlb_alias.cu, and session 9's tlb_fill.cu and
+# l1_sets.cu. Binaries in ./.gpu. Usage: h200_all.sh [TAG]; about 5 minutes; at most 8
+# files under ${OUT:-/tmp/out}.
 set -uo pipefail
 tag=${1:-h200}
 o=${OUT:-/tmp/out}
@@ -28,8 +29,19 @@ if nvcc -O2 -arch=sm_90 -o /tmp/tlb_alias scripts/gpu/tlb_alias.cu -lcuda > "$o/
   timeout 300 /tmp/tlb_alias >> "$o/tlb_alias-$tag.txt" 2>&1
   echo "tlb_alias rc=$?" | tee -a "$o/summary-$tag.log"
 fi
+# Session 9: what one TLB miss fills (and the third level's halves), and the L1's sets by
+# their members (about 25 s).
+if nvcc -O2 -arch=sm_90 -o /tmp/tlb_fill scripts/gpu/tlb_fill.cu -lcuda > "$o/tlb_fill-$tag.txt" 2>&1; then
+  timeout 120 /tmp/tlb_fill >> "$o/tlb_fill-$tag.txt" 2>&1
+  echo "tlb_fill rc=$?" | tee -a "$o/summary-$tag.log"
+fi
+if nvcc -O2 -arch=sm_90 -o /tmp/l1_sets scripts/gpu/l1_sets.cu > "$o/l1_sets-$tag.txt" 2>&1; then
+  for u in 1 1 2 4; do timeout 120 /tmp/l1_sets $u >> "$o/l1_sets-$tag.txt" 2>&1; done
+  echo "l1_sets rc=$?" | tee -a "$o/summary-$tag.log"
+fi
 # session7_final.sh leaves six archives; the rest goes into a seventh.
 cd "$o" && tar czf "${tag}-extra.tgz" "summary-$tag.log" "i13-$tag.log" "i13-$tag.tgz" \
-  s8p-"$tag"* s8v-"$tag"* "tlb_alias-$tag.txt" \
-  && rm -rf "summary-$tag.log" "i13-$tag.log" "i13-$tag.tgz" s8p-"$tag"* s8v-"$tag"* "tlb_alias-$tag.txt"
+  s8p-"$tag"* s8v-"$tag"* "tlb_alias-$tag.txt" "tlb_fill-$tag.txt" "l1_sets-$tag.txt" \
+  && rm -rf "summary-$tag.log" "i13-$tag.log" "i13-$tag.tgz" s8p-"$tag"* s8v-"$tag"* "tlb_alias-$tag.txt" \
+    "tlb_fill-$tag.txt" "l1_sets-$tag.txt"
 ls "$o"
