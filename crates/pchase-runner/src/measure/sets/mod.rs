@@ -17,9 +17,11 @@
 //! 3. **Ways, sets, mapping.** Where the set is an arithmetic progression of step `d`,
 //!    chases of `k` lines `d` apart (all in that set) confirm the ways independently of
 //!    the replacement policy: `W` lines never miss, `W + 1` do. Sets are capacity / ways.
-//!    Where the distances are irregular, the index is hashed; ways are the set's lines less
-//!    one, and a power-of-two stride that a modulo index would put into one set, but that
-//!    does not conflict, is recorded as the evidence.
+//!    Where the distances are irregular, the same chase runs again: a set has fixed
+//!    members, so where it names other lines the conflicts do not repeat and nothing is
+//!    determined (the H100's L1, session 9). Otherwise the index is hashed; ways are the
+//!    set's lines less one, and a power-of-two stride that a modulo index would put into one
+//!    set, but that does not conflict, is recorded as the evidence.
 //! 4. **Replacement.** Every set filled in a known order (a chase over the whole capacity),
 //!    the first `r` lines of each set touched again, then one new line per set (one aligned
 //!    block of `S` lines, [`SetProbe::victims`]); reading the set again, the first of its
@@ -408,13 +410,26 @@ fn modulo<P: SetProbe>(
     Ok(true)
 }
 
-/// The overflowing set's lines are irregularly spaced: a hashed index.
+/// The overflowing set's lines are irregularly spaced: a hashed index, if the same chase
+/// names the same lines again (a set has fixed members).
 fn hashed<P: SetProbe>(
     s: &mut Search<'_, P>,
     capacity: u64,
     class: &[u64],
     every: bool,
 ) -> Result<(), RunnerError> {
+    let again = missing_nodes(&s.chase(capacity + 1, 1, CLASS_PASSES)?);
+    if again != class {
+        s.note(format!(
+            "the same chase of {} lines again: these nodes missed repeatedly: {again:?}",
+            capacity + 1
+        ));
+        s.finding.undetermined = Some(format!(
+            "the conflicts do not repeat: two chases of the same {} lines overflowed at {class:?} and at {again:?}, so no fixed set of lines conflicts (a replacement with randomness, or an index that depends on more than the address); ways, sets and mapping not determined",
+            capacity + 1
+        ));
+        return Ok(());
+    }
     let ways = class.len() as u64 - 1;
     if !every || capacity % ways != 0 {
         s.finding.mapping = Some(SetMapping::Hashed {

@@ -150,3 +150,42 @@ fn a_cache_larger_than_the_reach_is_undetermined() {
     let f = search(&mut m, l).unwrap();
     assert!(f.ways.is_none() && f.undetermined.is_some(), "{f:#?}");
 }
+
+/// A cache of `capacity` lines whose first overflow misses three lines that change from
+/// chase to chase (the H100's L1 in session 9, `scripts/gpu/l1_sets.cu`); strided chases of
+/// a few lines never conflict.
+struct Moving {
+    capacity: u64,
+    rng: Xoshiro256PlusPlus,
+}
+
+impl SetProbe for Moving {
+    fn chase(&mut self, nodes: u64, _stride: u64, passes: u32) -> Result<Vec<Load>, RunnerError> {
+        use rand::RngExt;
+        let missing: Vec<u64> = if nodes > self.capacity {
+            (0..3).map(|_| self.rng.random_range(0..nodes)).collect()
+        } else {
+            Vec::new()
+        };
+        Ok((0..nodes * u64::from(passes))
+            .map(|i| (i % nodes, Some(missing.contains(&(i % nodes)))))
+            .collect())
+    }
+
+    fn victims(&mut self, _: u64, _: u64, _: u64) -> Result<Vec<Vec<Load>>, RunnerError> {
+        Ok(Vec::new())
+    }
+}
+
+#[test]
+fn conflicts_that_do_not_repeat_name_no_set() {
+    let mut m = Moving {
+        capacity: 1700,
+        rng: Xoshiro256PlusPlus::seed_from_u64(9),
+    };
+    let f = search(&mut m, limits(1024)).unwrap();
+    assert_eq!(f.capacity_lines, Some(1700));
+    assert_eq!((f.ways, f.sets, &f.mapping), (None, None, &None), "{f:#?}");
+    let why = f.undetermined.expect("undetermined");
+    assert!(why.contains("the conflicts do not repeat"), "{why}");
+}
