@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #define RK(x) do { cudaError_t r_ = (x); if (r_ != cudaSuccess) { \
@@ -194,6 +195,28 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < missers.size() && i < 40; ++i) printf(" %u", missers[i]);
   printf("%s\n", missers.size() > 40 ? " ..." : "");
   if (lo == 0 || missers.size() > 64) { printf("no single set overflows first: stop\n"); return 0; }
+
+  // With "shift": the same chase at other offsets in the buffer (2 and 4 MiB on, i.e. in
+  // other 2 MiB pages, then back at 0), twice each: whether the lines that overflow first
+  // follow the offset within a page (a fixed index of the low address bits) or the page.
+  if (argc > 2 && std::string(argv[2]) == "shift") {
+    for (unsigned off : {0u, 16384u, 32768u, 0u, 16384u}) {
+      for (int rep = 0; rep < 2; ++rep) {
+        std::vector<unsigned> at;
+        for (unsigned l : base_lines) at.push_back(l + off);
+        Result r = run(at);
+        std::vector<unsigned> m = repeated(at, r);
+        std::vector<unsigned> below(at.begin(), at.end() - U);
+        bool fits = !overflows(below);
+        printf("offset %u lines (%u KiB): %zu lines miss at %u blocks (%s below):", off, off / 8, m.size(), n,
+               fits ? "none" : "some");
+        for (size_t i = 0; i < m.size() && i < 24; ++i) printf(" %u", m[i] - off);
+        printf("\n");
+      }
+    }
+    printf("%ld launches\n", launches);
+    return 0;
+  }
 
   // 2. Members: blocks whose removal ends the repeated misses (checked twice).
   std::vector<unsigned> members;
