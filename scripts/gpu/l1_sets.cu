@@ -17,8 +17,11 @@
 // static shared memory at carveout 0 (as memtopo's `sets` does), so the driver runs it
 // with the 32 KiB shared-memory configuration and the L1 keeps one size. A step whose
 // result does not behave like one set (the members alone not missing) stops the run.
-// Session 9 on GPU-5bb49fb9 (docs/results/h100/session9/l1_sets-5bb49fb9.txt): it did not:
-// see docs/results/h100.md "Session 9".
+// argv[2] = "shift": the first overflowing chase again at offsets of 2 and 4 MiB (other
+// pages), twice each. Session 9 (docs/results/h100.md "Session 9"): the first version timed
+// only about two passes per chase and gave noise (l1_sets-5bb49fb9.txt); this one, 16
+// passes, on GPU-1bb755cd (l1_sets16-1bb755cd.txt): deterministic within a process,
+// dependent on the 2 MiB page, and no small set.
 // Prints the capacity, the members (line indices and byte offsets in hex), the ways and
 // the victims. Build: nvcc -O2 -arch=sm_90 -o l1_sets l1_sets.cu
 #include <cuda_runtime.h>
