@@ -272,7 +272,10 @@ fn two_l2_partitions_serve_near_and_far_lines() {
 /// sectors; bad `written_bytes` are typed errors.
 #[test]
 fn a_written_chain_hits_where_whole_sectors_were_written() {
-    let profile = SimProfile::bundled("h200").expect("bundled");
+    let mut profile = SimProfile::bundled("h200").expect("bundled");
+    // Without TLBs: a cold chain's first load would pay every level's miss on top of its L2
+    // hit, and this test is about the L2's write coverage only.
+    profile.tlb = None;
     let sector = profile.l2.sector();
     let mut sim = SimBackend::new(quiet(profile.clone())).expect("valid");
     let chain = ChainSpec::new(64 * 4096, 4096).unwrap();
