@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Session 9's checks on an H200, after its first runs: the two L2 fixes (session9_l2.sh:
+# N --only l2 runs and three default runs), the hand-written bandwidth kernels for issue 15's
+# L2 comparison (bw_explore.cu), and the L1 members probe's second version (l1_sets.cu, 16
+# passes, with the shift test). Exits at once on any other GPU. Binaries in ./.gpu.
+# Usage: h200_verify9.sh [N]; four files under ${OUT:-/tmp/out}; about 2 minutes.
+set -uo pipefail
+n=${1:-12}
+o=${OUT:-/tmp/out}
+gpu=$(nvidia-smi --query-gpu=name,uuid --format=csv,noheader)
+case "$gpu" in
+  *H200*) echo "running on $gpu" ;;
+  *) echo "not an H200: $gpu"; exit 0 ;;
+esac
+bash scripts/gpu/session9_l2.sh s9l2-h200 "$n"
+cat "$o/s9l2-h200-summary.txt"
+if nvcc -O3 -arch=sm_90 -o /tmp/bw scripts/gpu/bw_explore.cu > "$o/bw-h200.txt" 2>&1; then
+  timeout 200 /tmp/bw >> "$o/bw-h200.txt" 2>&1; echo "bw_explore rc=$?"
+  tail -12 "$o/bw-h200.txt"
+fi
+if nvcc -O2 -arch=sm_90 -o /tmp/l1_sets scripts/gpu/l1_sets.cu > "$o/l1_sets16-h200.txt" 2>&1; then
+  for a in "1" "1 shift"; do echo "== args $a"; timeout 100 /tmp/l1_sets $a; done >> "$o/l1_sets16-h200.txt" 2>&1
+  echo "l1_sets rc=$?"
+  grep -E "^capacity|^ways|^offset|^member" "$o/l1_sets16-h200.txt" | cut -c1-200
+fi
