@@ -4,7 +4,7 @@
 //!
 //! 1. **Partition map** ([`map`]): one launch; which SMs share a partition, whether a
 //!    partition keeps copies of far lines, and the far level by a method of its own.
-//! 2. **Fetch granularity** (`probes::fetch_granularity`).
+//! 2. **Fetch granularity** (`fetch::fetch_granularity`).
 //! 3. **Sweep** ([`sweep`]): SM 0 alone, 32 warps, arrays from a thirty-second of the L2 to
 //!    2.5 times it; each size's mean and 512 loads timed one by one.
 //! 4. **Levels** ([`identify`]): the modes of every size grouped into levels and named by
@@ -18,6 +18,7 @@
 //! 7. **Line and sector** ([`probes`]).
 
 pub mod confirm;
+mod fetch;
 pub mod identify;
 pub mod map;
 pub mod probes;
@@ -128,7 +129,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
     };
 
     // 2. Fetch granularity, from a cold chase.
-    let (fetch_granularity, cold) = probes::fetch_granularity(backend, samples, gpu_time)?;
+    let (fetch_granularity, cold) = fetch::fetch_granularity(backend, samples, gpu_time)?;
 
     // 3. The sweep, and 4. its levels.
     let sizes = sweep::sweep_sizes(l2);
@@ -245,7 +246,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
 
     // 7. Line (85 % of the array one SM keeps near hits up to: without copies its lines
     // fill every partition alike) and sector.
-    let threshold = probes::line_threshold(&cold, fetch_granularity);
+    let threshold = fetch::line_threshold(&cold, fetch_granularity);
     let capacity = near_edge.or(near_last.map(|i| points[i].bytes));
     let line = match (fetch_granularity, capacity) {
         (Some(granularity), Some(capacity)) => {
