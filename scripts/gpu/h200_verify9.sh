@@ -3,7 +3,11 @@
 # N --only l2 runs and three default runs), the hand-written bandwidth kernels for issue 15's
 # L2 comparison (bw_explore.cu), and the L1 members probe's second version (l1_sets.cu, 16
 # passes, with the shift test), and, where ./.gpu/memtopo_old exists (the issue-12 build),
-# issue 19's same-machine comparison. Exits at once on any other GPU. Binaries in ./.gpu.
+# issue 19's same-machine comparison (build it here: `git -C /work/main worktree add
+# /work/wt-old 3280fc9`, `CARGO_TARGET_DIR=/work/wt-old/target cargo build --release -p
+# memtopo` in it, copy and strip target/release/memtopo to .gpu/memtopo_old; 3280fc9 is the
+# issue-14 build, the last before the registry, and builds without CUDA). Exits at once on
+# any other GPU. Binaries in ./.gpu.
 # Usage: h200_verify9.sh [N]; five files under ${OUT:-/tmp/out}; about 3 minutes.
 set -uo pipefail
 n=${1:-12}
