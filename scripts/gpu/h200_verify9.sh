@@ -34,7 +34,7 @@ if [ -x ./.gpu/memtopo_old ]; then
   tar czf "$o/i19-h200.tgz" -C "$o" i19 && rm -rf "$o/i19"
 fi
 if nvcc -O3 -arch=sm_90 -o /tmp/bw scripts/gpu/bw_explore.cu > "$o/bw-h200.txt" 2>&1; then
-  timeout 200 /tmp/bw >> "$o/bw-h200.txt" 2>&1; echo "bw_explore rc=$?"
+  timeout 90 /tmp/bw >> "$o/bw-h200.txt" 2>&1; echo "bw_explore rc=$?"
   tail -12 "$o/bw-h200.txt"
 fi
 if nvcc -O2 -arch=sm_90 -o /tmp/l1_sets scripts/gpu/l1_sets.cu > "$o/l1_sets16-h200.txt" 2>&1; then
