@@ -55,9 +55,10 @@ fn mean_shift(from: &[f64], to: &[f64]) -> f64 {
 /// From the span `STRIDES[span]` down to `STRIDES[lowest]`: while the walk of
 /// `rise.n × (span / stride)` nodes at the next smaller stride, in address order, overflows
 /// like the level and is as slow as the same lines grouped by pairs, the entries are that
-/// small. Returns the index of the entries' span and the
-/// interleave (span found / entries' span: 1 where the walks' span stands); a walk that
-/// does not fit the limits ends the test. `probe(nodes, stride, group)`.
+/// small. Returns the index of the entries' span and the interleave (span found / entries'
+/// span: 1 where the walks' span stands, or where half the level's miss would not count as
+/// a rise and the test does not run); a walk that does not fit the limits ends the test.
+/// `probe(nodes, stride, group)`.
 pub(super) fn interleave_test(
     lowest: usize,
     span: usize,
