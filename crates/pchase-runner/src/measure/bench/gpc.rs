@@ -160,8 +160,20 @@ impl Benchmark for GpcMapBench {
             truth[*g as usize].push(sm as u32);
         }
         truth.sort_by_key(|g| g[0]);
-        if !found.unassigned.is_empty() {
-            return Err(format!("SMs left unassigned: {:?}", found.unassigned));
+        // A group of two SMs (one TPC) never holds a cluster of more than two, so placement
+        // cannot tell it from a TPC that larger clusters left over: its SMs are "not told"
+        // (the H100's and H200's SMs 124-131, four such pairs).
+        let (pairs, truth): (Vec<Vec<u32>>, Vec<Vec<u32>>) =
+            truth.into_iter().partition(|g| g.len() <= 2);
+        let mut open: Vec<u32> = pairs.into_iter().flatten().collect();
+        open.sort_unstable();
+        let mut unassigned = found.unassigned.clone();
+        unassigned.sort_unstable();
+        if unassigned != open {
+            return Err(format!(
+                "SMs left unassigned: {:?}, truth {open:?}",
+                found.unassigned
+            ));
         }
         if found.gpcs != truth {
             return Err(format!(
