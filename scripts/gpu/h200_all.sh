@@ -35,7 +35,7 @@ if nvcc -O2 -arch=sm_90 -o /tmp/tlb_fill scripts/gpu/tlb_fill.cu -lcuda > "$o/tl
   timeout 120 /tmp/tlb_fill >> "$o/tlb_fill-$tag.txt" 2>&1
   echo "tlb_fill rc=$?" | tee -a "$o/summary-$tag.log"
 fi
-if nvcc -O2 -arch=sm_90 -o /tmp/l1_sets scripts/gpu/l1_sets.cu > "$o/l1_sets-$tag.txt" 2>&1; then
+if nvcc -O2 -arch=sm_90 -o /tmp/l1_sets scripts/gpu/l1_sets.cu -lcuda > "$o/l1_sets-$tag.txt" 2>&1; then
   for u in 1 1 2 4; do timeout 120 /tmp/l1_sets $u >> "$o/l1_sets-$tag.txt" 2>&1; done
   echo "l1_sets rc=$?" | tee -a "$o/summary-$tag.log"
 fi

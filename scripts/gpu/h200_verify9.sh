@@ -37,7 +37,7 @@ if nvcc -O3 -arch=sm_90 -o /tmp/bw scripts/gpu/bw_explore.cu > "$o/bw-h200.txt" 
   timeout 90 /tmp/bw >> "$o/bw-h200.txt" 2>&1; echo "bw_explore rc=$?"
   tail -12 "$o/bw-h200.txt"
 fi
-if nvcc -O2 -arch=sm_90 -o /tmp/l1_sets scripts/gpu/l1_sets.cu > "$o/l1_sets16-h200.txt" 2>&1; then
+if nvcc -O2 -arch=sm_90 -o /tmp/l1_sets scripts/gpu/l1_sets.cu -lcuda > "$o/l1_sets16-h200.txt" 2>&1; then
   for a in "1" "1 shift"; do echo "== args $a"; timeout 100 /tmp/l1_sets $a; done >> "$o/l1_sets16-h200.txt" 2>&1
   echo "l1_sets rc=$?"
   grep -E "^capacity|^ways|^offset|^member" "$o/l1_sets16-h200.txt" | cut -c1-200

@@ -23,7 +23,10 @@
 // passes, on GPU-1bb755cd (l1_sets16-1bb755cd.txt): deterministic within a process,
 // dependent on the 2 MiB page, and no small set.
 // Prints the capacity, the members (line indices and byte offsets in hex), the ways and
-// the victims. Build: nvcc -O2 -arch=sm_90 -o l1_sets l1_sets.cu
+// the victims. argv[2] = "phys": the first overflowing chase in one physical chunk mapped at
+// two virtual addresses, and in another chunk at the same two (see main).
+// Build: nvcc -O2 -arch=sm_90 -o l1_sets l1_sets.cu -lcuda
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
@@ -31,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#define CK(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { const char* s_ = 0; cuGetErrorName(r_, &s_); \
+  fprintf(stderr, "%s failed: %s (line %d)\n", #x, s_ ? s_ : "?", __LINE__); exit(1); } } while (0)
 #define RK(x) do { cudaError_t r_ = (x); if (r_ != cudaSuccess) { \
   fprintf(stderr, "%s failed: %s (line %d)\n", #x, cudaGetErrorString(r_), __LINE__); exit(1); } } while (0)
 
@@ -175,6 +180,32 @@ int main(int argc, char** argv) {
   RK(cudaFuncGetAttributes(&fa, chase));
   printf("chase kernel: %zu B static shared\n", fa.sharedSizeBytes);
 
+  // With "phys": the chase runs in one physical 2 MiB chunk mapped through the VMM API at a
+  // virtual address A; once its first overflow is found, the same chase runs with that chunk
+  // at another address B, with a second chunk at A and at B, and with the first at A again:
+  // whether the lines that conflict follow the physical or the virtual page.
+  const bool phys = argc > 2 && std::string(argv[2]) == "phys";
+  CUdeviceptr va = 0;
+  CUmemGenericAllocationHandle chunk[2] = {0, 0};
+  CUmemAccessDesc access = {};
+  const size_t page = 2u << 20;
+  if (phys) {
+    CUdevice dev;
+    CK(cuCtxGetDevice(&dev));
+    CUmemAllocationProp mp = {};
+    mp.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    mp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    mp.location.id = dev;
+    for (auto& c : chunk) CK(cuMemCreate(&c, page, &mp, 0));
+    CK(cuMemAddressReserve(&va, 64 * page, page, 0, 0));
+    access.location = mp.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CK(cuMemMap(va, page, 0, chunk[0], 0));
+    CK(cuMemSetAccess(va, page, &access, 1));
+    d_buf = (unsigned*)va;
+    printf("phys: chunk 0 at 0x%llx\n", (unsigned long long)va);
+  }
+
   // 1. Capacity, in blocks: up by 64 lines' worth from there, then bisect.
   const unsigned step = 64 / U;
   unsigned lo = 0, hi = 0;
@@ -196,6 +227,28 @@ int main(int argc, char** argv) {
          n);
   for (size_t i = 0; i < missers.size() && i < 40; ++i) printf(" %u", missers[i]);
   printf("%s\n", missers.size() > 40 ? " ..." : "");
+  if (phys) {
+    CUdeviceptr mapped = va;
+    const unsigned long long b_off = 37ull * page;  // another 2 MiB page, 74 MiB further on
+    const struct { int c; unsigned long long off; const char* name; } steps[] = {
+        {0, b_off, "chunk 0 at B"}, {1, 0, "chunk 1 at A"}, {1, b_off, "chunk 1 at B"}, {0, 0, "chunk 0 at A again"}};
+    for (const auto& st : steps) {
+      CK(cuMemUnmap(mapped, page));
+      mapped = va + st.off;
+      CK(cuMemMap(mapped, page, 0, chunk[st.c], 0));
+      CK(cuMemSetAccess(mapped, page, &access, 1));
+      d_buf = (unsigned*)mapped;
+      for (int rep = 0; rep < 2; ++rep) {
+        std::vector<unsigned> m = repeated(base_lines, run(base_lines));
+        std::vector<unsigned> below(base_lines.begin(), base_lines.end() - U);
+        printf("%-20s: %zu lines miss at %u (%s below):", st.name, m.size(), n, overflows(below) ? "some" : "none");
+        for (size_t i = 0; i < m.size() && i < 24; ++i) printf(" %u", m[i]);
+        printf("\n");
+      }
+    }
+    printf("%ld launches\n", launches);
+    return 0;
+  }
   if (lo == 0 || missers.size() > 64) { printf("no single set overflows first: stop\n"); return 0; }
 
   // With "shift": the same chase at other offsets in the buffer (2 and 4 MiB on, i.e. in
