@@ -169,8 +169,8 @@ pub fn identify(points: &[SweepPoint]) -> Identified {
         }
     }
     clusters.sort_by(|a, b| a.median.total_cmp(&b.median));
-    let mut clusters = merge_alike(clusters);
-    clusters.sort_by(|a, b| a.median.total_cmp(&b.median));
+    // Merging neighbours keeps the order: a merged median lies between the two.
+    let clusters = merge_alike(clusters);
     let first = |c: &Cluster| c.shares.first().copied().unwrap_or(0.0) > 0.0;
     let last = |c: &Cluster| c.shares.last().copied().unwrap_or(0.0) > 0.0;
     let memory_count = clusters.iter().filter(|c| last(c) && !first(c)).count();

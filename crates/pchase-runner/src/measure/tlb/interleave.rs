@@ -28,7 +28,7 @@
 //! missed the third level, whose groups fill gradually.
 
 use super::rise::Rise;
-use super::{p5, rises, STRIDES};
+use super::{nearest_rank, p5, rises, sorted_finite, STRIDES};
 use crate::error::RunnerError;
 
 /// The mean shift of the 10th to 90th percentiles (nearest rank, in steps of 10) from
@@ -36,18 +36,12 @@ use crate::error::RunnerError;
 /// slices: about 50 cycles against a first level's 10), a miss in half the loads shifts
 /// every quantile by about half the miss.
 fn mean_shift(from: &[f64], to: &[f64]) -> f64 {
-    let sorted = |v: &[f64]| {
-        let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let (a, b) = (sorted(from), sorted(to));
+    let (a, b) = (sorted_finite(from), sorted_finite(to));
     if a.is_empty() || b.is_empty() {
         return f64::INFINITY;
     }
-    let at = |v: &[f64], q: usize| v[(v.len() * q).div_ceil(100).saturating_sub(1)];
     (1..=9)
-        .map(|k| at(&b, 10 * k) - at(&a, 10 * k))
+        .map(|k| nearest_rank(&b, 10 * k) - nearest_rank(&a, 10 * k))
         .sum::<f64>()
         / 9.0
 }

@@ -258,12 +258,23 @@ pub fn rises(before: f64, after: f64) -> bool {
 
 /// The 5th percentile (nearest rank) of `samples`; infinite for none, which never rises.
 pub fn p5(samples: &[f64]) -> f64 {
-    let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
+    let sorted = sorted_finite(samples);
     if sorted.is_empty() {
         return f64::INFINITY;
     }
+    nearest_rank(&sorted, 5)
+}
+
+/// The finite values of `samples`, ascending.
+fn sorted_finite(samples: &[f64]) -> Vec<f64> {
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
     sorted.sort_by(f64::total_cmp);
-    sorted[(sorted.len() * 5).div_ceil(100).saturating_sub(1)]
+    sorted
+}
+
+/// The `pct`th percentile of non-empty ascending `sorted`, by nearest rank.
+fn nearest_rank(sorted: &[f64], pct: usize) -> f64 {
+    sorted[(sorted.len() * pct).div_ceil(100).saturating_sub(1)]
 }
 
 /// The search, over a `probe(nodes, stride, group)` that runs a chase of `nodes` nodes

@@ -4,7 +4,7 @@
 
 use topology::LatencySummary;
 
-use super::{p5, rises, step_bytes};
+use super::{p5, rises, sorted_finite, step_bytes};
 use crate::error::RunnerError;
 
 /// The first rising node count of a walk and the latencies around it.
@@ -53,12 +53,10 @@ pub(super) fn base_walks(
 /// start walk's loads) to the level's plateau (sorted loads paired by rank), each at least
 /// 0; without the start walk's loads, the plateau's loads less the level before.
 pub(super) fn miss(rise: &Rise) -> Option<LatencySummary> {
-    let sorted = |v: &[f64]| {
-        let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let (after, before) = (sorted(&rise.samples), sorted(&rise.before_samples));
+    let (after, before) = (
+        sorted_finite(&rise.samples),
+        sorted_finite(&rise.before_samples),
+    );
     let costs: Vec<f64> = if before.is_empty() || after.len() < 2 {
         after.iter().map(|v| (v - rise.before).max(0.0)).collect()
     } else {

@@ -8,6 +8,20 @@ use super::*;
 /// differs from the previous load's and more than `entries` other ranges come between two
 /// visits of it (the whole cycle's ranges in address order, one pass's when grouped).
 fn misses(n: u64, stride: u64, group: u64, span: u64, entries: u64) -> Vec<bool> {
+    let range = range_of(n, stride, group, span);
+    let pass = if group > 1 { n / group } else { n };
+    let mut seen: Vec<u64> = (0..pass).map(&range).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    let overflows = seen.len() as u64 > entries;
+    sampled(n)
+        .map(|p| overflows && (n == 1 || range(p) != range((p + n - 1) % n)))
+        .collect()
+}
+
+/// The `span`-byte address range of the node at each position of a walk of `n` nodes
+/// [`step_bytes`]`(stride)` apart in groups of `group`.
+fn range_of(n: u64, stride: u64, group: u64, span: u64) -> impl Fn(u64) -> u64 {
     let step = step_bytes(stride);
     let request = crate::walk::WalkRequest {
         path: crate::backend::LoadPath::GlobalCg,
@@ -17,18 +31,12 @@ fn misses(n: u64, stride: u64, group: u64, span: u64, entries: u64) -> Vec<bool>
         warmup_steps: 0,
         steps: 1,
     };
-    let range = |p: u64| request.node_at(p) * step / span;
-    let pass = if group > 1 { n / group } else { n };
-    let mut seen: Vec<u64> = (0..pass).map(range).collect();
-    seen.sort_unstable();
-    seen.dedup();
-    let overflows = seen.len() as u64 > entries;
-    (0..64u64)
-        .map(|k| {
-            let p = k * n.max(64) / 64 % n;
-            overflows && (n == 1 || range(p) != range((p + n - 1) % n))
-        })
-        .collect()
+    move |p| request.node_at(p) * step / span
+}
+
+/// The 64 positions of a walk of `n` nodes that a modelled walk returns loads for.
+fn sampled(n: u64) -> impl Iterator<Item = u64> {
+    (0..64u64).map(move |k| k * n.max(64) / 64 % n)
 }
 
 /// A modelled walk: LRU levels of `(entries, miss cycles)` whose entries each map `span`
@@ -342,30 +350,20 @@ fn crowded(
     loss: u64,
 ) -> impl FnMut(u64, u64, u64) -> Result<Vec<f64>, RunnerError> {
     move |n, stride, group| {
-        let step = step_bytes(stride);
-        let request = crate::walk::WalkRequest {
-            path: crate::backend::LoadPath::GlobalCg,
-            nodes: n as u32,
-            step_bytes: step,
-            group: group as u32,
-            warmup_steps: 0,
-            steps: 1,
-        };
-        let range = |p: u64| request.node_at(p) * step / span;
+        let range = range_of(n, stride, group, span);
         // The ranges of the pass a position is in (the whole cycle in address order).
         let pass = if group > 1 { n / group } else { n };
         let overflows = |p: u64| {
             let first = p / pass * pass;
-            let mut all: Vec<u64> = (first..first + pass).map(range).collect();
+            let mut all: Vec<u64> = (first..first + pass).map(&range).collect();
             all.sort_unstable();
             all.dedup();
             let several = all.iter().any(|r| r % k != all[0] % k);
             let mine = all.iter().filter(|&&r| r % k == range(p) % k).count() as u64;
             mine > entries / k - if several { loss } else { 0 }
         };
-        Ok((0..64u64)
-            .map(|i| {
-                let p = i * n.max(64) / 64 % n;
+        Ok(sampled(n)
+            .map(|p| {
                 let miss = overflows(p) && (n == 1 || range(p) != range((p + n - 1) % n));
                 100.0 + if miss { 30.0 } else { 0.0 }
             })
