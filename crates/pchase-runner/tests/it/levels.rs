@@ -53,3 +53,54 @@ fn h200_l2_levels_from_real_samples() {
     check("l2-samples-h200-38MiB.txt", &[(445.0, 0.5), (520.0, 0.5)]);
     check("l2-samples-h200-120MiB.txt", &[(520.0, 0.5), (690.0, 0.5)]);
 }
+
+/// The H200's sweeps of session 9 (`docs/results/h200/session9/l2raw/`, runs 1 and 3): at
+/// 30 MiB near hits were 76 % of one run's loads and 88 % of the other's, so the onset of
+/// the overflow (the last size with the full share, which the near capacity followed until
+/// session 10) is 25.2 MiB in one and 30 MiB in the other; the size where near hits fall
+/// to half their share is bracketed alike in both, between 30 and 35.7 MiB.
+#[test]
+fn h200_near_half_does_not_move_with_the_onset_of_the_overflow() {
+    use pchase_runner::measure::l2::{identify::identify, near_half, LevelKind, SweepPoint};
+    let sweep = |name: &str| -> Vec<SweepPoint> {
+        let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let mut v = l.split_whitespace();
+                let bytes = v.next().expect("bytes").parse().expect("bytes");
+                let samples: Vec<f64> = v.map(|x| x.parse().expect("a number")).collect();
+                let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+                SweepPoint {
+                    bytes,
+                    mean,
+                    samples,
+                }
+            })
+            .collect()
+    };
+    let (mut onsets, mut halves) = (Vec::new(), Vec::new());
+    for run in ["l2-sweep-h200-s9-run1.txt", "l2-sweep-h200-s9-run3.txt"] {
+        let points = sweep(run);
+        assert_eq!(points.len(), 26, "{run}");
+        let identified = identify(&points);
+        let near = identified.level(LevelKind::NearHit).expect("near hits");
+        let first = near.share_at(0);
+        let full = first - (0.05 * first).max(4.0 * (first * (1.0 - first) / 512.0).sqrt());
+        let onset = (0..points.len())
+            .take_while(|&i| near.share_at(i) >= full)
+            .last()
+            .expect("an onset");
+        onsets.push(points[onset].bytes);
+        let (half, share) = near_half(&points, &identified.levels);
+        assert!((0.45..0.55).contains(&share), "{run}: half share {share}");
+        let half = half.expect("near hits at the first size");
+        halves.push((points[half].bytes, points[half + 1].bytes));
+    }
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    assert!(mib(onsets[0]) < 26.0 && mib(onsets[1]) == 30.0, "{onsets:?}");
+    assert_eq!(halves[0], halves[1]);
+    assert_eq!(mib(halves[0].0), 30.0);
+    assert!((mib(halves[0].1) - 35.68).abs() < 0.01, "{halves:?}");
+}

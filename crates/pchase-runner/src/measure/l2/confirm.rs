@@ -2,8 +2,8 @@
 //! found is probed again around its knee, by two pinned chases of their own at 90 % and
 //! 125 % of the edge, whose sampled loads are sorted into the levels the sweep found.
 //!
-//! Below the near edge the near hits must keep the share they have in the smallest array
-//! of the sweep; above it they must have lost it. Below the far edge far hits must keep at
+//! Below the near edge the near hits must keep half the share they have in the smallest
+//! array of the sweep; above it they must have lost it. Below the far edge far hits must keep at
 //! least half their largest share; above it they must have lost that. Capacity that other
 //! work took after the sweep shows as misses below an edge; an edge a disturbance during
 //! the sweep put too low shows as hits above it. A probe that disagrees runs once more (a
@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::{sweep, L2Findings, LevelKind};
+use super::{sweep, L2Findings, L2Level, LevelKind};
 use crate::backend::Backend;
 
 /// Where the probes go, relative to an edge. Above it by more than the sweep's step
@@ -22,10 +22,9 @@ use crate::backend::Backend;
 const BELOW: f64 = 0.9;
 const ABOVE: f64 = 1.25;
 
-/// The share of `samples` closest (on a log scale) to the level `kind` among all levels.
-fn share_of(l2: &L2Findings, kind: LevelKind, samples: &[f64]) -> f64 {
-    let centres: Vec<(LevelKind, f64)> = l2
-        .levels
+/// The share of `samples` closest (on a log scale) to the level `kind` among `levels`.
+pub(crate) fn share_of(levels: &[L2Level], kind: LevelKind, samples: &[f64]) -> f64 {
+    let centres: Vec<(LevelKind, f64)> = levels
         .iter()
         .map(|l| (l.kind, l.distribution.p50.max(1.0).ln()))
         .collect();
@@ -59,16 +58,13 @@ pub fn confirm_l2<B: Backend + ?Sized>(
     overhead: f64,
 ) -> Vec<String> {
     let mut edges = Vec::new();
-    if let (Some(bytes), Some(near)) = (l2.near_edge, l2.level(LevelKind::NearHit)) {
-        // As the sweep decided: the smallest size's share, to 5 % or four binomial
-        // standard deviations of a share of the sampled loads.
-        let first = near.share_at(0);
-        let wobble = 4.0 * (first * (1.0 - first) / f64::from(sweep::SWEEP_SAMPLES)).sqrt();
+    if let (Some(bytes), Some(first)) = (l2.near_edge, l2.points.first()) {
+        // As the sweep decided: half the near hits' share at the smallest size.
         edges.push(Edge {
             name: "near",
             bytes,
             kind: LevelKind::NearHit,
-            full: first - (0.05 * first).max(wobble),
+            full: 0.5 * share_of(&l2.levels, LevelKind::NearHit, &first.samples),
         });
     }
     if let (Some(bytes), Some(far)) = (l2.far_edge, l2.level(LevelKind::FarHit)) {
@@ -102,7 +98,7 @@ fn check<B: Backend + ?Sized>(
     let mut gpu = Duration::ZERO;
     let mut share = |bytes: u64| -> Result<f64, String> {
         match sweep::measure_point(backend, bytes, sweep::SWEEP_SAMPLES, overhead, &mut gpu) {
-            Ok(Some(point)) => Ok(share_of(l2, edge.kind, &point.samples)),
+            Ok(Some(point)) => Ok(share_of(&l2.levels, edge.kind, &point.samples)),
             Ok(None) => Err("the pinned chase missed its SM".into()),
             Err(e) => Err(e.to_string()),
         }

@@ -9,8 +9,8 @@
 //!    2.5 times it; each size's mean and 512 loads timed one by one.
 //! 4. **Levels** ([`identify`]): the modes of every size grouped into levels and named by
 //!    where they appear; a size whose mean no mixture of the levels gives is reported.
-//! 5. **Capacities**: the near capacity where near hits stop (the first rise of the curve,
-//!    refined by six sizes), the far edge where far hits stop (the rise into memory, refined
+//! 5. **Capacities**: the near capacity where near hits fall to half their share (load by
+//!    load, refined by six sampled sizes), the far edge where far hits stop (the rise into memory, refined
 //!    likewise), and the far capacity (the far edge times the far level's share: the bytes
 //!    of far-homed lines the far partition still held).
 //! 6. **Second method**: the far level of the sweep against the map's: the far penalty
@@ -47,9 +47,12 @@ pub struct L2Findings {
     /// The bytes of one SM's array that stay in its own partition, and whether measured
     /// (`true`: where near hits stopped in the sweep) or derived (`false`: the API's size).
     pub near_capacity: Option<(u64, bool)>,
-    /// The array size up to which near hits kept their share (SM 0's array, before the
-    /// division by the partitions where there are no copies), bytes.
+    /// The array size at which near hits fell to half their share (SM 0's array, before
+    /// the division by the partitions where there are no copies), bytes.
     pub near_edge: Option<u64>,
+    /// The near overflow's extent in SM 0's array: the last sweep size where near hits kept
+    /// their full share and the first where they fell below a tenth of it, bytes.
+    pub near_transition: Option<(u64, u64)>,
     /// The array size up to which far hits persisted (SM 0's array), bytes.
     pub far_edge: Option<u64>,
     /// The bytes of far-homed lines the far partition(s) held at the far edge (the edge
@@ -149,25 +152,42 @@ pub fn measure_l2<B: Backend + ?Sized>(
         });
     let near = summary(alone.as_ref().unwrap_or(&near_level.distribution))?;
 
-    // 5. Capacities. Near: the last size where near hits keep the share they have at the
-    // smallest size (to 5 %, or to four binomial standard deviations of a share over the
-    // sampled loads where that is wider: without copies the share is about 1/partitions
-    // and wobbles from size to size), refined between it and the next by the curve's mean.
+    // 5. Capacities. Near: where the near hits fall to half the share they have at the
+    // smallest size (the middle of the overflow, decided load by load: each sampled load
+    // goes to the nearest level), refined between the last sweep size at or above half and
+    // the next by six sampled sizes. With a hashed set index the overflow starts where the
+    // first sets fill, which depends on the pages a run gets (on the H200 at 30 MiB near
+    // hits were 76 % of the loads in one run and 88 % in another): its middle does not move
+    // with them. The onset (the last size where near hits keep their full share, to 5 %
+    // or four binomial standard deviations of a share of the sampled loads where that is
+    // wider) sizes the line probe, which needs an array that fits.
     let first_share = near_level.share_at(0);
     let wobble = 4.0 * (first_share * (1.0 - first_share) / f64::from(sweep::SWEEP_SAMPLES)).sqrt();
     let near_share_full = first_share - (0.05 * first_share).max(wobble);
     let near_last = (0..points.len())
         .take_while(|&i| near_level.share_at(i) >= near_share_full)
         .last();
-    let plateau = points[0].mean;
+    let levels = &identified.levels;
+    let near_share = |samples: &[f64]| confirm::share_of(levels, LevelKind::NearHit, samples);
+    let (half_last, half) = near_half(&points, levels);
     let mut near_capacity = None;
-    if let Some(i) = near_last.filter(|&i| i + 1 < points.len()) {
+    if let Some(i) = half_last.filter(|&i| i + 1 < points.len()) {
         let refined = sweep::last_fitting(points[i].bytes, points[i + 1].bytes, 6, |bytes| {
-            Ok(sweep::measure_point(backend, bytes, 0, overhead, gpu_time)?
-                .map(|p| p.mean <= 1.05 * plateau))
+            Ok(
+                sweep::measure_point(backend, bytes, SWEEP_SAMPLES, overhead, gpu_time)?
+                    .map(|p| near_share(&p.samples) >= half),
+            )
         })?;
         near_capacity = refined.map(|bytes| (bytes, true));
     }
+    // The overflow's extent: from the onset to the first size where near hits are below a
+    // tenth of their first share.
+    let near_transition = near_last.zip(near_capacity).map(|(onset, (middle, _))| {
+        let end = (onset..points.len())
+            .find(|&j| near_share(&points[j].samples) < 0.2 * half)
+            .map_or(middle, |j| points[j].bytes);
+        (points[onset].bytes.min(middle), end.max(middle))
+    });
     // Far: the last size where far hits keep at least half their largest share.
     let far_level = identified.level(LevelKind::FarHit);
     let far_edge_index = far_level.and_then(|far| {
@@ -244,10 +264,10 @@ pub fn measure_l2<B: Backend + ?Sized>(
         }
     });
 
-    // 7. Line (85 % of the array one SM keeps near hits up to: without copies its lines
+    // 7. Line (an array below the onset of the near overflow: without copies its lines
     // fill every partition alike) and sector.
     let threshold = fetch::line_threshold(&cold, fetch_granularity);
-    let capacity = near_edge.or(near_last.map(|i| points[i].bytes));
+    let capacity = near_last.map(|i| points[i].bytes).or(near_edge);
     let line = match (fetch_granularity, capacity) {
         (Some(granularity), Some(capacity)) => {
             probes::l2_line(backend, capacity, granularity, threshold, gpu_time)?
@@ -295,6 +315,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
         near,
         near_capacity,
         near_edge,
+        near_transition,
         far_edge,
         far_capacity,
         far_capacity_range,
@@ -310,6 +331,18 @@ pub fn measure_l2<B: Backend + ?Sized>(
         line,
         sector,
     })
+}
+
+/// The last sweep size (index) where near hits keep at least half the share they have at
+/// the smallest size, and that half share; each sampled load counts for the level nearest
+/// to it. `None` as the index when the first size has no near hits.
+pub fn near_half(points: &[SweepPoint], levels: &[L2Level]) -> (Option<usize>, f64) {
+    let near_share = |samples: &[f64]| confirm::share_of(levels, LevelKind::NearHit, samples);
+    let half = 0.5 * points.first().map_or(0.0, |p| near_share(&p.samples));
+    let last = (0..points.len())
+        .take_while(|&i| half > 0.0 && near_share(&points[i].samples) >= half)
+        .last();
+    (last, half)
 }
 
 /// A level's distribution as the topology's latency summary.

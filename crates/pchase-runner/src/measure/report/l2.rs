@@ -152,6 +152,19 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
             ),
         );
     }
+    if let (Some((onset, end)), Some(middle)) = (l2.near_transition, l2.near_edge) {
+        note(
+            topo,
+            NoteSeverity::Info,
+            format!(
+                "near partition overflow in SM {}'s array: near hits keep their full share up to {:.2} MiB, fall to half at {:.2} MiB (the capacity reported) and below a tenth by {:.2} MiB",
+                crate::measure::l2::SWEEP_SM,
+                mib(onset),
+                mib(middle),
+                mib(end)
+            ),
+        );
+    }
     if !l2.edge_mismatches.is_empty() {
         let sizes: Vec<String> = l2
             .edge_mismatches
