@@ -9,6 +9,7 @@ mod gpu_bandwidth;
 mod gpu_copy;
 mod icache;
 mod l2_confirm;
+mod l2_report;
 mod levels;
 mod mlp;
 mod pipeline;
