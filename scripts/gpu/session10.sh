@@ -5,7 +5,7 @@
 # three default runs with their diffs; then the L1 probe's `phys` mode (issue 16: one
 # physical 2 MiB chunk mapped at two virtual addresses) and, on an H100, the hand-written
 # bandwidth kernels (issue 15). Binaries in ./.gpu.
-# Usage: session10.sh [N]; files under ${OUT:-/tmp/out}: TAG.tgz, TAG-summary.txt,
+# Usage: [SKIP_PROBES=1] session10.sh [N]; files under ${OUT:-/tmp/out}: TAG.tgz, TAG-summary.txt,
 # l1phys-TAG.txt, bw-TAG.txt (TAG h100 or h200). About 2-3 minutes.
 set -uo pipefail
 n=${1:-8}
@@ -42,7 +42,7 @@ except Exception as e:
 P
 )
   echo "l2 run $i exit $rc: $line" >> "$s"
-  grep -h "line probe: A of\|L2 near edge .* confirmation" "$out/l2-$i.log" | cut -c1-200 | head -4 >> "$s"
+  grep -h "line probe: A of\|L2 near edge .* confirmation\|line probe done" "$out/l2-$i.log" | cut -c1-200 | head -5 >> "$s"
 done
 for i in 1 2 3; do
   timeout 60 $m --timings -o "$out/default-$i.json" > "$out/default-$i.txt" 2> "$out/default-$i.log"
@@ -55,6 +55,8 @@ done
 cp "$s" "$o/$tag-summary.txt"
 cat "$s"
 tar czf "$o/$tag.tgz" -C "$o" "$tag" && rm -rf "$out"
+# SKIP_PROBES=1: the memtopo runs only.
+[ -n "${SKIP_PROBES:-}" ] && exit 0
 if nvcc -O2 -arch=sm_90 -o /tmp/l1_sets scripts/gpu/l1_sets.cu -lcuda > "$o/l1phys-$tag.txt" 2>&1; then
   for a in "1 phys"; do echo "== args $a"; timeout 120 /tmp/l1_sets $a; echo "rc=$?"; done >> "$o/l1phys-$tag.txt" 2>&1
   grep -E "^capacity|^phys|^chunk|rc=" "$o/l1phys-$tag.txt" | cut -c1-220

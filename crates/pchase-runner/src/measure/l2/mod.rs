@@ -135,6 +135,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
     let (fetch_granularity, cold) = fetch::fetch_granularity(backend, samples, gpu_time)?;
 
     // 3. The sweep, and 4. its levels.
+    log::debug!("L2: map and fetch granularity took {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
     let sizes = sweep::sweep_sizes(l2);
     let points = sweep::sweep(backend, &sizes, overhead, gpu_time)?;
     let identified = super::analysis::analysing(|| identify::identify(&points));
@@ -143,6 +144,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
         .ok_or_else(|| RunnerError::WrongResult("the L2 sweep shows no near hits".into()))?;
     // The element's latency: a near hit with one warp alone at the smallest size (the
     // levels' distributions are taken with 32 warps of SM 0 at once, which queue).
+    log::debug!("L2: the sweep done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
     let alone = sweep::measure_alone(backend, points[0].bytes, SWEEP_SAMPLES, overhead, gpu_time)?
         .and_then(|p| {
             super::levels::modes(&p.samples, identify::MIN_SHARE)
@@ -158,9 +160,9 @@ pub fn measure_l2<B: Backend + ?Sized>(
     // the next by six sampled sizes. With a hashed set index the overflow starts where the
     // first sets fill, which depends on the pages a run gets (on the H200 at 30 MiB near
     // hits were 76 % of the loads in one run and 88 % in another): its middle does not move
-    // with them. The onset (the last size where near hits keep their full share, to 5 %
+    // with them. The onset is the last size where near hits keep their full share (to 5 %
     // or four binomial standard deviations of a share of the sampled loads where that is
-    // wider) sizes the line probe, which needs an array that fits.
+    // wider).
     let first_share = near_level.share_at(0);
     let wobble = 4.0 * (first_share * (1.0 - first_share) / f64::from(sweep::SWEEP_SAMPLES)).sqrt();
     let near_share_full = first_share - (0.05 * first_share).max(wobble);
@@ -188,6 +190,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
             .map_or(middle, |j| points[j].bytes);
         (points[onset].bytes.min(middle), end.max(middle))
     });
+    log::debug!("L2: near capacity done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
     // Far: the last size where far hits keep at least half their largest share.
     let far_level = identified.level(LevelKind::FarHit);
     let far_edge_index = far_level.and_then(|far| {
@@ -264,10 +267,14 @@ pub fn measure_l2<B: Backend + ?Sized>(
         }
     });
 
-    // 7. Line (an array below the onset of the near overflow: without copies its lines
-    // fill every partition alike) and sector.
+    // 7. Line (85 % of the array one SM keeps half its near hits up to, shrunk where it
+    // overflows by itself; without copies its lines fill every partition alike) and
+    // sector. Not 85 % of the onset: an A that far below the edge needs a B four to
+    // sixteen times larger to evict anything, two or three more launches of about 100 ms
+    // each (H100 GPU-12c13cf2, session 10: the L2 step took 690–800 ms against 295).
+    log::debug!("L2: far edge done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
     let threshold = fetch::line_threshold(&cold, fetch_granularity);
-    let capacity = near_last.map(|i| points[i].bytes).or(near_edge);
+    let capacity = near_edge.or(near_last.map(|i| points[i].bytes));
     let line = match (fetch_granularity, capacity) {
         (Some(granularity), Some(capacity)) => {
             probes::l2_line(backend, capacity, granularity, threshold, gpu_time)?
@@ -279,8 +286,10 @@ pub fn measure_l2<B: Backend + ?Sized>(
         Ok(line) => u32::try_from(line.bytes).unwrap_or(256).min(4096),
         Err(_) => 256,
     };
+    log::debug!("L2: line probe done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
     let sector = probes::l2_sector(backend, largest, gpu_time)?;
 
+    log::debug!("L2: sector done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
     let curve = RawCurve {
         name: "l2-size".into(),
         change_index: near_last.map(|i| i + 1),
