@@ -267,14 +267,12 @@ pub fn measure_l2<B: Backend + ?Sized>(
         }
     });
 
-    // 7. Line (85 % of the array one SM keeps half its near hits up to, shrunk where it
-    // overflows by itself; without copies its lines fill every partition alike) and
-    // sector. Not 85 % of the onset: an A that far below the edge needs a B four to
-    // sixteen times larger to evict anything, two or three more launches of about 100 ms
-    // each (H100 GPU-12c13cf2, session 10: the L2 step took 690–800 ms against 295).
+    // 7. Line (85 % of the onset of the near overflow, shrunk where it overflows by
+    // itself: at 85 % of the half-way size it did on every H100 of session 10; without
+    // copies its lines fill every partition alike) and sector.
     log::debug!("L2: far edge done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
     let threshold = fetch::line_threshold(&cold, fetch_granularity);
-    let capacity = near_edge.or(near_last.map(|i| points[i].bytes));
+    let capacity = near_last.map(|i| points[i].bytes).or(near_edge);
     let line = match (fetch_granularity, capacity) {
         (Some(granularity), Some(capacity)) => {
             probes::l2_line(backend, capacity, granularity, threshold, gpu_time)?

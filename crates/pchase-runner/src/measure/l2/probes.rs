@@ -137,20 +137,24 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// it evicts whole 256-byte partition chunks at once, or misses everything
 /// (docs/results/h200-sets-a-to-i.md).
 ///
-/// A load counts as a miss above `threshold` cycles. B starts with one node per 1024 lines
+/// A load counts as a miss above `threshold` cycles. B starts with one node per 16 lines
 /// of A (at least 8) and grows fourfold, up to one per line, until the re-timed pass shows
 /// at least 128 runs (so that a few stray slow loads cannot outvote them) or more than half
-/// of A missed; where one fourfold step went from too few runs to more than half missed (a
-/// cache whose sets fill evenly overflows in all of them at once), up to six bisections of
-/// B's node count search between the two. The launch with the most runs (at least 16)
-/// decides.
+/// of A missed; where the first launch already missed more than half, B shrinks fourfold
+/// until a launch evicts too few. Where one fourfold step went from too few runs to more
+/// than half missed (a cache whose sets fill evenly overflows in all of them at once), up
+/// to six bisections of B's node count search between the two. The launch with the most
+/// runs (at least 16) decides. Until session 10 B started at one node per 1024 lines: on
+/// the H100 the starts of one per 1024, 256 and 64 lines evicted next to nothing, each a
+/// launch of about 100 ms (a single-thread pass over A).
 ///
-/// A must fit by itself: where the first, sparsest B leaves more than
-/// [`A_OVERFLOW_SHARE`] of the re-timed loads missing (its few nodes can evict only a
-/// handful of A's lines), A overflowed its partition and the search starts again with A
-/// four fifths as large, at most [`A_SHRINKS`] times. On the H200 (session 9) A at 85 % of
-/// a near edge of 28.4 or 30 MiB lost 56 and 63 % of its first lines with 193 and 203 B
-/// nodes: runs of 16 fetch units and of whole kilobytes beside the isolated lines.
+/// A must fit by itself: where the first launch has more than [`A_OVERFLOW_SHARE`] of the
+/// re-timed loads in runs of a kilobyte or more (B's nodes, 33 lines apart, evict isolated
+/// lines; A's own overflow takes its oldest lines, the re-timed ones, in long runs), A
+/// overflowed its partition and the search starts again with A four fifths as large, at
+/// most [`A_SHRINKS`] times. On the H200 (session 9) A at 85 % of a near edge of 28.4 or
+/// 30 MiB lost 56 and 63 % of its first lines with 193 and 203 B nodes, in runs of 1 KiB
+/// to 256 KiB; on H100s (session 10) A at 85 % of 24.3 MiB lost 13 to 35 %.
 pub(super) fn l2_line<B: Backend + ?Sized>(
     backend: &mut B,
     capacity: u64,
@@ -169,14 +173,14 @@ pub(super) fn l2_line<B: Backend + ?Sized>(
             return Ok(Err(format!("an L2 of {capacity} B is too small to probe")));
         }
         let search = line_search(backend, bytes, unit, threshold, gpu_time)?;
-        if search.first_miss_share > A_OVERFLOW_SHARE && shrink < A_SHRINKS {
+        if search.first_long_share > A_OVERFLOW_SHARE && shrink < A_SHRINKS {
             log::debug!(
-                "L2 line probe: A of {bytes} B overflowed by itself ({:.0} % of the re-timed loads missed with the sparsest B); shrinking it",
-                100.0 * search.first_miss_share
+                "L2 line probe: A of {bytes} B overflowed by itself ({:.0} % of the re-timed loads in runs of 1 KiB or more in the first launch); shrinking it",
+                100.0 * search.first_long_share
             );
             overflowed.push(format!(
-                "{bytes} B ({:.0} % missed)",
-                100.0 * search.first_miss_share
+                "{bytes} B ({:.0} % in long runs)",
+                100.0 * search.first_long_share
             ));
             bytes = (bytes / 5 * 4) / u64::from(unit) * u64::from(unit);
             continue;
@@ -199,19 +203,42 @@ pub(super) fn l2_line<B: Backend + ?Sized>(
     )))
 }
 
-/// Share of A's re-timed loads missing after the sparsest B above which A overflowed by
-/// itself.
-const A_OVERFLOW_SHARE: f64 = 0.05;
+/// Share of A's re-timed loads in runs of misses of [`LONG_RUN_BYTES`] or more in the first
+/// launch above which A overflowed by itself.
+const A_OVERFLOW_SHARE: f64 = 0.02;
+
+/// A run of misses this long is not B's doing (eight 128-byte lines side by side, or four
+/// of 256 B, where B's nodes are 33 lines apart).
+const LONG_RUN_BYTES: u64 = 1024;
 
 /// How often the line probe shrinks an A that overflowed by itself.
 const A_SHRINKS: u32 = 3;
+
+/// The share of `latencies` above `threshold` in runs of at least `units` loads, a run
+/// that reaches the end included.
+fn long_run_share(latencies: &[u32], threshold: f64, units: usize) -> f64 {
+    let mut long = 0;
+    let mut run = 0;
+    for &v in latencies.iter().chain(std::iter::once(&0)) {
+        if f64::from(v) > threshold {
+            run += 1;
+        } else {
+            if run >= units {
+                long += run;
+            }
+            run = 0;
+        }
+    }
+    long as f64 / latencies.len().max(1) as f64
+}
 
 /// One search of [`l2_line`] with chain A of `bytes`.
 struct LineSearch {
     /// The launch with the most runs (at least 16).
     best: Option<L2Line>,
-    /// The share of re-timed loads that missed in the first, sparsest launch.
-    first_miss_share: f64,
+    /// The share of re-timed loads in runs of [`LONG_RUN_BYTES`] or more in the first
+    /// launch.
+    first_long_share: f64,
     /// One line per launch, for the error.
     seen: Vec<String>,
 }
@@ -231,7 +258,7 @@ fn line_search<B: Backend + ?Sized>(
     let lines = (bytes / 128).max(1);
     let mut seen = Vec::new();
     let mut best: Option<L2Line> = None;
-    let mut first_miss_share = None;
+    let mut first_long_share = None;
     // One launch with `evicting` nodes in B: the runs of misses it shows, and its share of
     // misses.
     let mut probe = |evicting: u32,
@@ -268,6 +295,8 @@ fn line_search<B: Backend + ?Sized>(
             .count();
         let miss_share = slow as f64 / latencies.len().max(1) as f64;
         let runs = slow_runs(&latencies, threshold);
+        let long_units = usize::try_from(LONG_RUN_BYTES.div_ceil(granularity)).unwrap_or(1);
+        first_long_share.get_or_insert(long_run_share(&latencies, threshold, long_units));
         log::debug!(
             "L2 line probe, A {bytes} B, B {evicting} nodes: {slow} of {} loads above {threshold:.0} cycles, {} runs",
             latencies.len(),
@@ -300,18 +329,27 @@ fn line_search<B: Backend + ?Sized>(
     let enough = |(runs, miss_share): (usize, f64)| runs >= 128 || miss_share > 0.5;
     let mut fewer: Option<u32> = None;
     let mut too_many: Option<u32> = None;
-    for share in [1024u64, 256, 64, 16, 4, 1] {
-        let evicting = u32::try_from((lines / share).max(8)).unwrap_or(u32::MAX);
+    let most = u32::try_from(lines).unwrap_or(u32::MAX).max(8);
+    let mut evicting = u32::try_from(lines / 16).unwrap_or(u32::MAX).clamp(8, most);
+    for _ in 0..8 {
         let outcome = probe(evicting, &mut best)?;
-        first_miss_share.get_or_insert(outcome.1);
         if outcome.0 >= 128 {
             break;
         }
         if enough(outcome) {
             too_many = Some(evicting);
+            // Too many from the start: fewer nodes, until a launch evicts too few.
+            if fewer.is_none() && evicting > 8 {
+                evicting = (evicting / 4).max(8);
+                continue;
+            }
             break;
         }
         fewer = Some(evicting);
+        if too_many.is_some() || evicting >= most {
+            break;
+        }
+        evicting = evicting.saturating_mul(4).min(most);
     }
     // Where B went from too few evictions to misses everywhere in one fourfold step (sets
     // filled evenly overflow all at once), bisect the node count between the two.
@@ -332,7 +370,7 @@ fn line_search<B: Backend + ?Sized>(
     }
     Ok(LineSearch {
         best,
-        first_miss_share: first_miss_share.unwrap_or(0.0),
+        first_long_share: first_long_share.unwrap_or(0.0),
         seen,
     })
 }
@@ -490,6 +528,24 @@ mod tests {
             .expect("a line");
         assert_eq!(line.bytes, u64::from(profile.l2.line_bytes), "{line:?}");
         assert!(line.array_bytes < partition, "{}", line.array_bytes);
+    }
+
+    #[test]
+    fn long_runs_count_to_the_end() {
+        // Two isolated 128-byte lines (2 units), a 1 KiB run (16) and a run to the end (20).
+        let mut v = vec![100u32; 64];
+        for i in [3, 4, 10, 11] {
+            v[i] = 500;
+        }
+        for x in &mut v[20..36] {
+            *x = 500;
+        }
+        for x in &mut v[44..] {
+            *x = 500;
+        }
+        assert_eq!(long_run_share(&v, 300.0, 16), 36.0 / 64.0);
+        assert_eq!(long_run_share(&v[..40], 300.0, 16), 16.0 / 40.0);
+        assert_eq!(long_run_share(&v[..12], 300.0, 2), 4.0 / 12.0);
     }
 
     #[test]
