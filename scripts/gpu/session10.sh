@@ -45,8 +45,8 @@ P
   grep -h "line probe: A of\|L2 near edge .* confirmation\|line probe done" "$out/l2-$i.log" | cut -c1-200 | head -5 >> "$s"
 done
 for i in 1 2 3; do
-  timeout 60 $m --timings -o "$out/default-$i.json" > "$out/default-$i.txt" 2> "$out/default-$i.log"
-  echo "default run $i exit $? $(grep -h '^total' "$out/default-$i.txt")" >> "$s"
+  timeout 60 $m --timings -vv -o "$out/default-$i.json" > "$out/default-$i.txt" 2> "$out/default-$i.log"
+  echo "default run $i exit $? $(grep -h "^total" "$out/default-$i.txt") $(grep -h "^l2 latency" "$out/default-$i.txt")" >> "$s"; grep -h "GPU time" "$out/default-$i.log" | cut -c40-120 | tr "\n" ";" >> "$s"; echo >> "$s"
 done
 for i in 2 3; do
   $m diff "$out/default-1.json" "$out/default-$i.json" > "$out/diff1-$i.txt" 2>&1

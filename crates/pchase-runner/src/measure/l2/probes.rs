@@ -125,8 +125,9 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// The L2's allocation line: the bytes one tag covers, read from which lines an eviction
 /// takes away.
 ///
-/// One thread warms chain A, one node per fetch unit, over 85 % of the capacity one SM's
-/// accesses get (the L2 flushed first, so that A's lines are used in address order), then
+/// One thread warms chain A, one node per fetch unit, over [`A_SHARE`] % of the capacity
+/// one SM's accesses get (the L2 flushed first, so that A's lines are used in address
+/// order), then
 /// loads a sparse chain B whose nodes are 33 lines apart, then re-times A's first nodes.
 /// Each node of B lands in some set; where that set is full it evicts the set's least
 /// recently used line of A, and lines of one set are far apart in A: the evicted lines are
@@ -138,7 +139,8 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// (docs/results/h200-sets-a-to-i.md).
 ///
 /// A load counts as a miss above `threshold` cycles. B starts with one node per 16 lines
-/// of A (at least 8) and grows fourfold, up to one per line, until the re-timed pass shows
+/// of A (at least 8) and grows (fourfold, or toward 150 runs in proportion to the runs a
+/// launch showed), up to one per line, until the re-timed pass shows
 /// at least 128 runs (so that a few stray slow loads cannot outvote them) or more than half
 /// of A missed; where the first launch already missed more than half, B shrinks fourfold
 /// until a launch evicts too few. Where one fourfold step went from too few runs to more
@@ -166,7 +168,7 @@ pub(super) fn l2_line<B: Backend + ?Sized>(
         Ok(g) if g >= 4 && g % 4 == 0 => g,
         _ => return Ok(Err(format!("fetch granularity {granularity} B"))),
     };
-    let mut bytes = (capacity / 100 * 85) / u64::from(unit) * u64::from(unit);
+    let mut bytes = (capacity / 100 * A_SHARE) / u64::from(unit) * u64::from(unit);
     let mut overflowed = Vec::new();
     for shrink in 0..=A_SHRINKS {
         if bytes < 64 * u64::from(unit) {
@@ -210,6 +212,12 @@ const A_OVERFLOW_SHARE: f64 = 0.02;
 /// A run of misses this long is not B's doing (eight 128-byte lines side by side, or four
 /// of 256 B, where B's nodes are 33 lines apart).
 const LONG_RUN_BYTES: u64 = 1024;
+
+/// Chain A's bytes, per cent of the capacity passed (the onset of the near overflow). At
+/// 85 % A overflowed by itself in every default run on the H100 (session 10: the onset
+/// 25 MiB, A 21.25 MiB, 26–48 % of the re-timed loads in long runs) and in half the runs
+/// on the H200 (onset 30 MiB); 17–18 MiB fit on both.
+const A_SHARE: u64 = 70;
 
 /// How often the line probe shrinks an A that overflowed by itself.
 const A_SHRINKS: u32 = 3;
@@ -349,7 +357,14 @@ fn line_search<B: Backend + ?Sized>(
         if too_many.is_some() || evicting >= most {
             break;
         }
-        evicting = evicting.saturating_mul(4).min(most);
+        // Runs grow about in proportion to B once it evicts at all: aim at 150 where a
+        // launch showed some, else four times as many nodes.
+        let factor = if outcome.0 >= 8 {
+            (150.0 / outcome.0 as f64).clamp(1.5, 4.0)
+        } else {
+            4.0
+        };
+        evicting = ((f64::from(evicting) * factor) as u32).min(most);
     }
     // Where B went from too few evictions to misses everywhere in one fourfold step (sets
     // filled evenly overflow all at once), bisect the node count between the two.
