@@ -138,7 +138,7 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// it evicts whole 256-byte partition chunks at once, or misses everything
 /// (docs/results/h200-sets-a-to-i.md).
 ///
-/// A load counts as a miss above `threshold` cycles. B starts with one node per 16 lines
+/// A load counts as a miss above `threshold` cycles. B starts with one node per 8 lines
 /// of A (at least 8) and grows (fourfold, or toward 150 runs in proportion to the runs a
 /// launch showed), up to one per line, until the re-timed pass shows
 /// at least 128 runs (so that a few stray slow loads cannot outvote them) or more than half
@@ -148,13 +148,15 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// to six bisections of B's node count search between the two. The launch with the most
 /// runs (at least 16) decides. Until session 10 B started at one node per 1024 lines: on
 /// the H100 the starts of one per 1024, 256 and 64 lines evicted next to nothing, each a
-/// launch of about 100 ms (a single-thread pass over A).
+/// launch of about 100 ms (a single-thread pass over A); on the H200 an A of 17.6 MiB
+/// needed about one node per 4 lines, on the H100 one of 17 MiB one per 16.
 ///
-/// A must fit by itself: where the first launch has more than [`A_OVERFLOW_SHARE`] of the
-/// re-timed loads in runs of a kilobyte or more (B's nodes, 33 lines apart, evict isolated
-/// lines; A's own overflow takes its oldest lines, the re-timed ones, in long runs), A
-/// overflowed its partition and the search starts again with A four fifths as large, at
-/// most [`A_SHRINKS`] times. On the H200 (session 9) A at 85 % of a near edge of 28.4 or
+/// A must fit by itself: runs of misses of a kilobyte or more are not B's (its nodes, 33
+/// lines apart, evict isolated lines) but A's own overflow, which takes its oldest lines,
+/// the re-timed ones; they are left out of the runs, and where the first launch has more
+/// than [`A_OVERFLOW_SHARE`] of the re-timed loads in them, the search starts again with A
+/// four fifths as large, at most [`A_SHRINKS`] times (on the H200 an A of 21 MiB had 3 to
+/// 5 % of its loads in long runs in five of six runs and 19 % in one). On the H200 (session 9) A at 85 % of a near edge of 28.4 or
 /// 30 MiB lost 56 and 63 % of its first lines with 193 and 203 B nodes, in runs of 1 KiB
 /// to 256 KiB; on H100s (session 10) A at 85 % of 24.3 MiB lost 13 to 35 %.
 pub(super) fn l2_line<B: Backend + ?Sized>(
@@ -207,7 +209,7 @@ pub(super) fn l2_line<B: Backend + ?Sized>(
 
 /// Share of A's re-timed loads in runs of misses of [`LONG_RUN_BYTES`] or more in the first
 /// launch above which A overflowed by itself.
-const A_OVERFLOW_SHARE: f64 = 0.02;
+const A_OVERFLOW_SHARE: f64 = 0.1;
 
 /// A run of misses this long is not B's doing (eight 128-byte lines side by side, or four
 /// of 256 B, where B's nodes are 33 lines apart).
@@ -302,9 +304,14 @@ fn line_search<B: Backend + ?Sized>(
             .filter(|&&v| f64::from(v) > threshold)
             .count();
         let miss_share = slow as f64 / latencies.len().max(1) as f64;
-        let runs = slow_runs(&latencies, threshold);
+        // Runs of a kilobyte or more are A's own overflow (its oldest lines), not B's
+        // isolated evictions: counted in the miss share, left out of the runs.
         let long_units = usize::try_from(LONG_RUN_BYTES.div_ceil(granularity)).unwrap_or(1);
         first_long_share.get_or_insert(long_run_share(&latencies, threshold, long_units));
+        let runs: Vec<(usize, usize)> = slow_runs(&latencies, threshold)
+            .into_iter()
+            .filter(|&(_, len)| len < long_units)
+            .collect();
         log::debug!(
             "L2 line probe, A {bytes} B, B {evicting} nodes: {slow} of {} loads above {threshold:.0} cycles, {} runs",
             latencies.len(),
@@ -338,7 +345,7 @@ fn line_search<B: Backend + ?Sized>(
     let mut fewer: Option<u32> = None;
     let mut too_many: Option<u32> = None;
     let most = u32::try_from(lines).unwrap_or(u32::MAX).max(8);
-    let mut evicting = u32::try_from(lines / 16).unwrap_or(u32::MAX).clamp(8, most);
+    let mut evicting = u32::try_from(lines / 8).unwrap_or(u32::MAX).clamp(8, most);
     for _ in 0..8 {
         let outcome = probe(evicting, &mut best)?;
         if outcome.0 >= 128 {
