@@ -5,7 +5,7 @@
 # three default runs with their diffs; then the L1 probe's `phys` mode (issue 16: one
 # physical 2 MiB chunk mapped at two virtual addresses) and, on an H100, the hand-written
 # bandwidth kernels (issue 15). Binaries in ./.gpu.
-# Usage: [SKIP_PROBES=1] session10.sh [N]; files under ${OUT:-/tmp/out}: TAG.tgz, TAG-summary.txt,
+# Usage: [SKIP_PROBES=1] [DEFAULTS=3] session10.sh [N]; files under ${OUT:-/tmp/out}: TAG.tgz, TAG-summary.txt,
 # l1phys-TAG.txt, bw-TAG.txt (TAG h100 or h200). About 2-3 minutes.
 set -uo pipefail
 n=${1:-8}
@@ -44,7 +44,7 @@ P
   echo "l2 run $i exit $rc: $line" >> "$s"
   grep -h "line probe: A of\|L2 near edge .* confirmation\|line probe done" "$out/l2-$i.log" | cut -c1-200 | head -5 >> "$s"
 done
-for i in 1 2 3; do
+for i in $(seq 1 "${DEFAULTS:-3}"); do
   timeout 60 $m --timings -vv -o "$out/default-$i.json" > "$out/default-$i.txt" 2> "$out/default-$i.log"
   echo "default run $i exit $? $(grep -h "^total" "$out/default-$i.txt") $(grep -h "^l2 latency" "$out/default-$i.txt")" >> "$s"; grep -h "GPU time" "$out/default-$i.log" | cut -c40-120 | tr "\n" ";" >> "$s"; echo >> "$s"
 done

@@ -138,7 +138,7 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// it evicts whole 256-byte partition chunks at once, or misses everything
 /// (docs/results/h200-sets-a-to-i.md).
 ///
-/// A load counts as a miss above `threshold` cycles. B starts with one node per 8 lines
+/// A load counts as a miss above `threshold` cycles. B starts with one node per 4 lines
 /// of A (at least 8) and grows (fourfold, or toward 150 runs in proportion to the runs a
 /// launch showed), up to one per line, until the re-timed pass shows
 /// at least 128 runs (so that a few stray slow loads cannot outvote them) or more than half
@@ -148,8 +148,9 @@ const EVICTING_SPACING: u32 = 33 * 128;
 /// to six bisections of B's node count search between the two. The launch with the most
 /// runs (at least 16) decides. Until session 10 B started at one node per 1024 lines: on
 /// the H100 the starts of one per 1024, 256 and 64 lines evicted next to nothing, each a
-/// launch of about 100 ms (a single-thread pass over A); on the H200 an A of 17.6 MiB
-/// needed about one node per 4 lines, on the H100 one of 17 MiB one per 16.
+/// launch of about 100 ms (a single-thread pass over A). With A at 60 % of the onset, one
+/// node per 8 lines of A gave 14–74 runs on the H100 and 0–16 on the H200 where the onset
+/// was 25 MiB, four times as many 480–990 runs (session 10).
 ///
 /// A must fit by itself: runs of misses of a kilobyte or more are not B's (its nodes, 33
 /// lines apart, evict isolated lines) but A's own overflow, which takes its oldest lines,
@@ -345,7 +346,7 @@ fn line_search<B: Backend + ?Sized>(
     let mut fewer: Option<u32> = None;
     let mut too_many: Option<u32> = None;
     let most = u32::try_from(lines).unwrap_or(u32::MAX).max(8);
-    let mut evicting = u32::try_from(lines / 8).unwrap_or(u32::MAX).clamp(8, most);
+    let mut evicting = u32::try_from(lines / 4).unwrap_or(u32::MAX).clamp(8, most);
     for _ in 0..8 {
         let outcome = probe(evicting, &mut best)?;
         if outcome.0 >= 128 {
