@@ -3,10 +3,7 @@
 //! 32.8 MiB in four of eight runs, the report gave two partitions of 32.8 MiB in a 60 MiB
 //! L2, the topology failed its own validation and the run wrote no JSON, exit 6).
 
-use pchase_runner::{
-    measure::report::to_topology,
-    sim::SimProfile,
-};
+use pchase_runner::{measure::report::to_topology, sim::SimProfile};
 use topology::{Bytes, SizeBound};
 
 use crate::pipeline::measure_only;
@@ -26,10 +23,16 @@ fn a_near_capacity_beyond_an_equal_share_of_the_l2_is_bounded_by_it() {
     };
     // As measured: exactly the share.
     let (exact, _) = with_near(share);
-    assert_eq!(exact.size_each.expect("size").bound, SizeBound::Exact(Bytes(share)));
+    assert_eq!(
+        exact.size_each.expect("size").bound,
+        SizeBound::Exact(Bytes(share))
+    );
     // Beyond it (the H200's 32.8 of 30 MiB): the share, with a note.
     let (beyond, topo) = with_near(share + share / 10);
-    assert_eq!(beyond.size_each.expect("size").bound, SizeBound::Exact(Bytes(share)));
+    assert_eq!(
+        beyond.size_each.expect("size").bound,
+        SizeBound::Exact(Bytes(share))
+    );
     assert!(topo
         .notes
         .iter()

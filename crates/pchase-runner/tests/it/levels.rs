@@ -99,7 +99,10 @@ fn h200_near_half_does_not_move_with_the_onset_of_the_overflow() {
         halves.push((points[half].bytes, points[half + 1].bytes));
     }
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    assert!(mib(onsets[0]) < 26.0 && mib(onsets[1]) == 30.0, "{onsets:?}");
+    assert!(
+        mib(onsets[0]) < 26.0 && mib(onsets[1]) == 30.0,
+        "{onsets:?}"
+    );
     assert_eq!(halves[0], halves[1]);
     assert_eq!(mib(halves[0].0), 30.0);
     assert!((mib(halves[0].1) - 35.68).abs() < 0.01, "{halves:?}");

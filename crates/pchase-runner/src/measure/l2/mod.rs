@@ -20,6 +20,7 @@
 pub mod confirm;
 mod fetch;
 pub mod identify;
+mod line;
 pub mod map;
 pub mod probes;
 pub mod sweep;
@@ -32,8 +33,9 @@ use crate::{backend::Backend, error::RunnerError};
 
 use super::{probe::SizeSamples, search::RawCurve};
 pub use identify::{main_level, Identified, L2Level, LevelKind, Unexplained};
+pub use line::L2Line;
 pub use map::PartitionMap;
-pub use probes::{L2Line, L2Sector};
+pub use probes::L2Sector;
 pub use sweep::{SweepPoint, SWEEP_SAMPLES, SWEEP_SM, SWEEP_WARPS};
 
 /// What the L2 benchmark found.
@@ -135,7 +137,10 @@ pub fn measure_l2<B: Backend + ?Sized>(
     let (fetch_granularity, cold) = fetch::fetch_granularity(backend, samples, gpu_time)?;
 
     // 3. The sweep, and 4. its levels.
-    log::debug!("L2: map and fetch granularity took {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
+    log::debug!(
+        "L2: map and fetch granularity took {:.1} ms of GPU time",
+        gpu_time.as_secs_f64() * 1e3
+    );
     let sizes = sweep::sweep_sizes(l2);
     let points = sweep::sweep(backend, &sizes, overhead, gpu_time)?;
     let identified = super::analysis::analysing(|| identify::identify(&points));
@@ -144,7 +149,10 @@ pub fn measure_l2<B: Backend + ?Sized>(
         .ok_or_else(|| RunnerError::WrongResult("the L2 sweep shows no near hits".into()))?;
     // The element's latency: a near hit with one warp alone at the smallest size (the
     // levels' distributions are taken with 32 warps of SM 0 at once, which queue).
-    log::debug!("L2: the sweep done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
+    log::debug!(
+        "L2: the sweep done at {:.1} ms of GPU time",
+        gpu_time.as_secs_f64() * 1e3
+    );
     let alone = sweep::measure_alone(backend, points[0].bytes, SWEEP_SAMPLES, overhead, gpu_time)?
         .and_then(|p| {
             super::levels::modes(&p.samples, identify::MIN_SHARE)
@@ -190,7 +198,10 @@ pub fn measure_l2<B: Backend + ?Sized>(
             .map_or(middle, |j| points[j].bytes);
         (points[onset].bytes.min(middle), end.max(middle))
     });
-    log::debug!("L2: near capacity done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
+    log::debug!(
+        "L2: near capacity done at {:.1} ms of GPU time",
+        gpu_time.as_secs_f64() * 1e3
+    );
     // Far: the last size where far hits keep at least half their largest share.
     let far_level = identified.level(LevelKind::FarHit);
     let far_edge_index = far_level.and_then(|far| {
@@ -270,12 +281,15 @@ pub fn measure_l2<B: Backend + ?Sized>(
     // 7. Line (85 % of the onset of the near overflow, shrunk where it overflows by
     // itself: at 85 % of the half-way size it did on every H100 of session 10; without
     // copies its lines fill every partition alike) and sector.
-    log::debug!("L2: far edge done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
+    log::debug!(
+        "L2: far edge done at {:.1} ms of GPU time",
+        gpu_time.as_secs_f64() * 1e3
+    );
     let threshold = fetch::line_threshold(&cold, fetch_granularity);
     let capacity = near_last.map(|i| points[i].bytes).or(near_edge);
     let line = match (fetch_granularity, capacity) {
         (Some(granularity), Some(capacity)) => {
-            probes::l2_line(backend, capacity, granularity, threshold, gpu_time)?
+            line::l2_line(backend, capacity, granularity, threshold, gpu_time)?
         }
         (None, _) => Err("no fetch granularity to space the nodes by".into()),
         (_, None) => Err("no near capacity to size the array by".into()),
@@ -284,10 +298,16 @@ pub fn measure_l2<B: Backend + ?Sized>(
         Ok(line) => u32::try_from(line.bytes).unwrap_or(256).min(4096),
         Err(_) => 256,
     };
-    log::debug!("L2: line probe done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
+    log::debug!(
+        "L2: line probe done at {:.1} ms of GPU time",
+        gpu_time.as_secs_f64() * 1e3
+    );
     let sector = probes::l2_sector(backend, largest, gpu_time)?;
 
-    log::debug!("L2: sector done at {:.1} ms of GPU time", gpu_time.as_secs_f64() * 1e3);
+    log::debug!(
+        "L2: sector done at {:.1} ms of GPU time",
+        gpu_time.as_secs_f64() * 1e3
+    );
     let curve = RawCurve {
         name: "l2-size".into(),
         change_index: near_last.map(|i| i + 1),
