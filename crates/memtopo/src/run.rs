@@ -385,7 +385,15 @@ fn real_gpu(
     let ordinal = cli.device.single().ok_or_else(|| {
         CliError::Usage("one GPU at a time here: several are measured by node::run".into())
     })?;
+    let started = Instant::now();
+    let phase = |name: &str| {
+        log::debug!(
+            "host phase: {name} done at {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+    };
     let identity = pchase_runner::cuda::identify(ordinal)?;
+    phase("driver and device identity");
     record.gpu_uuid = identity.uuid.clone();
     record.pci_bus_id = identity.pci_bus_id.clone();
     record.cuda_driver_version = identity.cuda_driver_version;
@@ -404,12 +412,18 @@ fn real_gpu(
             None
         }
     };
+    phase("lock and NVML");
     let before = guard::check_busy(cli, source(&mut nvml), record)?;
+    phase("busy check");
     let mut backend = pchase_runner::cuda::CudaBackend::new(ordinal)?;
+    phase("context and modules");
     let info = backend.device().clone();
     let measured = guard::watched(&mut backend, options, progress, record)?;
+    phase("benchmarks and confirmations");
     drop(backend);
+    phase("context released");
     guard::after(source(&mut nvml), before.as_ref(), record);
+    phase("state after");
     Ok((info, measured))
 }
 
