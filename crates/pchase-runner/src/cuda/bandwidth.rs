@@ -5,13 +5,19 @@
 
 use std::time::{Duration, Instant};
 
-use pchase_kernels::{bandwidth as kernels, Kernel};
+use pchase_kernels::{
+    bandwidth::{self as kernels, ReadVariant},
+    Kernel,
+};
 
 use super::driver::{check, Arg, LaunchShape};
 use super::{ffi, CudaBackend, DeviceBuffer, LoadedFunction, LoadedModule};
 use crate::{
     backend::Carveout,
-    bandwidth::{check_bandwidth, BandwidthOp, BandwidthRequest, BandwidthRun, RegionLayout},
+    bandwidth::{
+        check_bandwidth, BandwidthOp, BandwidthRequest, BandwidthRun, BandwidthShape,
+        RegionLayout,
+    },
     error::RunnerError,
 };
 
@@ -113,6 +119,32 @@ impl CudaBackend {
             .iter()
             .map(|(entry, _)| *entry)
             .collect()
+    }
+
+    /// Reads `region` bytes (a power of two) of the read buffer once with `ld.global.cg`
+    /// over the whole GPU (the L2 flush: `CudaBackend::flush_l2`).
+    pub(super) fn read_through_l2(&mut self, region: u64) -> Result<(), RunnerError> {
+        let shape = BandwidthShape {
+            op: BandwidthOp::Read(ReadVariant::Cg),
+            vector_bytes: 16,
+            unroll: 4,
+            blocks_per_sm: 2,
+            threads: 1024,
+        };
+        let per_iteration =
+            u64::from(shape.blocks(self.info.sm_count)) * shape.block_iteration_bytes();
+        let iterations = u32::try_from(region.div_ceil(per_iteration.max(1)))
+            .unwrap_or(u32::MAX)
+            .max(1);
+        // One timed repetition is the least a request has: the region is read twice.
+        self.run_bandwidth(&BandwidthRequest {
+            shape,
+            layout: RegionLayout::GridStride,
+            region_bytes: region.clamp(4096, 1 << 31),
+            iterations,
+            repetitions: 1,
+        })?;
+        Ok(())
     }
 
     /// Runs a bandwidth request (`Backend::bandwidth`).

@@ -1,6 +1,6 @@
 //! Chains in device memory: how a request's chains are laid out ([`ChainPlan`]), the
-//! parallel init kernel that writes them (also used to flush the L2), and the check that a
-//! chase followed its chain.
+//! parallel init kernel that writes them, the L2 flush, and the check that a chase
+//! followed its chain.
 
 use pchase_kernels::catalogue;
 
@@ -42,30 +42,17 @@ impl CudaBackend {
             .expect("allocated above"))
     }
 
-    /// Evicts everything from the L2 by writing one word into every 128-byte line of a
-    /// buffer twice the L2's size, with the parallel init kernel.
+    /// Evicts everything from the L2 by reading (`ld.global.cg`) a buffer at least twice
+    /// its size that nothing writes, so that the L2 is left full of clean lines.
+    ///
+    /// Until session 10 the flush wrote one word into every line of such a buffer, and the
+    /// L2 then kept those written lines over the clean ones loaded after it: a chain of
+    /// 64-byte nodes filled by one thread lost its oldest lines from 22 MiB on an H200 and
+    /// from 18 MiB on an H100, against 26–28 and about 22 MiB when a read followed the
+    /// write (`scripts/gpu/l2_flush_probe.cu`, `docs/results/session10.md`).
     pub(super) fn flush_l2(&mut self) -> Result<(), RunnerError> {
-        let elements = 2 * self.info.l2_bytes.max(1 << 20) / 4;
-        if self
-            .flush_buffer
-            .as_ref()
-            .is_none_or(|b| (b.len() as u64) < elements)
-        {
-            self.flush_buffer = None;
-            // SAFETY: only written (by init_chain), never read.
-            let buffer = DeviceBuffer::<u32>::uninitialized(elements as usize)?;
-            self.flush_buffer = Some(buffer);
-        }
-        let ptr = self
-            .flush_buffer
-            .as_ref()
-            .map(DeviceBuffer::device_ptr)
-            .expect("allocated above");
-        let line_elems = 32u32;
-        let nodes = u32::try_from(elements / u64::from(line_elems))
-            .map_err(|_| RunnerError::InvalidRequest("L2 too large to flush".into()))?;
-        self.init_chains_at(ptr, 0, &[nodes], line_elems, 1)?;
-        Ok(())
+        let region = (2 * self.info.l2_bytes.max(1 << 20)).next_power_of_two();
+        self.read_through_l2(region)
     }
 
     /// Writes the chains of `plan` into device memory with the parallel init kernel.

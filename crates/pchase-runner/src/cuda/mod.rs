@@ -76,7 +76,6 @@ pub struct CudaBackend {
     /// The TLB walks' region and its memory (before the context, which drops last).
     walk: Option<(crate::walk::WalkRegion, walk::WalkMemory)>,
     chain_buffer: Option<DeviceBuffer<u32>>,
-    flush_buffer: Option<DeviceBuffer<u32>>,
     modules: Vec<LoadedModule>,
     stream: Stream,
     info: DeviceInfo,
@@ -135,7 +134,6 @@ impl CudaBackend {
             icache: None,
             walk: None,
             chain_buffer: None,
-            flush_buffer: None,
             modules,
             stream,
             info,
