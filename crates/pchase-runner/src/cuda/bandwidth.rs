@@ -15,8 +15,7 @@ use super::{ffi, CudaBackend, DeviceBuffer, LoadedFunction, LoadedModule};
 use crate::{
     backend::Carveout,
     bandwidth::{
-        check_bandwidth, BandwidthOp, BandwidthRequest, BandwidthRun, BandwidthShape,
-        RegionLayout,
+        check_bandwidth, BandwidthOp, BandwidthRequest, BandwidthRun, BandwidthShape, RegionLayout,
     },
     error::RunnerError,
 };
