@@ -66,7 +66,7 @@ pub fn confirm_l2<B: Backend + ?Sized>(
         // runs, and a probe at 90 % of that, 30.4 MiB, found none: the L2's replacement
         // keeps lines the sweep had used again and again, a fresh array beyond the 30 MiB
         // share keeps nothing.
-        let partitions = l2.map.as_ref().map_or(1, |m| u64::from(m.count.max(1)));
+        let partitions = l2.partition_count();
         let total = backend.device().l2_bytes;
         let share = if l2.keeps_copies == Some(false) {
             total

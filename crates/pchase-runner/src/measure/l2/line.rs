@@ -118,8 +118,8 @@ pub(super) const EVICTING_SPACING: u32 = 33 * 128;
 ///
 /// A load counts as a miss above `threshold` cycles. B starts with one node per 4 lines
 /// of A (at least 8) and grows (fourfold, or at most 2.5-fold where a launch showed some
-/// runs), up to one per line, until the re-timed pass shows
-/// at least 128 runs (so that a few stray slow loads cannot outvote them) or more than half
+/// runs), up to one per line, until the re-timed pass shows at least 128 runs (so that a
+/// few stray slow loads cannot outvote them) or more than half
 /// of A missed; where the first launch already missed more than half, B shrinks fourfold
 /// until a launch evicts too few. Where one fourfold step went from too few runs to more
 /// than half missed (a cache whose sets fill evenly overflows in all of them at once), up
@@ -135,9 +135,10 @@ pub(super) const EVICTING_SPACING: u32 = 33 * 128;
 /// the re-timed ones; they are left out of the runs, and where the first launch has more
 /// than [`A_OVERFLOW_SHARE`] of the re-timed loads in them, the search starts again with A
 /// four fifths as large, at most [`A_SHRINKS`] times (on the H200 an A of 21 MiB had 3 to
-/// 5 % of its loads in long runs in five of six runs and 19 % in one). On the H200 (session 9) A at 85 % of a near edge of 28.4 or
-/// 30 MiB lost 56 and 63 % of its first lines with 193 and 203 B nodes, in runs of 1 KiB
-/// to 256 KiB; on H100s (session 10) A at 85 % of 24.3 MiB lost 13 to 35 %.
+/// 5 % of its loads in long runs in five of six runs and 19 % in one). On the H200
+/// (session 9) A at 85 % of a near edge of 28.4 or 30 MiB lost 56 and 63 % of its first
+/// lines with 193 and 203 B nodes, in runs of 1 KiB to 256 KiB; on H100s (session 10) A at
+/// 85 % of 24.3 MiB lost 13 to 35 %.
 pub(super) fn l2_line<B: Backend + ?Sized>(
     backend: &mut B,
     capacity: u64,
@@ -251,6 +252,9 @@ fn line_search<B: Backend + ?Sized>(
     let mut best: Option<L2Line> = None;
     let mut first_long_share = None;
     let mut best_all: Option<L2Line> = None;
+    // Runs of a kilobyte or more are A's own overflow (its oldest lines), not B's isolated
+    // evictions: counted in the miss share, left out of the runs.
+    let long_units = usize::try_from(LONG_RUN_BYTES.div_ceil(granularity)).unwrap_or(1);
     // One launch with `evicting` nodes in B: the runs of misses it shows, and its share of
     // misses.
     let mut probe = |evicting: u32,
@@ -286,9 +290,6 @@ fn line_search<B: Backend + ?Sized>(
             .filter(|&&v| f64::from(v) > threshold)
             .count();
         let miss_share = slow as f64 / latencies.len().max(1) as f64;
-        // Runs of a kilobyte or more are A's own overflow (its oldest lines), not B's
-        // isolated evictions: counted in the miss share, left out of the runs.
-        let long_units = usize::try_from(LONG_RUN_BYTES.div_ceil(granularity)).unwrap_or(1);
         first_long_share.get_or_insert(long_run_share(&latencies, threshold, long_units));
         let all_runs = slow_runs(&latencies, threshold);
         let runs: Vec<(usize, usize)> = all_runs
@@ -307,38 +308,31 @@ fn line_search<B: Backend + ?Sized>(
             100.0 * miss_share
         ));
         let count = runs.len();
-        // Where a cache's sets fill evenly and evict in the order A was loaded, B's
-        // evictions themselves come as long runs (the simulator's random-1: every launch
-        // that evicted anything showed at most 3 short runs): those launches are kept,
-        // with every run, for when no launch shows enough short ones.
-        let all = all_runs.len();
-        if count < 16 && all >= 16 && best_all.as_ref().is_none_or(|b| all > b.runs) {
-            let (units, agreement) = line_unit(&all_runs);
-            best_all = Some(L2Line {
+        // The line these runs give, with this launch's facts.
+        let line = |runs: &[(usize, usize)], latencies: Vec<u32>| {
+            let (units, agreement) = line_unit(runs);
+            L2Line {
                 bytes: units as u64 * granularity,
                 agreement,
-                runs: all,
-                miss_share,
-                array_bytes: bytes,
-                evicting_nodes: evicting,
-                threshold,
-                granularity,
-                latencies: latencies.clone(),
-            });
-        }
-        if count >= 16 && best.as_ref().is_none_or(|b| count > b.runs) {
-            let (units, agreement) = line_unit(&runs);
-            *best = Some(L2Line {
-                bytes: units as u64 * granularity,
-                agreement,
-                runs: count,
+                runs: runs.len(),
                 miss_share,
                 array_bytes: bytes,
                 evicting_nodes: evicting,
                 threshold,
                 granularity,
                 latencies,
-            });
+            }
+        };
+        // Where a cache's sets fill evenly and evict in the order A was loaded, B's
+        // evictions themselves come as long runs (the simulator's random-1: every launch
+        // that evicted anything showed at most 3 short runs): those launches are kept,
+        // with every run, for when no launch shows enough short ones.
+        let all = all_runs.len();
+        if count < 16 && all >= 16 && best_all.as_ref().is_none_or(|b| all > b.runs) {
+            best_all = Some(line(&all_runs, latencies.clone()));
+        }
+        if count >= 16 && best.as_ref().is_none_or(|b| count > b.runs) {
+            *best = Some(line(&runs, latencies));
         }
         Ok((count, miss_share))
     };

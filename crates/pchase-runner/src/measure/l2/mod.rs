@@ -10,12 +10,12 @@
 //! 4. **Levels** ([`identify`]): the modes of every size grouped into levels and named by
 //!    where they appear; a size whose mean no mixture of the levels gives is reported.
 //! 5. **Capacities**: the near capacity where near hits fall to half their share (load by
-//!    load, refined by six sampled sizes), the far edge where far hits stop (the rise into memory, refined
-//!    likewise), and the far capacity (the far edge times the far level's share: the bytes
-//!    of far-homed lines the far partition still held).
+//!    load, refined by six sampled sizes), the far edge where far hits stop (the rise into
+//!    memory, refined likewise), and the far capacity (the far edge times the far level's
+//!    share: the bytes of far-homed lines the far partition still held).
 //! 6. **Second method**: the far level of the sweep against the map's: the far penalty
 //!    (far median minus near median) of each must agree within 15 % + 10 cycles.
-//! 7. **Line and sector** ([`probes`]).
+//! 7. **Line** (`line`) and **sector** ([`probes`]).
 
 pub mod confirm;
 mod fetch;
@@ -96,6 +96,11 @@ impl L2Findings {
     pub fn level(&self, kind: LevelKind) -> Option<&L2Level> {
         main_level(&self.levels, kind)
     }
+
+    /// The partitions the map counted; one without a map.
+    pub fn partition_count(&self) -> u64 {
+        self.map.as_ref().map_or(1, |m| u64::from(m.count.max(1)))
+    }
 }
 
 /// The far level seen by the sweep and by the map.
@@ -136,23 +141,18 @@ pub fn measure_l2<B: Backend + ?Sized>(
     // 2. Fetch granularity, from a cold chase.
     let (fetch_granularity, cold) = fetch::fetch_granularity(backend, samples, gpu_time)?;
 
+    log_phase("map and fetch granularity", gpu_time);
+
     // 3. The sweep, and 4. its levels.
-    log::debug!(
-        "L2: map and fetch granularity took {:.1} ms of GPU time",
-        gpu_time.as_secs_f64() * 1e3
-    );
     let sizes = sweep::sweep_sizes(l2);
     let points = sweep::sweep(backend, &sizes, overhead, gpu_time)?;
+    log_phase("the sweep", gpu_time);
     let identified = super::analysis::analysing(|| identify::identify(&points));
     let near_level = identified
         .level(LevelKind::NearHit)
         .ok_or_else(|| RunnerError::WrongResult("the L2 sweep shows no near hits".into()))?;
     // The element's latency: a near hit with one warp alone at the smallest size (the
     // levels' distributions are taken with 32 warps of SM 0 at once, which queue).
-    log::debug!(
-        "L2: the sweep done at {:.1} ms of GPU time",
-        gpu_time.as_secs_f64() * 1e3
-    );
     let alone = sweep::measure_alone(backend, points[0].bytes, SWEEP_SAMPLES, overhead, gpu_time)?
         .and_then(|p| {
             super::levels::modes(&p.samples, identify::MIN_SHARE)
@@ -198,10 +198,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
             .map_or(middle, |j| points[j].bytes);
         (points[onset].bytes.min(middle), end.max(middle))
     });
-    log::debug!(
-        "L2: near capacity done at {:.1} ms of GPU time",
-        gpu_time.as_secs_f64() * 1e3
-    );
+    log_phase("near capacity", gpu_time);
     // Far: the last size where far hits keep at least half their largest share.
     let far_level = identified.level(LevelKind::FarHit);
     let far_edge_index = far_level.and_then(|far| {
@@ -220,6 +217,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
                 .map(|p| p.mean <= 1.05 * before))
         })?;
     }
+    log_phase("far edge", gpu_time);
     // The far partition(s) hold the array's far-homed lines, 1 − 1/P of it with P
     // partitions (P from the map; two where there is no map but a far level): far hits end
     // where that share of the array no longer fits. The range runs to the next size the
@@ -278,13 +276,9 @@ pub fn measure_l2<B: Backend + ?Sized>(
         }
     });
 
-    // 7. Line (85 % of the onset of the near overflow, shrunk where it overflows by
-    // itself: at 85 % of the half-way size it did on every H100 of session 10; without
-    // copies its lines fill every partition alike) and sector.
-    log::debug!(
-        "L2: far edge done at {:.1} ms of GPU time",
-        gpu_time.as_secs_f64() * 1e3
-    );
+    // 7. Line (`line::l2_line` sizes its chain A from the onset of the near overflow and
+    // shrinks it where it overflows by itself; without copies its lines fill every
+    // partition alike) and sector.
     let threshold = fetch::line_threshold(&cold, fetch_granularity);
     let capacity = near_last.map(|i| points[i].bytes).or(near_edge);
     let line = match (fetch_granularity, capacity) {
@@ -298,16 +292,10 @@ pub fn measure_l2<B: Backend + ?Sized>(
         Ok(line) => u32::try_from(line.bytes).unwrap_or(256).min(4096),
         Err(_) => 256,
     };
-    log::debug!(
-        "L2: line probe done at {:.1} ms of GPU time",
-        gpu_time.as_secs_f64() * 1e3
-    );
+    log_phase("line probe", gpu_time);
     let sector = probes::l2_sector(backend, largest, gpu_time)?;
+    log_phase("sector", gpu_time);
 
-    log::debug!(
-        "L2: sector done at {:.1} ms of GPU time",
-        gpu_time.as_secs_f64() * 1e3
-    );
     let curve = RawCurve {
         name: "l2-size".into(),
         change_index: near_last.map(|i| i + 1),
@@ -358,6 +346,14 @@ pub fn measure_l2<B: Backend + ?Sized>(
         line,
         sector,
     })
+}
+
+/// Logs how much GPU time the L2 benchmark had taken when `phase` ended (`-vv`).
+fn log_phase(phase: &str, gpu_time: &Duration) {
+    log::debug!(
+        "L2: {phase} done at {:.1} ms of GPU time",
+        gpu_time.as_secs_f64() * 1e3
+    );
 }
 
 /// The last sweep size (index) where near hits keep at least half the share they have at

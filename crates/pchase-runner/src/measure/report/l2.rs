@@ -271,7 +271,7 @@ fn near_partition_size(topo: &mut Topology, l2: &L2Findings, total: Option<u64>)
     } else {
         Provenance::Derived
     };
-    let partitions = l2.map.as_ref().map_or(1, |m| u64::from(m.count.max(1)));
+    let partitions = l2.partition_count();
     let Some(share) = total.map(|t| t / partitions).filter(|_| measured) else {
         return Some(Size::exact(Bytes(bytes), provenance));
     };
