@@ -186,6 +186,66 @@ fn every_shared_memory_configuration_is_measured_once_with_its_l1() {
     }
 }
 
+/// The searches after the first one start from what is known: the driver's default (one of
+/// the configurations measured) and the texture and read-only caches (one store with the
+/// L1) each take a small part of the first, full search's simulated GPU time, and find the
+/// sizes the profile has.
+#[test]
+fn searches_after_the_first_start_from_what_is_known() {
+    let profile = SimProfile::bundled("h200").expect("bundled");
+    let m = measure(&profile);
+    let gpu = |name: &str| {
+        m.timings
+            .iter()
+            .find(|t| t.benchmark == name)
+            .unwrap_or_else(|| panic!("no timing {name}"))
+            .gpu
+    };
+    let first = gpu("l1 size (8 KiB shared config)");
+    for later in [
+        "l1 size (driver default)",
+        "texture size (8 KiB shared config)",
+        "readonly size (8 KiB shared config)",
+    ] {
+        assert!(
+            gpu(later) * 4 < first,
+            "{later}: {:?} against the first search's {first:?}",
+            gpu(later)
+        );
+    }
+    let l1 = m.element(ElementKind::L1Data).expect("L1");
+    let default = l1
+        .sizes
+        .iter()
+        .find(|s| s.role == Role::DriverDefault)
+        .expect("driver default");
+    let config = profile
+        .shared_carveout_for(default.carveout, u64::from(default.reserved_shared_bytes))
+        .expect("fits");
+    let cache = profile
+        .caches_on_path(LoadPath::GlobalCa)
+        .next()
+        .expect("an L1");
+    match default.finding {
+        SizeFinding::Exact { bytes, .. } => {
+            assert!(bytes.abs_diff(cache.effective_bytes_at(config)) <= u64::from(cache.line_bytes))
+        }
+        ref other => panic!("driver default: {other:?}"),
+    }
+    let bytes = |finding: &SizeFinding| match finding {
+        SizeFinding::Exact { bytes, .. } => *bytes,
+        other => panic!("{other:?}"),
+    };
+    for kind in [ElementKind::Texture, ElementKind::ReadOnly] {
+        let found = &m.element(kind).expect("measured").sizes[0].finding;
+        assert_eq!(
+            bytes(found),
+            bytes(&l1.sizes[0].finding),
+            "{kind:?}: one store with the L1"
+        );
+    }
+}
+
 /// The L2 as the simulated H200 has it: two partitions that keep copies of far lines.
 /// One SM meets near hits up to a partition's size, then far hits (the far-homed half still
 /// in its home) beside memory through the near partition, then memory through either; the

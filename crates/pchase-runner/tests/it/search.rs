@@ -1,13 +1,14 @@
-//! The size search with a predicted size (`search::find_size_near`): where the prediction
-//! is right it takes one sweep and finds what the full search finds; where it is wrong
-//! the full search runs and finds the size where it is.
+//! The size search with a predicted size (`search::find_size_near`) or a list of
+//! candidates (`search::find_size_among`): where the prediction is right it takes one
+//! sweep and finds what the full search finds; where it is wrong the full search runs and
+//! finds the size where it is.
 
 use std::time::Duration;
 
 use pchase_runner::{
     measure::{
         probe::SizeProbe,
-        search::{find_size, find_size_near},
+        search::{find_size, find_size_among, find_size_near},
         SearchRange, SizeFinding,
     },
     Carveout, LoadPath,
@@ -84,6 +85,52 @@ fn a_wrong_prediction_falls_back_to_the_full_search() {
         assert!(
             near.chases > 1,
             "predicted {predicted} B: the full search ran"
+        );
+    }
+}
+
+#[test]
+fn the_candidate_in_force_is_singled_out_in_one_launch() {
+    let mut full = gpu();
+    let mut t = Duration::ZERO;
+    let (finding, _) = find_size(&mut full, &probe(), RANGE, 0.01, &mut t).expect("search");
+    let truth = exact(&finding);
+    // The other configurations' L1 sizes, 8 KiB and more apart, on both sides (the truth
+    // listed off by one stride, as a configuration measured in another launch may be).
+    let candidates = [
+        truth - 64 * 1024,
+        truth - 16 * 1024,
+        truth + 32,
+        truth + 8 * 1024,
+    ];
+    let mut among = gpu();
+    let (finding, _) =
+        find_size_among(&mut among, &probe(), RANGE, &candidates, 0.01, &mut t).expect("search");
+    assert_eq!(exact(&finding), truth);
+    // The candidates' launch, then the window's two.
+    assert_eq!(among.chases, 3, "full search: {} launches", full.chases);
+    assert!(full.chases > among.chases);
+}
+
+#[test]
+fn candidates_none_of_which_is_in_force_fall_back_to_the_full_search() {
+    let mut full = gpu();
+    let mut t = Duration::ZERO;
+    let (finding, _) = find_size(&mut full, &probe(), RANGE, 0.01, &mut t).expect("search");
+    let truth = exact(&finding);
+    for candidates in [
+        vec![truth - 32 * 1024, truth + 16 * 1024],
+        vec![truth + 8 * 1024],
+        vec![],
+    ] {
+        let mut among = gpu();
+        let (finding, _) = find_size_among(&mut among, &probe(), RANGE, &candidates, 0.01, &mut t)
+            .expect("search");
+        assert_eq!(exact(&finding), truth, "candidates {candidates:?}");
+        assert!(
+            among.chases > full.chases.min(3),
+            "candidates {candidates:?}: {} launches",
+            among.chases
         );
     }
 }

@@ -235,6 +235,13 @@ impl SmCache {
     /// shared-memory configuration a kernel can get, forced by its shared bytes); the L1
     /// also at the driver's default and at every further configuration (the carveout
     /// table, [`carveout::settings`]). The constant caches are outside the store.
+    ///
+    /// Predictions shorten the searches, never decide them ([`search::find_size_near`]
+    /// falls back to the full search): each further configuration's L1 is predicted from
+    /// the largest L1 and the configurations' step; the driver's default, searched after
+    /// the configurations, is one of theirs ([`search::find_size_among`]); the texture
+    /// and read-only caches, in the same store, are predicted at the L1's size where it
+    /// has one (on Volta and later they are one store: `sharing`).
     fn sizes(&self, s: &mut Session<'_>, range: SearchRange) {
         let (name, element, path) = (self.info.name, self.element(), self.path);
         let settings = if self.in_store {
@@ -242,15 +249,28 @@ impl SmCache {
         } else {
             carveout::settings_without_shared()
         };
+        // The driver's default last, so that every configuration's L1 is known; the rows
+        // keep the settings' order.
+        let mut order: Vec<usize> = (0..settings.len()).collect();
+        order.sort_by_key(|&i| settings[i].role == carveout::Role::DriverDefault);
+        // The L1's size in the same setting, for the other caches of the store.
+        let l1_size = match (self.in_store && !self.l1, s.exact_size(ElementKind::L1Data)) {
+            (true, Some(bytes)) => Some(bytes),
+            _ => None,
+        };
         // The largest L1's configuration and size, once exact: every further
         // configuration's L1 is predicted to be smaller by the configurations' step.
         let mut largest: Option<(u64, u64)> = None;
-        for setting in settings {
+        let mut measured: Vec<u64> = Vec::new();
+        let mut rows: Vec<(usize, SizeAtCarveout)> = Vec::new();
+        for index in order {
+            let setting = settings[index];
             let (carveout, reserve) = (setting.carveout, setting.dynamic_shared_bytes);
             let predicted = match (setting.role, setting.config_bytes, largest) {
                 (carveout::Role::Config, Some(config), Some((config0, l1_0))) => {
                     (l1_0 + config0).checked_sub(config)
                 }
+                (carveout::Role::LargestL1, _, _) => l1_size,
                 _ => None,
             };
             let probe = SizeProbe {
@@ -269,33 +289,45 @@ impl SmCache {
             };
             let step = format!("{name} size ({label})");
             let alpha = s.options.alpha;
+            let candidates = match setting.role {
+                carveout::Role::DriverDefault => measured.clone(),
+                _ => Vec::new(),
+            };
             match s.timed(&step, |s, gpu| match predicted {
                 Some(bytes) => search::find_size_near(s.backend, &probe, range, bytes, alpha, gpu),
+                None if !candidates.is_empty() => {
+                    search::find_size_among(s.backend, &probe, range, &candidates, alpha, gpu)
+                }
                 None => search::find_size(s.backend, &probe, range, alpha, gpu),
             }) {
                 Ok((finding, mut curve)) => {
-                    if let (
-                        carveout::Role::LargestL1,
-                        Some(config),
-                        SizeFinding::Exact { bytes, .. },
-                    ) = (setting.role, setting.config_bytes, &finding)
-                    {
-                        largest = Some((config, *bytes));
+                    if let SizeFinding::Exact { bytes, .. } = &finding {
+                        if setting.role == carveout::Role::LargestL1 {
+                            largest = setting.config_bytes.map(|config| (config, *bytes));
+                        }
+                        measured.push(*bytes);
                     }
                     curve.name = format!("{name}-size-{label}");
                     s.results.curves.push(curve);
-                    let result = s.element_mut(element);
-                    result.path = Some(path);
-                    result.sizes.push(SizeAtCarveout {
-                        carveout,
-                        reserved_shared_bytes: reserve,
-                        config_bytes: setting.config_bytes,
-                        role: setting.role,
-                        finding,
-                    });
+                    rows.push((
+                        index,
+                        SizeAtCarveout {
+                            carveout,
+                            reserved_shared_bytes: reserve,
+                            config_bytes: setting.config_bytes,
+                            role: setting.role,
+                            finding,
+                        },
+                    ));
                 }
                 Err(e) => s.fail(element, format!("{step}: {e}")),
             }
+        }
+        rows.sort_by_key(|(index, _)| *index);
+        if !rows.is_empty() {
+            let result = s.element_mut(element);
+            result.path = Some(path);
+            result.sizes.extend(rows.into_iter().map(|(_, row)| row));
         }
     }
 
