@@ -420,6 +420,8 @@ fn real_gpu(
     let info = backend.device().clone();
     let measured = guard::watched(&mut backend, options, progress, record)?;
     phase("benchmarks and confirmations");
+    backend.free_memory();
+    phase("device memory freed");
     drop(backend);
     phase("context released");
     guard::after(source(&mut nvml), before.as_ref(), record);

@@ -1,17 +1,14 @@
-//! The CUDA launch of a [`BandwidthRequest`]: each bandwidth kernel JIT-compiled as a module
-//! of its own the first time it is launched (`pchase_kernels::bandwidth::kernel_ptx`),
+//! The CUDA launch of a [`BandwidthRequest`]: each bandwidth kernel a module of its own
+//! (`super::precompile`: compiled ahead on background threads, or at its first launch),
 //! buffers kept between requests, one untimed launch, then every repetition timed with
 //! events.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use pchase_kernels::{
-    bandwidth::{self as kernels, ReadVariant},
-    Kernel,
-};
+use pchase_kernels::bandwidth::ReadVariant;
 
 use super::driver::{check, Arg, LaunchShape};
-use super::{ffi, CudaBackend, DeviceBuffer, LoadedFunction, LoadedModule};
+use super::{ffi, CudaBackend, DeviceBuffer};
 use crate::{
     backend::Carveout,
     bandwidth::{
@@ -28,14 +25,23 @@ const FILL_BYTE: u8 = 0xa5;
 /// launches dozens of shapes over one buffer).
 #[derive(Debug, Default)]
 pub(super) struct BandwidthState {
-    /// The kernels loaded so far, each its own module, by entry name.
-    modules: Vec<(&'static str, LoadedModule)>,
+    /// The kernels, each its own module, loaded or being loaded.
+    pub(super) precompiled: super::precompile::Precompiled,
     /// The buffer read (and a copy's source).
     src: Option<DeviceBuffer<u32>>,
     /// The buffer written (and a copy's destination).
     dst: Option<DeviceBuffer<u32>>,
     /// Where a thread whose loads XOR to the key would store (`u32` per thread).
     sink: Option<DeviceBuffer<u32>>,
+}
+
+impl BandwidthState {
+    /// Frees the buffers (the kernels stay loaded).
+    pub(super) fn free_buffers(&mut self) {
+        self.src = None;
+        self.dst = None;
+        self.sink = None;
+    }
 }
 
 /// A buffer of at least `bytes` in `slot`, reallocated (the old one freed first) when too
@@ -86,40 +92,6 @@ fn launch_args(
 }
 
 impl CudaBackend {
-    /// The function of `kernel`, JIT-compiling it alone the first time it is asked for.
-    fn bandwidth_function(
-        &mut self,
-        kernel: &'static Kernel,
-    ) -> Result<LoadedFunction, RunnerError> {
-        self.check_kernel(kernel)?;
-        let loaded = &mut self.bandwidth.modules;
-        if let Some((_, module)) = loaded.iter().find(|(entry, _)| *entry == kernel.entry()) {
-            return module.function(kernel);
-        }
-        let ptx = kernels::kernel_ptx(kernel).ok_or_else(|| {
-            RunnerError::InvalidRequest(format!("{} is not a bandwidth kernel", kernel.entry()))
-        })?;
-        let started = Instant::now();
-        let module = LoadedModule::load(kernels::module().name(), &ptx)?;
-        log::debug!(
-            "JIT-compiled {} in {:.1} ms",
-            kernel.entry(),
-            started.elapsed().as_secs_f64() * 1e3
-        );
-        let function = module.function(kernel)?;
-        loaded.push((kernel.entry(), module));
-        Ok(function)
-    }
-
-    /// Names of the bandwidth kernels loaded so far (each a module of its own).
-    pub fn loaded_bandwidth_kernels(&self) -> Vec<&'static str> {
-        self.bandwidth
-            .modules
-            .iter()
-            .map(|(entry, _)| *entry)
-            .collect()
-    }
-
     /// Reads `region` bytes (a power of two) of the read buffer once with `ld.global.cg`
     /// over the whole GPU (the L2 flush: `CudaBackend::flush_l2`).
     pub(super) fn read_through_l2(&mut self, region: u64) -> Result<(), RunnerError> {
@@ -225,7 +197,7 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use pchase_kernels::bandwidth::ReadVariant;
+    use pchase_kernels::bandwidth::{self as kernels, ReadVariant};
 
     use crate::backend::Backend;
     use crate::bandwidth::{BandwidthRequest, BandwidthShape, RegionLayout};

@@ -29,10 +29,17 @@ impl CudaBackend {
             .as_ref()
             .is_some_and(|b| b.len() >= needed);
         if !large_enough {
-            // Free the old buffer first so the peak is one buffer, not two.
+            // Free the old buffer first so the peak is one buffer, not two (the stream has
+            // finished with it: every launch is waited for).
             self.chain_buffer = None;
+            // Grown to the next power of two, so that a sweep of growing arrays (the L2's
+            // 27 sizes) reallocates a handful of times, not at every size; the exact size
+            // where that much is not to be had.
             // SAFETY: the buffer is written by init_chain before any kernel reads it.
-            let buffer = DeviceBuffer::<u32>::uninitialized(needed)?;
+            let buffer = match DeviceBuffer::<u32>::uninitialized(needed.next_power_of_two()) {
+                Ok(buffer) => buffer,
+                Err(_) => DeviceBuffer::<u32>::uninitialized(needed)?,
+            };
             self.chain_buffer = Some(buffer);
         }
         Ok(self
@@ -66,14 +73,14 @@ impl CudaBackend {
     /// `y * block_stride` of `chain` and gets `nodes[y]` nodes `stride_elems` apart, each
     /// written over `node_words` words (the next index, then zeros).
     pub(super) fn init_chains_at(
-        &self,
+        &mut self,
         chain: u64,
         block_stride: u64,
         nodes: &[u32],
         stride_elems: u32,
         node_words: u32,
     ) -> Result<(), RunnerError> {
-        let counts = DeviceBuffer::from_slice(nodes)?;
+        let counts = self.inputs.upload(nodes, &self.stream)?;
         let init = self.function(catalogue::init_chain())?;
         let max_nodes = nodes.iter().copied().max().unwrap_or(1);
         let (blocks_x, threads) = if self.single_thread_fill {
@@ -91,7 +98,7 @@ impl CudaBackend {
             &[
                 ("chain", Arg::U64(chain)),
                 ("block_stride", Arg::U64(block_stride)),
-                ("nodes", Arg::U64(counts.device_ptr())),
+                ("nodes", Arg::U64(counts)),
                 ("stride", Arg::U32(stride_elems)),
                 ("node_words", Arg::U32(node_words)),
             ],

@@ -9,9 +9,7 @@ use pchase_kernels::{catalogue, ChainArgument};
 use super::{
     chains::{verify_block, ChainPlan, BLOCK_ALIGN_ELEMS},
     driver::{self, Arg, LaunchShape, LinearTexture},
-    ffi,
-    handles::DeviceBuffer,
-    to_host, CudaBackend,
+    ffi, CudaBackend,
 };
 use crate::{
     backend::{
@@ -87,49 +85,52 @@ impl CudaBackend {
         self.configure_shared(&function, dynamic, request.carveout)?;
 
         let per_block = blocks * steps as usize;
-        let out_block = DeviceBuffer::<u32>::zeroed(2 * blocks)?;
+        // Outputs: per block (SM, final index), then latencies and indices (fine) or one
+        // u64 cycle count (coarse).
+        let lens = match request.mode {
+            ChaseMode::Fine => vec![2 * blocks, per_block, per_block],
+            ChaseMode::Coarse => vec![2 * blocks, 2 * blocks],
+        };
+        let out = self.outputs.outputs(&lens, &self.stream)?;
         let mut args = vec![
             ("chain", Arg::U64(chain_arg)),
             ("block_stride", Arg::U64(plan.block_stride)),
             ("shared_nodes_elems", Arg::U32(plan.shared_elems)),
             ("warmup_steps", Arg::U32(request.warmup_steps)),
             ("steps", Arg::U32(steps)),
-            ("out_block", Arg::U64(out_block.device_ptr())),
+            ("out_block", Arg::U64(out.ptr(0))),
         ];
+        match request.mode {
+            ChaseMode::Fine => {
+                args.push(("out_latency", Arg::U64(out.ptr(1))));
+                args.push(("out_index", Arg::U64(out.ptr(2))));
+            }
+            ChaseMode::Coarse => args.push(("out_cycles", Arg::U64(out.ptr(1)))),
+        }
         let shape = LaunchShape {
             grid: (blocks as u32, 1),
             threads: 32,
             shared_bytes: dynamic,
         };
+        let gpu_time = self.timed_launch(&function, shape, &args)?;
+        let host = out.read()?;
         let mut results: Vec<BlockSamples> = vec![BlockSamples::default(); blocks];
-        let gpu_time = match request.mode {
+        match request.mode {
             ChaseMode::Fine => {
-                let latency = DeviceBuffer::<u32>::zeroed(per_block)?;
-                let index = DeviceBuffer::<u32>::zeroed(per_block)?;
-                args.push(("out_latency", Arg::U64(latency.device_ptr())));
-                args.push(("out_index", Arg::U64(index.device_ptr())));
-                let time = self.timed_launch(&function, shape, &args)?;
-                let host_latency = to_host(&latency)?;
-                let host_index = to_host(&index)?;
+                let (latency, index) = (host.u32s(1), host.u32s(2));
                 for (b, result) in results.iter_mut().enumerate() {
                     let range = b * steps as usize..(b + 1) * steps as usize;
-                    result.latencies = host_latency[range.clone()].to_vec();
-                    result.indices = host_index[range].to_vec();
+                    result.latencies = latency[range.clone()].to_vec();
+                    result.indices = index[range].to_vec();
                 }
-                time
             }
             ChaseMode::Coarse => {
-                let cycles = DeviceBuffer::<u64>::zeroed(blocks)?;
-                args.push(("out_cycles", Arg::U64(cycles.device_ptr())));
-                let time = self.timed_launch(&function, shape, &args)?;
-                let host_cycles = to_host(&cycles)?;
-                for (result, c) in results.iter_mut().zip(host_cycles) {
+                for (result, c) in results.iter_mut().zip(host.u64s(1)) {
                     result.total_cycles = Some(c);
                 }
-                time
             }
-        };
-        let host_block = to_host(&out_block)?;
+        }
+        let host_block = host.u32s(0);
         for (b, result) in results.iter_mut().enumerate() {
             result.smid = host_block[2 * b];
             result.final_index = host_block[2 * b + 1];
@@ -239,9 +240,9 @@ impl CudaBackend {
             .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
         self.configure_shared(&function, dynamic, request.carveout)?;
         let per_block = blocks * steps as usize;
-        let latency = DeviceBuffer::<u32>::zeroed(per_block)?;
-        let index = DeviceBuffer::<u32>::zeroed(per_block)?;
-        let out_block = DeviceBuffer::<u32>::zeroed(2 * blocks)?;
+        let out = self
+            .outputs
+            .outputs(&[per_block, per_block, 2 * blocks], &self.stream)?;
         let gpu_time = self.timed_launch(
             &function,
             LaunchShape {
@@ -259,15 +260,14 @@ impl CudaBackend {
                 ("warmup_a", Arg::U32(fill.steps)),
                 ("warmup_b", Arg::U32(evict.steps)),
                 ("steps", Arg::U32(steps)),
-                ("out_latency", Arg::U64(latency.device_ptr())),
-                ("out_index", Arg::U64(index.device_ptr())),
-                ("out_block", Arg::U64(out_block.device_ptr())),
+                ("out_latency", Arg::U64(out.ptr(0))),
+                ("out_index", Arg::U64(out.ptr(1))),
+                ("out_block", Arg::U64(out.ptr(2))),
             ],
         )?;
         drop(textures);
-        let host_latency = to_host(&latency)?;
-        let host_index = to_host(&index)?;
-        let host_block = to_host(&out_block)?;
+        let host = out.read()?;
+        let (host_latency, host_index, host_block) = (host.u32s(0), host.u32s(1), host.u32s(2));
         // Chain A's plan, to check the re-timed loads against it.
         let plan = ChainPlan {
             nodes: vec![nodes(&fill)?; blocks],

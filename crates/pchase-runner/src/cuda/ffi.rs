@@ -268,6 +268,20 @@ extern "C" {
     pub fn cuMemFree(ptr: DevicePtr) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemsetD8_v2"]
     pub fn cuMemsetD8(ptr: DevicePtr, value: u8, count: usize) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemsetD32Async"]
+    pub fn cuMemsetD32Async(
+        ptr: DevicePtr,
+        value: c_uint,
+        count: usize,
+        stream: StreamHandle,
+    ) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemcpyHtoDAsync_v2"]
+    pub fn cuMemcpyHtoDAsync(
+        dst: DevicePtr,
+        src: *const c_void,
+        bytes: usize,
+        stream: StreamHandle,
+    ) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemcpyHtoD_v2"]
     pub fn cuMemcpyHtoD(dst: DevicePtr, src: *const c_void, bytes: usize) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemcpyDtoH_v2"]

@@ -5,7 +5,6 @@ use std::time::Duration;
 use super::{
     driver::{Arg, LaunchShape, LoadedFunction},
     ffi::{self, StreamHandle},
-    handles::Event,
     CudaBackend,
 };
 use crate::{backend::Carveout, error::RunnerError};
@@ -33,14 +32,13 @@ impl CudaBackend {
         &self,
         launch: impl FnOnce(StreamHandle) -> Result<(), RunnerError>,
     ) -> Result<Duration, RunnerError> {
-        let start = Event::new()?;
-        let stop = Event::new()?;
+        let (start, stop) = &self.events;
         start.record(&self.stream)?;
         launch(self.stream.handle())?;
         stop.record(&self.stream)?;
         self.stream
             .synchronize("cuStreamSynchronize (kernel execution)")?;
-        stop.elapsed_since(&start)
+        stop.elapsed_since(start)
     }
 
     /// Sets the dynamic shared-memory limit and the carveout of a function.

@@ -30,6 +30,8 @@ mod icache;
 mod launch;
 mod peer;
 mod pinned;
+mod precompile;
+mod scratch;
 mod tensor_map;
 pub mod vmm;
 mod walk;
@@ -46,7 +48,7 @@ use crate::{
     error::RunnerError,
 };
 use driver::{LoadedFunction, LoadedModule};
-use handles::{Context, DeviceBuffer, Stream};
+use handles::{Context, DeviceBuffer, Event, Stream};
 
 pub use device::{identify, DeviceIdentity};
 pub use errors::{known_codes as known_error_codes, name as error_name};
@@ -76,6 +78,12 @@ pub struct CudaBackend {
     /// The TLB walks' region and its memory (before the context, which drops last).
     walk: Option<(crate::walk::WalkRegion, walk::WalkMemory)>,
     chain_buffer: Option<DeviceBuffer<u32>>,
+    /// Every launch's outputs, regions of one reused buffer.
+    outputs: scratch::Scratch,
+    /// Small launch inputs (node counts, SM lists), regions of another.
+    inputs: scratch::Scratch,
+    /// The events every timed launch records, reused.
+    events: (Event, Event),
     modules: Vec<LoadedModule>,
     stream: Stream,
     info: DeviceInfo,
@@ -104,7 +112,12 @@ impl CudaBackend {
     /// driver's JIT log).
     pub fn new(ordinal: u32) -> Result<CudaBackend, RunnerError> {
         let device = device::checked_device(ordinal)?;
+        let started = std::time::Instant::now();
         let context = Context::new(device)?;
+        log::debug!(
+            "created the context in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
         let info = device::query_device(ordinal, device)?;
         let stream = Stream::new()?;
         let cc = pchase_kernels::ComputeCapability::from(info.compute_capability);
@@ -116,8 +129,13 @@ impl CudaBackend {
                     module.name()
                 );
             } else if module.supports(cc) {
-                log::debug!("loading PTX module {}", module.name());
+                let started = std::time::Instant::now();
                 modules.push(LoadedModule::load(module.name(), module.ptx())?);
+                log::debug!(
+                    "loaded PTX module {} in {:.1} ms",
+                    module.name(),
+                    started.elapsed().as_secs_f64() * 1e3
+                );
             } else {
                 log::info!(
                     "skipping PTX module {}: needs compute capability {}, device has {}",
@@ -134,6 +152,9 @@ impl CudaBackend {
             icache: None,
             walk: None,
             chain_buffer: None,
+            outputs: scratch::Scratch::default(),
+            inputs: scratch::Scratch::default(),
+            events: (Event::new()?, Event::new()?),
             modules,
             stream,
             info,
@@ -146,6 +167,17 @@ impl CudaBackend {
     /// what the single timing thread then measures (`tests/it/gpu.rs`).
     pub fn set_single_thread_fill(&mut self, single: bool) {
         self.single_thread_fill = single;
+    }
+
+    /// Frees the device memory the benchmarks kept between launches (chains, bandwidth
+    /// buffers, the TLB walks' region, launch outputs); the context and modules stay.
+    /// What a release costs is then told apart from the context's own teardown (`-vv`).
+    pub fn free_memory(&mut self) {
+        self.chain_buffer = None;
+        self.walk = None;
+        self.bandwidth.free_buffers();
+        self.outputs = scratch::Scratch::default();
+        self.inputs = scratch::Scratch::default();
     }
 
     /// Names of the modules loaded on this device.
@@ -211,6 +243,10 @@ impl Backend for CudaBackend {
 
     fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
         self.run_bandwidth(request)
+    }
+
+    fn prepare(&mut self, kernels: &[&'static Kernel]) {
+        self.prepare_kernels(kernels);
     }
 
     fn instruction_fetch(

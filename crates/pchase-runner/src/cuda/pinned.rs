@@ -57,12 +57,18 @@ impl CudaBackend {
         self.configure_shared(&function, dynamic, Carveout::Percent(0))?;
         let slots = request.sms.len();
         let samples = request.sample_steps as usize;
-        let sms = DeviceBuffer::from_slice(&request.sms)?;
-        let claims = DeviceBuffer::<u32>::zeroed(slots + 1)?;
-        let cycles = DeviceBuffer::<u64>::zeroed(slots)?;
-        let out_slot = DeviceBuffer::<u32>::zeroed(4 * slots)?;
-        let latency = DeviceBuffer::<u32>::zeroed((slots * samples).max(1))?;
-        let index = DeviceBuffer::<u32>::zeroed((slots * samples).max(1))?;
+        let sms = self.inputs.upload(&request.sms, &self.stream)?;
+        // Outputs: claims, u64 cycles, slot records, sampled latencies and indices.
+        let out = self.outputs.outputs(
+            &[
+                slots + 1,
+                2 * slots,
+                4 * slots,
+                slots * samples,
+                slots * samples,
+            ],
+            &self.stream,
+        )?;
         // Every slot's chain has the same length where there are several warps
         // (`check_pinned`), so one offset serves all.
         let first = request.chains[0];
@@ -80,24 +86,23 @@ impl CudaBackend {
             &[
                 ("chain", Arg::U64(chain)),
                 ("block_stride", Arg::U64(plan.block_stride)),
-                ("sms", Arg::U64(sms.device_ptr())),
+                ("sms", Arg::U64(sms)),
                 ("slots", Arg::U32(slots as u32)),
-                ("claims", Arg::U64(claims.device_ptr())),
+                ("claims", Arg::U64(out.ptr(0))),
                 ("wait_cycles", Arg::U64(PINNED_WAIT_CYCLES)),
                 ("warmup_steps", Arg::U32(request.warmup_steps)),
                 ("steps", Arg::U32(request.steps)),
-                ("out_cycles", Arg::U64(cycles.device_ptr())),
-                ("out_slot", Arg::U64(out_slot.device_ptr())),
+                ("out_cycles", Arg::U64(out.ptr(1))),
+                ("out_slot", Arg::U64(out.ptr(2))),
                 ("warp_offset_elems", Arg::U64(warp_offset)),
                 ("sample_steps", Arg::U32(request.sample_steps)),
-                ("out_latency", Arg::U64(latency.device_ptr())),
-                ("out_index", Arg::U64(index.device_ptr())),
+                ("out_latency", Arg::U64(out.ptr(3))),
+                ("out_index", Arg::U64(out.ptr(4))),
             ],
         )?;
-        let host_cycles = to_host(&cycles)?;
-        let host_slot = to_host(&out_slot)?;
-        let host_latency = to_host(&latency)?;
-        let host_index = to_host(&index)?;
+        let host = out.read()?;
+        let host_cycles = host.u64s(1);
+        let (host_slot, host_latency, host_index) = (host.u32s(2), host.u32s(3), host.u32s(4));
         // Warp 0 starts at node 0 and makes warm-up, timed and sampled loads.
         let loads = u64::from(request.warmup_steps)
             + u64::from(request.steps)
