@@ -63,7 +63,9 @@ pub fn observe_before(source: &mut dyn StateSource) -> Result<(Observation, Vec<
     let mut observation = source.observe()?;
     let mut reasons = busy_reasons(&observation);
     let mut waited = Duration::ZERO;
-    let step = Duration::from_millis(250);
+    // Looked at often, so that the wait ends soon after the reading falls: with 250 ms
+    // steps a default run right after another spent 250 ms here (session 11, H200).
+    let step = Duration::from_millis(25);
     while observation.settles
         && !reasons.is_empty()
         && observation.processes.is_empty()

@@ -440,13 +440,6 @@ pub trait Backend {
     /// A [`RunnerError`] when the request does not fit the device or the launch fails.
     fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError>;
 
-    /// The kernels the session's benchmarks may launch, roughly in the order they will:
-    /// a backend may load them ahead, off the critical path (the CUDA backend JIT-compiles
-    /// its on-demand bandwidth kernels on background threads). The default does nothing.
-    fn prepare(&mut self, kernels: &[&'static pchase_kernels::Kernel]) {
-        let _ = kernels;
-    }
-
     /// The SM clock while the GPU is busy, in MHz, measured against a wall clock.
     ///
     /// # Errors

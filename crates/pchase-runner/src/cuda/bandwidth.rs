@@ -1,14 +1,17 @@
-//! The CUDA launch of a [`BandwidthRequest`]: each bandwidth kernel a module of its own
-//! (`super::precompile`: compiled ahead on background threads, or at its first launch),
+//! The CUDA launch of a [`BandwidthRequest`]: each bandwidth kernel JIT-compiled as a module
+//! of its own the first time it is launched (`pchase_kernels::bandwidth::kernel_ptx`),
 //! buffers kept between requests, one untimed launch, then every repetition timed with
 //! events.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use pchase_kernels::bandwidth::ReadVariant;
+use pchase_kernels::{
+    bandwidth::{self as kernels, ReadVariant},
+    Kernel,
+};
 
 use super::driver::{check, Arg, LaunchShape};
-use super::{ffi, CudaBackend, DeviceBuffer};
+use super::{ffi, CudaBackend, DeviceBuffer, LoadedFunction, LoadedModule};
 use crate::{
     backend::Carveout,
     bandwidth::{
@@ -25,8 +28,8 @@ const FILL_BYTE: u8 = 0xa5;
 /// launches dozens of shapes over one buffer).
 #[derive(Debug, Default)]
 pub(super) struct BandwidthState {
-    /// The kernels, each its own module, loaded or being loaded.
-    pub(super) precompiled: super::precompile::Precompiled,
+    /// The kernels loaded so far, each its own module, by entry name.
+    modules: Vec<(&'static str, LoadedModule)>,
     /// The buffer read (and a copy's source).
     src: Option<DeviceBuffer<u32>>,
     /// The buffer written (and a copy's destination).
@@ -92,6 +95,45 @@ fn launch_args(
 }
 
 impl CudaBackend {
+    /// The function of `kernel`, JIT-compiling it alone the first time it is asked for.
+    ///
+    /// Compiling ahead on other threads does not help: the driver holds its lock while it
+    /// JIT-compiles, and with three threads compiling every bandwidth kernel from the start
+    /// of an H200 run with an empty JIT cache the first benchmark began only after some 55
+    /// of them, 0.8 s later (session 11, `docs/results/session11.md`).
+    fn bandwidth_function(
+        &mut self,
+        kernel: &'static Kernel,
+    ) -> Result<LoadedFunction, RunnerError> {
+        self.check_kernel(kernel)?;
+        let loaded = &mut self.bandwidth.modules;
+        if let Some((_, module)) = loaded.iter().find(|(entry, _)| *entry == kernel.entry()) {
+            return module.function(kernel);
+        }
+        let ptx = kernels::kernel_ptx(kernel).ok_or_else(|| {
+            RunnerError::InvalidRequest(format!("{} is not a bandwidth kernel", kernel.entry()))
+        })?;
+        let started = Instant::now();
+        let module = LoadedModule::load(kernels::module().name(), &ptx)?;
+        log::debug!(
+            "JIT-compiled {} in {:.1} ms",
+            kernel.entry(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        let function = module.function(kernel)?;
+        loaded.push((kernel.entry(), module));
+        Ok(function)
+    }
+
+    /// Names of the bandwidth kernels loaded so far (each a module of its own).
+    pub fn loaded_bandwidth_kernels(&self) -> Vec<&'static str> {
+        self.bandwidth
+            .modules
+            .iter()
+            .map(|(entry, _)| *entry)
+            .collect()
+    }
+
     /// Reads `region` bytes (a power of two) of the read buffer once with `ld.global.cg`
     /// over the whole GPU (the L2 flush: `CudaBackend::flush_l2`).
     pub(super) fn read_through_l2(&mut self, region: u64) -> Result<(), RunnerError> {
@@ -197,7 +239,7 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use pchase_kernels::bandwidth::{self as kernels, ReadVariant};
+    use pchase_kernels::bandwidth::ReadVariant;
 
     use crate::backend::Backend;
     use crate::bandwidth::{BandwidthRequest, BandwidthShape, RegionLayout};

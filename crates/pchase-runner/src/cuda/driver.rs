@@ -52,14 +52,6 @@ pub struct LoadedModule {
     name: &'static str,
 }
 
-// SAFETY: a module handle may be used from any thread on which its context is current;
-// the background JIT threads (`super::precompile`) load modules and hand them over, and
-// every use after that is by the backend's thread. Unloading happens once, on drop.
-unsafe impl Send for LoadedModule {}
-// SAFETY: as above; `&LoadedModule` only looks functions and globals up, which the driver
-// allows from any thread.
-unsafe impl Sync for LoadedModule {}
-
 impl LoadedModule {
     /// JIT-compiles `ptx`; on failure the error carries the JIT compiler's log.
     pub fn load(name: &'static str, ptx: &str) -> Result<LoadedModule, RunnerError> {

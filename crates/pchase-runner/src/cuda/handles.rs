@@ -158,13 +158,6 @@ impl Context {
     }
 }
 
-impl Context {
-    /// The raw handle (to make the context current on another thread).
-    pub fn handle(&self) -> ContextHandle {
-        self.handle
-    }
-}
-
 impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: created by cuCtxCreate, destroyed once, after everything in it.

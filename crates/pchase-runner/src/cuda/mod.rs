@@ -30,7 +30,6 @@ mod icache;
 mod launch;
 mod peer;
 mod pinned;
-mod precompile;
 mod scratch;
 mod tensor_map;
 pub mod vmm;
@@ -243,10 +242,6 @@ impl Backend for CudaBackend {
 
     fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
         self.run_bandwidth(request)
-    }
-
-    fn prepare(&mut self, kernels: &[&'static Kernel]) {
-        self.prepare_kernels(kernels);
     }
 
     fn instruction_fetch(

@@ -182,8 +182,6 @@ impl<'b> Session<'b> {
     /// a failing benchmark is recorded in its element's `failures`.
     pub fn run(mut self) -> Result<Measurements, RunnerError> {
         let plan = self.plan();
-        let kernels: Vec<_> = plan.iter().flat_map(|b| (b.info().kernels)()).collect();
-        self.backend.prepare(&kernels);
         let overhead = self.timed("clock calibration", |s, _| {
             let overhead = s.backend.clock_overhead(256)?;
             let mhz = s.backend.measure_sm_clock_mhz()?;
