@@ -208,6 +208,10 @@ pub enum KernelKind {
         /// The path of chain B, loaded between the two passes over chain A.
         second: LoadPath,
     },
+    /// The L2 line probe's two-phase chase: every thread of one block loads chain A's
+    /// nodes in address order through `ld.global.cg`, then chain B's likewise; after a
+    /// barrier thread 0 chases chain A from index 0 and times each load, fine-grained.
+    TwoPhaseBlock,
     /// Coarse chases pinned to chosen SMs: every block reads `%smid`; the first block on
     /// each wanted SM claims its slot, waits (bounded) until every slot is claimed, then
     /// chases the slot's chain; all other blocks leave at once.

@@ -113,6 +113,7 @@ pub fn generate_module(module: &'static Module) -> Result<String, String> {
             KernelKind::TwoPhase { first, second } => {
                 chase::two_phase_entry(kernel, first, second)?
             }
+            KernelKind::TwoPhaseBlock => chase::two_phase_block_entry(kernel)?,
             KernelKind::Bandwidth(shape) => bandwidth::entry(kernel, shape)?,
             KernelKind::Copy(path) => copy::entry(kernel, path)?,
             // Generated at run time at the size a benchmark needs; the file is a small

@@ -117,6 +117,17 @@ pub(super) static TWO_PHASE: [Kernel; 25] = {
     ]
 };
 
+/// The L2 line probe's block-filled two-phase chase (`KernelKind::TwoPhaseBlock`).
+pub(super) static TWO_PHASE_BLOCK: Kernel = Kernel {
+    module: &PCHASE,
+    entry: "two_phase_block_global_cg",
+    kind: KernelKind::TwoPhaseBlock,
+    params: &TWO_PHASE_BLOCK_PARAMS,
+    min_capability: ComputeCapability::SM_50,
+    shared_layout: SharedLayout::Timings,
+    cluster_dims: None,
+};
+
 pub(super) fn two_phase_path_index(path: LoadPath) -> Option<usize> {
     TWO_PHASE_PATHS.iter().position(|&p| p == path)
 }

@@ -17,7 +17,7 @@ use cluster::{DSMEM_CLUSTER_CHASE, DSMEM_CLUSTER_STREAM};
 use kernels::{
     chase_index, two_phase_path_index, CHASE, CHASE_FINE_DSMEM, CHASE_LINES,
     CHASE_PINNED_GLOBAL_CG, CHASE_PINNED_MULTI, CLOCK_OVERHEAD, INIT_CHAIN, INIT_CHAIN_LINES,
-    L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE,
+    L2_PARTITION_MAP, SM_CLOCK, TWO_PHASE, TWO_PHASE_BLOCK,
 };
 
 /// Module `pchase`: every kernel that runs from Maxwell on.
@@ -172,6 +172,19 @@ pub fn two_phase(first: LoadPath, second: LoadPath) -> Result<&'static Kernel, E
     }
 }
 
+/// `two_phase_block_global_cg`: the L2 line probe's two-phase chase, whose block loads
+/// chains A and B in address order before thread 0 re-times A.
+///
+/// ```
+/// use pchase_kernels::catalogue;
+/// let kernel = catalogue::two_phase_block();
+/// assert_eq!(kernel.entry(), "two_phase_block_global_cg");
+/// assert!(kernel.param_index("nodes_a").is_some());
+/// ```
+pub fn two_phase_block() -> &'static Kernel {
+    &TWO_PHASE_BLOCK
+}
+
 /// `init_chain`: builds strided chains on the device, one array per `grid.y`.
 pub fn init_chain() -> &'static Kernel {
     &INIT_CHAIN
@@ -296,7 +309,7 @@ pub fn modules() -> &'static [&'static Module] {
 
 /// Every kernel of every module, in catalogue order (chases by path and granularity,
 /// then `init_chain`, `clock_overhead`, `sm_clock`, the two-phase kernels by
-/// (first, second) path, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`,
+/// (first, second) path, `two_phase_block_global_cg`, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`,
 /// `dsmem_cluster_chase`, `dsmem_cluster_stream`), the pinned chases with 2, 4 and 8 chains
 /// per warp, the line-indexed chases and `init_chain_lines`, then the bandwidth kernels
 /// ([`crate::bandwidth::kernels`]), then the copy kernels ([`crate::copy::kernels`]), then
@@ -306,7 +319,7 @@ pub fn modules() -> &'static [&'static Module] {
 /// use pchase_kernels::{bandwidth, catalogue, copy};
 /// assert_eq!(
 ///     catalogue::kernels().count(),
-///     52 + bandwidth::kernels().count() + copy::kernels().count()
+///     53 + bandwidth::kernels().count() + copy::kernels().count()
 /// );
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
@@ -315,6 +328,7 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
         .chain([&INIT_CHAIN, &CLOCK_OVERHEAD, &SM_CLOCK])
         .chain(TWO_PHASE.iter())
         .chain([
+            &TWO_PHASE_BLOCK,
             &CHASE_PINNED_GLOBAL_CG,
             &CHASE_FINE_DSMEM,
             &L2_PARTITION_MAP,

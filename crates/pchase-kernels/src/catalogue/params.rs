@@ -335,6 +335,46 @@ pub(super) static TWO_PHASE_PARAMS: [Param; 12] = [
     ),
 ];
 
+/// Parameters of `two_phase_block_global_cg` (the L2 line probe): chains A and B by address,
+/// node count and node spacing; one block.
+pub(super) static TWO_PHASE_BLOCK_PARAMS: [Param; 10] = [
+    param(
+        "chain_a",
+        ParamType::U64,
+        "global pointer to chain A (u32 elements; node k at byte k * stride_a, holding the \
+         element index of node k + 1): loaded by the block, then re-timed by thread 0",
+    ),
+    param("nodes_a", ParamType::U32, "nodes of chain A"),
+    param("stride_a", ParamType::U32, "bytes between chain A's nodes"),
+    param(
+        "chain_b",
+        ParamType::U64,
+        "global pointer to chain B, loaded by the block between A's two passes",
+    ),
+    param("nodes_b", ParamType::U32, "nodes of chain B"),
+    param("stride_b", ParamType::U32, "bytes between chain B's nodes"),
+    param(
+        "steps",
+        ParamType::U32,
+        "timed dependent loads of chain A from index 0 by thread 0, after the second barrier",
+    ),
+    param(
+        "out_latency",
+        ParamType::U64,
+        "global pointer to u32[steps]: %clock cycles of each timed load of chain A",
+    ),
+    param(
+        "out_index",
+        ParamType::U64,
+        "global pointer to u32[steps]: the index each timed load of chain A returned",
+    ),
+    param(
+        "out_block",
+        ParamType::U64,
+        "global pointer to u32[2]: [%smid, final index of chain A]",
+    ),
+];
+
 /// Parameters of the line-indexed chases (`chase_fine_lines_<path>`): as the fine chases',
 /// with indices and the block stride in 128-byte lines and no shared-memory copy.
 pub(super) static LINES_PARAMS: [Param; 7] = [

@@ -36,7 +36,8 @@ fn entry_names_are_unique_and_found_by_name() {
         assert!(std::ptr::eq(found, kernel));
     }
     let two_phase = catalogue::TWO_PHASE_PATHS.len() * catalogue::TWO_PHASE_PATHS.len();
-    // init_chain, clock_overhead, sm_clock, chase_pinned_global_cg, chase_fine_dsmem,
+    // init_chain, clock_overhead, sm_clock, two_phase_block_global_cg,
+    // chase_pinned_global_cg, chase_fine_dsmem,
     // l2_partition_map, dsmem_cluster_chase, dsmem_cluster_stream, the pinned chases with
     // 2, 4 and 8 chains per warp, the line-indexed chases and init_chain_lines, then the
     // bandwidth kernels, one copy kernel per copy path and icache_ffma.
@@ -45,7 +46,7 @@ fn entry_names_are_unique_and_found_by_name() {
     let lines = catalogue::LINES_PATHS.len();
     assert_eq!(
         seen.len(),
-        2 * LoadPath::ALL.len() + 9 + 3 + two_phase + lines + bandwidth + copies + 1
+        2 * LoadPath::ALL.len() + 10 + 3 + two_phase + lines + bandwidth + copies + 1
     );
     assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
 }

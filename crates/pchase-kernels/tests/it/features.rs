@@ -101,6 +101,7 @@ fn only_kernels_that_copy_a_chain_or_run_phases_use_a_barrier() {
         let runs_phases = matches!(
             kernel.kind(),
             KernelKind::TwoPhase { .. }
+                | KernelKind::TwoPhaseBlock
                 | KernelKind::ChasePinned { .. }
                 | KernelKind::ChasePinnedMulti { .. }
         );

@@ -173,5 +173,19 @@ pub fn check_two_phase(
             ));
         }
     }
+    if request.block_fill {
+        let whole = |p: &crate::backend::Phase| u64::from(p.steps) == p.chain.nodes();
+        if request.blocks != 1
+            || request.fill.path != LoadPath::GlobalCg
+            || request.evict.path != LoadPath::GlobalCg
+            || !whole(&request.fill)
+            || !whole(&request.evict)
+        {
+            return bad(
+                "a block-filled two-phase probe is one block, both phases .cg, each one whole pass over its chain"
+                    .into(),
+            );
+        }
+    }
     Ok(())
 }

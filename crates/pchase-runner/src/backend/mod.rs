@@ -206,6 +206,12 @@ pub struct TwoPhaseRequest {
     /// that the phases, not the chains' initialisation, decide what the L2 holds and in
     /// which order the lines were used.
     pub flush_l2: bool,
+    /// Every thread of the block loads chain A's nodes, then chain B's, in address order,
+    /// instead of one thread chasing each (`two_phase_block_global_cg`): A's first nodes are
+    /// still its oldest lines, and the passes take a fraction of a chase's time (the L2's
+    /// line probe). Both paths `GlobalCg`, one block, each phase one whole pass
+    /// (`steps` = the chain's nodes); the phases' `thread`s are not used.
+    pub block_fill: bool,
 }
 
 impl TwoPhaseRequest {
@@ -214,6 +220,9 @@ impl TwoPhaseRequest {
     /// # Errors
     /// [`RunnerError::InvalidRequest`] when the catalogue has no kernel for the pair.
     pub fn kernel(&self) -> Result<&'static Kernel, RunnerError> {
+        if self.block_fill {
+            return Ok(catalogue::two_phase_block());
+        }
         catalogue::two_phase(self.fill.path, self.evict.path).map_err(|e| {
             RunnerError::InvalidRequest(format!("no two-phase kernel for this pair: {e}"))
         })

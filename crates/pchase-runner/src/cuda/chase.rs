@@ -243,14 +243,29 @@ impl CudaBackend {
         let out = self
             .outputs
             .outputs(&[per_block, per_block, 2 * blocks], &self.stream)?;
-        let gpu_time = self.timed_launch(
-            &function,
-            LaunchShape {
-                grid: (request.blocks, 1),
-                threads: request.threads,
-                shared_bytes: dynamic,
-            },
-            &[
+        let shape = LaunchShape {
+            grid: (request.blocks, 1),
+            threads: request.threads,
+            shared_bytes: dynamic,
+        };
+        let outputs = [
+            ("out_latency", Arg::U64(out.ptr(0))),
+            ("out_index", Arg::U64(out.ptr(1))),
+            ("out_block", Arg::U64(out.ptr(2))),
+        ];
+        let mut args = if request.block_fill {
+            // One block (`check_two_phase`): the chains by address, node count and spacing.
+            vec![
+                ("chain_a", Arg::U64(arg_a)),
+                ("nodes_a", Arg::U32(nodes(&fill)?)),
+                ("stride_a", Arg::U32(fill.chain.stride)),
+                ("chain_b", Arg::U64(arg_b)),
+                ("nodes_b", Arg::U32(nodes(&evict)?)),
+                ("stride_b", Arg::U32(evict.chain.stride)),
+                ("steps", Arg::U32(steps)),
+            ]
+        } else {
+            vec![
                 ("chain_a", Arg::U64(arg_a)),
                 ("block_stride_a", Arg::U64(stride_a)),
                 ("chain_b", Arg::U64(arg_b)),
@@ -260,11 +275,10 @@ impl CudaBackend {
                 ("warmup_a", Arg::U32(fill.steps)),
                 ("warmup_b", Arg::U32(evict.steps)),
                 ("steps", Arg::U32(steps)),
-                ("out_latency", Arg::U64(out.ptr(0))),
-                ("out_index", Arg::U64(out.ptr(1))),
-                ("out_block", Arg::U64(out.ptr(2))),
-            ],
-        )?;
+            ]
+        };
+        args.extend(outputs);
+        let gpu_time = self.timed_launch(&function, shape, &args)?;
         drop(textures);
         let host = out.read()?;
         let (host_latency, host_index, host_block) = (host.u32s(0), host.u32s(1), host.u32s(2));

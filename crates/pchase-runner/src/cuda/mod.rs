@@ -323,6 +323,21 @@ mod tests {
         }
         for (kernel, names) in [
             (
+                catalogue::two_phase_block(),
+                &[
+                    "chain_a",
+                    "nodes_a",
+                    "stride_a",
+                    "chain_b",
+                    "nodes_b",
+                    "stride_b",
+                    "steps",
+                    "out_latency",
+                    "out_index",
+                    "out_block",
+                ][..],
+            ),
+            (
                 catalogue::init_chain(),
                 &["chain", "block_stride", "nodes", "stride", "node_words"][..],
             ),

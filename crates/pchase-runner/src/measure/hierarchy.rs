@@ -74,6 +74,7 @@ fn run_probe<B: Backend + ?Sized>(
         threads,
         carveout: Carveout::Percent(0),
         flush_l2: false,
+        block_fill: false,
     };
     let run = backend.two_phase(&request)?;
     *gpu_time += run.gpu_time;

@@ -82,7 +82,9 @@ impl Backend for SimBackend {
         self.kernels_used.insert(request.kernel()?.entry());
         let (mut chain_a, mut chain_b) = Self::two_phase_cursors(request);
         let mut blocks = self.start_launch(request.blocks as usize, shared_bytes);
-        // Each phase's thread reaches the caches through its own warp's copies.
+        // Each phase's thread reaches the caches through its own warp's copies. A
+        // block-filled request (`block_fill`: whole passes, `.cg`) is simulated as its
+        // phases' threads chasing: the same lines in the same (address) order.
         let fill = self.route(request.fill.path, request.fill.thread);
         let evict = self.route(request.evict.path, request.evict.thread);
         let mut launch = self.launch();

@@ -195,6 +195,7 @@ fn two_phase_probe_follows_chain_a_on_every_pair() {
                 threads: 64,
                 carveout: Carveout::Percent(0),
                 flush_l2: false,
+                block_fill: false,
             };
             // The backend checks every re-timed index of chain A.
             let run = gpu
@@ -204,6 +205,46 @@ fn two_phase_probe_follows_chain_a_on_every_pair() {
             assert!(run.blocks.iter().all(|b| b.latencies.len() == 64));
         }
     }
+}
+
+/// The L2 line probe's block-filled launch: the block loads 4 MiB of chain A and a sparse
+/// chain B, then thread 0 re-times A's first 2048 nodes (the backend checks every index);
+/// A fits the L2, so most of them hit it, as after one thread's chase.
+#[test]
+fn a_block_filled_two_phase_launch_re_times_chain_a() {
+    let Some(mut gpu) = gpu_or_skip("a_block_filled_two_phase_launch_re_times_chain_a") else {
+        return;
+    };
+    let whole = |bytes: u64, stride: u32| {
+        let chain = ChainSpec::new(bytes, stride).unwrap();
+        pchase_runner::Phase {
+            path: LoadPath::GlobalCg,
+            chain,
+            thread: 0,
+            steps: u32::try_from(chain.nodes()).unwrap(),
+        }
+    };
+    let request = pchase_runner::TwoPhaseRequest {
+        fill: whole(4 << 20, 64),
+        evict: whole(1024 * 33 * 128, 33 * 128),
+        timed_steps: 2048,
+        blocks: 1,
+        threads: 1024,
+        carveout: Carveout::Percent(0),
+        flush_l2: true,
+        block_fill: true,
+    };
+    let run = gpu.two_phase(&request).expect("block-filled launch");
+    let mut latencies = run.blocks[0].latencies.clone();
+    assert_eq!(latencies.len(), 2048);
+    latencies.sort_unstable();
+    let median = latencies[latencies.len() / 2];
+    eprintln!(
+        "block-filled re-timed loads: median {median} cycles, GPU time {:?}",
+        run.gpu_time
+    );
+    // L2 hits (about 200-300 cycles on Volta to Hopper), not device memory (500 and more).
+    assert!(median < 450, "median {median} cycles");
 }
 
 #[test]

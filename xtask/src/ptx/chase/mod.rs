@@ -27,7 +27,7 @@ pub use lines::{chase_lines_entry, init_chain_lines_entry};
 pub use pinned::{partition_map_entry, pinned_entry, pinned_multi_entry};
 pub use single::chase_entry;
 pub use support::{clock_overhead_entry, init_chain_entry, sm_clock_entry};
-pub use two_phase::two_phase_entry;
+pub use two_phase::{two_phase_block_entry, two_phase_entry};
 
 use pchase_kernels::{LoadPath, ParamType};
 

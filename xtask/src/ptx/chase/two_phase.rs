@@ -139,3 +139,94 @@ pub fn two_phase_entry(
     w.ins("ret");
     w.finish()
 }
+
+/// `for node in (tid..nodes).step_by(ntid) { sink ^= *(u32*)(base + node * stride) }` through
+/// `ld.global.cg`: every thread of the block loads every `%ntid.x`-th node, so that the
+/// block walks the region in address order, a warp's 32 nodes at a time.
+fn block_pass(w: &mut EntryWriter, tag: &str) {
+    let label = format!("block_pass_{tag}");
+    let done = format!("{label}_done");
+    w.ins("mov.u32 %r_i, %r_tid");
+    w.ins(&format!("setp.ge.u32 %p_loop, %r_i, %r_nodes_{tag}"));
+    bra(w, "@%p_loop ", &done);
+    w.label(&label);
+    w.ins(&format!("mul.wide.u32 %rd_off, %r_i, %r_stride_{tag}"));
+    w.ins(&format!("add.s64 %rd_addr, %rd_base_{tag}, %rd_off"));
+    w.ins("ld.global.cg.u32 %r_value, [%rd_addr]");
+    w.ins("xor.b32 %r_sink, %r_sink, %r_value");
+    w.ins("add.u32 %r_i, %r_i, %r_ntid");
+    w.ins(&format!("setp.lt.u32 %p_loop, %r_i, %r_nodes_{tag}"));
+    bra(w, "@%p_loop ", &label);
+    w.label(&done);
+}
+
+/// `two_phase_block_global_cg`: every thread of the (single) block loads chain A's nodes in
+/// address order through `ld.global.cg`, barrier, the same for chain B, barrier, then
+/// thread 0 chases chain A from index 0 and times each load with the fine timed loop of
+/// `chase_fine_global_cg`. The L2's line probe: A's first nodes are its oldest lines, as
+/// after one thread's pass, at a fraction of the time.
+pub fn two_phase_block_entry(kernel: &'static Kernel) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    let access_a = chain_access(LoadPath::GlobalCg, &CHAIN);
+    w.comment("Block-filled two-phase probe: all threads load chain A's nodes (node k at byte");
+    w.comment("k * stride_a) in address order, then chain B's; thread 0 then re-times chain A.");
+    w.comment("Every thread reaches both barriers; the loaded words are folded into %r_sink and");
+    w.comment("stored before the second barrier (thread 0 overwrites that word afterwards).");
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("mov.u32 %r_ntid, %ntid.x");
+    w.ins("mov.u32 %r_row, %ctaid.x");
+    w.ins("mov.u32 %r_sink, 0");
+    for tag in ["a", "b"] {
+        w.load_param(
+            &format!("%rd_base_{tag}"),
+            &format!("chain_{tag}"),
+            ParamType::U64,
+        );
+        w.ins(&format!(
+            "cvta.to.global.u64 %rd_base_{tag}, %rd_base_{tag}"
+        ));
+        w.load_param(
+            &format!("%r_nodes_{tag}"),
+            &format!("nodes_{tag}"),
+            ParamType::U32,
+        );
+        w.load_param(
+            &format!("%r_stride_{tag}"),
+            &format!("stride_{tag}"),
+            ParamType::U32,
+        );
+    }
+    w.ins(&format!("mov.u64 {}, %rd_base_a", CHAIN.base));
+    w.load_param("%r_steps", "steps", ParamType::U32);
+    w.load_param("%rd_out_block", "out_block", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out_block, %rd_out_block");
+    w.ins("mul.wide.u32 %rd_block_off, %r_row, 8");
+    w.ins("add.s64 %rd_block_out, %rd_out_block, %rd_block_off");
+    w.blank();
+
+    w.comment("Phase 1: the block loads chain A in address order.");
+    block_pass(&mut w, "a");
+    w.ins("bar.sync 0");
+    w.blank();
+    w.comment("Phase 2: the block loads chain B in address order.");
+    block_pass(&mut w, "b");
+    w.ins("st.global.cg.u32 [%rd_block_out+4], %r_sink");
+    w.ins("bar.sync 0");
+    w.blank();
+
+    w.comment("Phase 3: thread 0 chases chain A from index 0 and times each load.");
+    w.ins("setp.ne.u32 %p_not_a, %r_tid, 0");
+    bra(&mut w, "@%p_not_a ", "exit");
+    w.ins(&format!("mov.u32 {}, 0", CHAIN.index));
+    w.ins("mov.u32 %r_smid, %smid");
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    timing_cursors(&mut w, "%r_steps");
+    fine_timed_loop(&mut w, &access_a);
+    w.blank();
+    copy_timings_out(&mut w, "%r_steps", true);
+    w.ins(&format!("st.global.u32 [%rd_block_out+4], {}", CHAIN.index));
+    w.ins("st.global.u32 [%rd_block_out], %r_smid");
+    w.label("exit");
+    w.ins("ret");
+    w.finish()
+}

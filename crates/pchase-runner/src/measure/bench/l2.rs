@@ -32,8 +32,9 @@ pub(crate) static L2: L2 = L2 {
                 catalogue::chase(LoadPath::GlobalCg, Granularity::Fine),
                 catalogue::chase(LoadPath::GlobalCg, Granularity::Coarse),
             ];
-            // The line and sector probes.
+            // The sector probe, and the line probe's block-filled variant.
             kernels.extend(catalogue::two_phase(LoadPath::GlobalCg, LoadPath::GlobalCg).ok());
+            kernels.push(catalogue::two_phase_block());
             kernels
         },
     },

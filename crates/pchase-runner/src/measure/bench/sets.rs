@@ -176,6 +176,7 @@ impl SetProbe for FineProbe<'_, '_> {
             threads: 32,
             carveout: Carveout::Percent(0),
             flush_l2: false,
+            block_fill: false,
         };
         let run = self.s.backend.two_phase(&request)?;
         *self.gpu += run.gpu_time;

@@ -103,10 +103,12 @@ pub(super) const EVICTING_SPACING: u32 = 33 * 128;
 /// The L2's allocation line: the bytes one tag covers, read from which lines an eviction
 /// takes away.
 ///
-/// One thread warms chain A, one node per fetch unit, over [`A_SHARE`] % of the capacity
-/// one SM's accesses get (the L2 flushed first, so that A's lines are used in address
-/// order), then
-/// loads a sparse chain B whose nodes are 33 lines apart, then re-times A's first nodes.
+/// One block loads chain A, one node per fetch unit, over [`A_SHARE`] % of the capacity
+/// one SM's accesses get, in address order (the L2 flushed first, so that A's first lines
+/// are its oldest), then loads a sparse chain B whose nodes are 33 lines apart, and one
+/// thread then re-times A's first nodes. Until session 11 one thread chased A and B, about
+/// 100 ms of GPU time per launch on an H200 where A held 18–22 MiB; the block's passes
+/// take a few milliseconds (`TwoPhaseRequest::block_fill`).
 /// Each node of B lands in some set; where that set is full it evicts the set's least
 /// recently used line of A, and lines of one set are far apart in A: the evicted lines are
 /// isolated, and each shows as a run of misses, one per fetch unit it held. The line is the
@@ -248,6 +250,7 @@ fn line_search<B: Backend + ?Sized>(
     let room = backend.device().shared_per_block_optin_bytes / 8;
     let steps = u64::from(LINE_PROBE_STEPS).min(a.nodes()).min(room) as u32;
     let lines = (bytes / 128).max(1);
+    let block_threads = backend.device().max_threads_per_block.clamp(32, 1024);
     let mut seen = Vec::new();
     let mut best: Option<L2Line> = None;
     let mut first_long_share = None;
@@ -279,9 +282,10 @@ fn line_search<B: Backend + ?Sized>(
             },
             timed_steps: steps,
             blocks: 1,
-            threads: 32,
+            threads: block_threads,
             carveout: Carveout::Percent(0),
             flush_l2: true,
+            block_fill: true,
         })?;
         *gpu_time += run.gpu_time;
         let latencies = first_block(run)?;

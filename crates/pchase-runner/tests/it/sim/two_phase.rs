@@ -42,6 +42,7 @@ pub(super) fn probe(fill: Phase, evict: Phase) -> TwoPhaseRequest {
         threads: fill.thread.max(evict.thread) + 1,
         carveout: Carveout::Percent(100),
         flush_l2: false,
+        block_fill: false,
     }
 }
 
@@ -267,6 +268,7 @@ fn two_phase_indices_blocks_and_sms_follow_the_kernel() {
         threads: 65,
         carveout: Carveout::DriverDefault,
         flush_l2: false,
+        block_fill: false,
     };
     let run = gpu.two_phase(&request).unwrap();
     assert_eq!(run.blocks.len(), 6);
@@ -425,6 +427,39 @@ fn bad_two_phase_requests_are_typed_errors() {
             },
         ),
     ];
+    // The block-filled variant: one block, both phases .cg, whole passes.
+    let block = TwoPhaseRequest {
+        block_fill: true,
+        ..probe(
+            pass(LoadPath::GlobalCg, chain, 0),
+            pass(LoadPath::GlobalCg, chain, 0),
+        )
+    };
+    assert!(gpu.two_phase(&block).is_ok());
+    let mut bad_cases = bad_cases;
+    bad_cases.extend([
+        (
+            "block fill on two blocks",
+            TwoPhaseRequest { blocks: 2, ..block },
+        ),
+        (
+            "block fill through the L1",
+            TwoPhaseRequest {
+                fill: pass(LoadPath::GlobalCa, chain, 0),
+                ..block
+            },
+        ),
+        (
+            "block fill of part of a chain",
+            TwoPhaseRequest {
+                evict: Phase {
+                    steps: 5,
+                    ..block.evict
+                },
+                ..block
+            },
+        ),
+    ]);
     for (why, request) in bad_cases {
         assert!(
             matches!(gpu.two_phase(&request), Err(RunnerError::InvalidRequest(_))),
