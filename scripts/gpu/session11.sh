@@ -19,6 +19,11 @@ out=$o/$tag
 mkdir -p "$out"
 s=$out/summary.txt
 nvidia-smi --query-gpu=name,uuid,pci.bus_id,driver_version,clocks.sm,clocks.mem --format=csv > "$s" 2>&1
+# The embedded PTX through the toolkit's ptxas (the driver's JIT compiles the same text).
+for f in ptx/pchase.ptx; do
+  ptxas -arch=sm_90 -o /dev/null "$f" > "$out/ptxas.txt" 2>&1
+  echo "ptxas $f exit $?" >> "$s"
+done
 # run NAME BINARY CACHE [ENV...]: one default run with --timings -vv; a summary line with the
 # total, the GPU time, the benchmark rows' wall sum and the host phases.
 run() {
@@ -47,6 +52,12 @@ for pair in "base-1 new-1" "new-1 new-2" "base-1 base-2"; do
   grep -v "^  run\.\|^conditions" "$out/diff-$1-$2.txt" | head -12 >> "$s"
 done
 grep -h "loaded PTX module\|created the context" "$out/cold-new.log" "$out/new-1.log" | cut -c1-120 >> "$s"
+# The L2 step's phases and the line probe's launches, this build and the previous.
+for f in base-1 new-1 new-2; do
+  echo "$f: $(grep -h 'GPU time' "$out/$f.log" | sed 's/.*L2: //' | tr '\n' ';')" >> "$s"
+  grep -h "line probe, A" "$out/$f.log" | cut -c40-200 >> "$s"
+  grep -h "near partition overflow\|^  near partition\|^  far partition\|^L2 " "$out/$f.txt" | cut -c1-200 >> "$s"
+done
 # Per-row wall of this build against the previous one (warm, first round).
 paste <(awk '/^benchmark/{on=1;next} on&&/^total/{on=0} on&&NF>=4' "$out/base-1.txt") \
   <(awk '/^benchmark/{on=1;next} on&&/^total/{on=0} on&&NF>=4' "$out/new-1.txt") > "$out/rows-base1-new1.txt"
