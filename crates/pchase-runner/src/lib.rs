@@ -32,9 +32,9 @@ pub mod sim;
 pub mod walk;
 
 pub use backend::{
-    Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun, LoadPath,
-    PartitionMapRequest, PartitionMapRun, Phase, PinnedRequest, PinnedRun, PinnedSlot,
-    SmLineLatencies, TwoPhaseRequest, PINNED_MAX_SAMPLES,
+    Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun,
+    ListChaseRequest, LoadPath, PartitionMapRequest, PartitionMapRun, Phase, PinnedRequest,
+    PinnedRun, PinnedSlot, SmLineLatencies, TwoPhaseRequest, PINNED_MAX_SAMPLES,
 };
 pub use device::{ComputeCapability, DeviceInfo};
 pub use error::RunnerError;

@@ -189,3 +189,41 @@ pub fn check_two_phase(
     }
     Ok(())
 }
+
+/// The largest span of a [`ListChaseRequest`] (its lines from the smallest to the largest).
+pub const LIST_CHASE_MAX_SPAN: u64 = 1 << 30;
+
+/// Checks a [`ListChaseRequest`]: a global path, a line of whole words, at least two
+/// distinct lines within [`LIST_CHASE_MAX_SPAN`], and at least one timed load.
+///
+/// # Errors
+/// [`RunnerError::InvalidRequest`] naming what is wrong.
+pub fn check_list_chase(request: &ListChaseRequest) -> Result<(), RunnerError> {
+    let bad = |why: String| Err(RunnerError::InvalidRequest(why));
+    if !matches!(
+        request.path,
+        LoadPath::GlobalCa | LoadPath::GlobalCg | LoadPath::GlobalNc
+    ) {
+        return bad(format!(
+            "a list chase runs on global loads, not {}",
+            request.path
+        ));
+    }
+    if request.line_bytes < 4 || request.line_bytes % 4 != 0 {
+        return bad(format!("a line of {} B", request.line_bytes));
+    }
+    if request.lines.len() < 2 || request.steps == 0 {
+        return bad("a list chase needs two lines and one timed load".into());
+    }
+    let mut sorted = request.lines.clone();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[0] == w[1]) {
+        return bad("a list chase's lines must be distinct".into());
+    }
+    let span =
+        (sorted[sorted.len() - 1] - sorted[0] + 1).saturating_mul(u64::from(request.line_bytes));
+    if span > LIST_CHASE_MAX_SPAN {
+        return bad(format!("a list chase spanning {span} B"));
+    }
+    Ok(())
+}

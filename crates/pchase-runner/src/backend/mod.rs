@@ -9,7 +9,9 @@ use std::time::Duration;
 pub use pchase_kernels::LoadPath;
 
 mod checks;
-pub use checks::{check_partition_map, check_pinned, check_two_phase, check_written};
+pub use checks::{
+    check_list_chase, check_partition_map, check_pinned, check_two_phase, check_written,
+};
 
 use pchase_kernels::{catalogue, Granularity, Kernel};
 
@@ -229,6 +231,35 @@ impl TwoPhaseRequest {
     }
 }
 
+/// A fine-grained chase by thread 0 of one block over an explicit cyclic list of lines of
+/// one buffer (the sets search's reduction to one set, issue 16.1): load `k` reads the first
+/// word of line `lines[(warmup_steps + k) mod n]`, `line_bytes` from the buffer's start
+/// times its number. The buffer is the backend's chain buffer (the same virtual addresses
+/// run after run), laid out from the smallest line listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListChaseRequest {
+    /// The load path: `GlobalCa`, `GlobalCg` or `GlobalNc`.
+    pub path: LoadPath,
+    /// Bytes per line (a multiple of 4).
+    pub line_bytes: u32,
+    /// The lines in chase order, distinct, at least two.
+    pub lines: Vec<u64>,
+    /// Untimed loads first.
+    pub warmup_steps: u32,
+    /// Timed loads, each recorded.
+    pub steps: u32,
+    /// The shared-memory carveout of the launch.
+    pub carveout: Carveout,
+}
+
+impl ListChaseRequest {
+    /// The line timed load `k` reads.
+    pub fn line_of_load(&self, k: u64) -> u64 {
+        let n = self.lines.len().max(1) as u64;
+        self.lines[((u64::from(self.warmup_steps) + k) % n) as usize]
+    }
+}
+
 /// Coarse `.cg` chases pinned to chosen SMs, all starting together, each chased by one or
 /// more warps at once: the L2 size sweep and its per-load samples.
 ///
@@ -421,6 +452,19 @@ pub trait Backend {
     /// # Errors
     /// A [`RunnerError`] when the request does not fit the device or the launch fails.
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError>;
+
+    /// Runs a fine-grained chase over an explicit list of lines ([`ListChaseRequest`]); one
+    /// block, whose samples hold every timed load's latency.
+    ///
+    /// # Errors
+    /// [`RunnerError::InvalidRequest`] for a bad list, or from a backend that has no such
+    /// chase (the default); a launch failure.
+    fn list_chase(&mut self, request: &ListChaseRequest) -> Result<ChaseRun, RunnerError> {
+        check_list_chase(request)?;
+        Err(RunnerError::InvalidRequest(
+            "this backend cannot chase an explicit list of lines".into(),
+        ))
+    }
 
     /// Runs coarse `.cg` chases pinned to chosen SMs, one or more warps per SM (the L2
     /// size sweep), with optional per-load samples.

@@ -28,6 +28,7 @@ mod ffi;
 mod handles;
 mod icache;
 mod launch;
+mod list;
 mod peer;
 mod pinned;
 mod scratch;
@@ -223,6 +224,13 @@ impl Backend for CudaBackend {
 
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
         self.launch_two_phase(request)
+    }
+
+    fn list_chase(
+        &mut self,
+        request: &crate::backend::ListChaseRequest,
+    ) -> Result<ChaseRun, RunnerError> {
+        self.launch_list_chase(request)
     }
 
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {

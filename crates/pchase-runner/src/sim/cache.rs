@@ -68,7 +68,10 @@ impl Geometry {
         let ways = bytes.div_ceil(per_way);
         let usable = match self.replacement {
             Replacement::EarlyMiss { reserved_ways } => self.ways - u64::from(reserved_ways),
-            Replacement::Lru | Replacement::Random | Replacement::TreePlru => self.ways,
+            Replacement::Lru
+            | Replacement::Random
+            | Replacement::TreePlru
+            | Replacement::RandomOldest { .. } => self.ways,
         };
         self.stolen_ways = ways.min(usable.saturating_sub(1));
         self
@@ -113,7 +116,10 @@ impl Cache {
         let sets = lines / geometry.ways;
         let usable_ways = match geometry.replacement {
             Replacement::EarlyMiss { reserved_ways } => geometry.ways - u64::from(reserved_ways),
-            Replacement::Lru | Replacement::Random | Replacement::TreePlru => geometry.ways,
+            Replacement::Lru
+            | Replacement::Random
+            | Replacement::TreePlru
+            | Replacement::RandomOldest { .. } => geometry.ways,
         };
         let usable_ways = usize::try_from(usable_ways - geometry.stolen_ways).unwrap_or(usize::MAX);
         let set_count = usize::try_from(sets).unwrap_or(usize::MAX);
@@ -260,6 +266,12 @@ impl Cache {
         } else if self.positional {
             let victim = rng.random_range(0..self.usable_ways);
             slots[victim] = fresh;
+        } else if let Replacement::RandomOldest { candidates } = self.geometry.replacement {
+            // Entries are in recency order: the victim is one of the last `candidates`.
+            let pool = (candidates as usize).clamp(1, self.usable_ways);
+            let victim = self.usable_ways - 1 - rng.random_range(0..pool);
+            slots[..=victim].rotate_right(1);
+            slots[0] = fresh;
         } else {
             // The last entry is the least recently used: it falls off the end.
             slots.rotate_right(1);

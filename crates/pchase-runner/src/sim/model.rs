@@ -177,7 +177,7 @@ pub(super) struct Route {
 
 /// A position on one block's copy of a chain. The chain is not materialised: the value a
 /// load returns is what the array would hold there.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct ChainCursor {
     pub(super) base: u64,
     pub(super) index: u64,
@@ -186,6 +186,9 @@ pub(super) struct ChainCursor {
     /// A walk's grouped visiting order ([`crate::walk::grouped_node`]); `None` for address
     /// order.
     pub(super) grouped: Option<GroupedOrder>,
+    /// A list chase's order: the element of each node, in chase order, and the position;
+    /// `None` for address order.
+    pub(super) listed: Option<(std::sync::Arc<[u64]>, usize)>,
 }
 
 /// The grouped order of a walk: `nodes` nodes in groups of `group`, at `position`.
@@ -205,6 +208,19 @@ impl ChainCursor {
             stride_elements: u64::from(chain.stride / 4),
             span_elements: chain.bytes / 4,
             grouped: None,
+            listed: None,
+        }
+    }
+
+    /// A cursor at the first of `elements` (chase order), element 0 at byte `base`.
+    pub(super) fn listed(base: u64, elements: std::sync::Arc<[u64]>) -> ChainCursor {
+        ChainCursor {
+            base,
+            index: elements.first().copied().unwrap_or(0),
+            stride_elements: 1,
+            span_elements: elements.iter().copied().max().unwrap_or(0) + 1,
+            grouped: None,
+            listed: Some((elements, 0)),
         }
     }
 
@@ -217,6 +233,11 @@ impl ChainCursor {
     /// Follows the pointer: the loaded value (the next node's index) becomes the index.
     #[inline]
     pub(super) fn advance(&mut self) {
+        if let Some((elements, position)) = &mut self.listed {
+            *position = (*position + 1) % elements.len().max(1);
+            self.index = elements[*position];
+            return;
+        }
         if let Some(order) = &mut self.grouped {
             order.position = (order.position + 1) % order.nodes.max(1);
             let node = crate::walk::grouped_node(order.position, order.nodes, order.group);

@@ -77,6 +77,51 @@ impl Backend for SimBackend {
         })
     }
 
+    fn list_chase(
+        &mut self,
+        request: &crate::backend::ListChaseRequest,
+    ) -> Result<ChaseRun, RunnerError> {
+        crate::backend::check_list_chase(request)?;
+        // The launch's shared memory as the fine chase of the span would ask for it.
+        let words = u64::from(request.line_bytes / 4);
+        let first = request.lines.iter().copied().min().unwrap_or(0);
+        let last = request.lines.iter().copied().max().unwrap_or(0);
+        let span = ChainSpec::new((last - first + 1) * 4 * words, request.line_bytes)?;
+        let as_chase = ChaseRequest {
+            steps: request.steps,
+            warmup_steps: request.warmup_steps,
+            carveout: request.carveout,
+            ..ChaseRequest::fine(request.path, span, request.steps)
+        };
+        let shared_bytes = self.check_request(&as_chase)?;
+        self.kernels_used.insert(as_chase.kernel().entry());
+        let elements: std::sync::Arc<[u64]> =
+            request.lines.iter().map(|&l| (l - first) * words).collect();
+        let mut cursors = [ChainCursor::listed(GLOBAL_BASE, elements)];
+        let mut blocks = self.start_launch(1, shared_bytes);
+        let route = self.route(request.path, 0);
+        self.launch().warm_then_time(
+            &mut blocks,
+            &mut cursors,
+            &route,
+            [request.warmup_steps, request.steps],
+            Timing::Fine,
+        )?;
+        let gpu_time = self.gpu_time(&blocks);
+        let out = blocks
+            .into_iter()
+            .zip(&cursors)
+            .map(|(mut block, cursor)| {
+                block.samples.final_index = cursor.index_u32();
+                block.samples
+            })
+            .collect();
+        Ok(ChaseRun {
+            blocks: out,
+            gpu_time,
+        })
+    }
+
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
         let shared_bytes = self.check_two_phase_request(request)?;
         self.kernels_used.insert(request.kernel()?.entry());
@@ -152,7 +197,7 @@ impl Backend for SimBackend {
         let mut sms = Vec::with_capacity(slots * chases);
         for chase in 0..chases {
             for ((base, chain), &sm) in bases.iter().zip(&request.chains).zip(&request.sms) {
-                let mut cursor = *base;
+                let mut cursor = base.clone();
                 cursor.index = request.start_node(chain, chase as u32) * cursor.stride_elements;
                 cursors.push(cursor);
                 sms.push(sm as usize);
@@ -247,7 +292,7 @@ impl Backend for SimBackend {
         // The reference loads every array once, then the SMs take turns: each reads its own
         // array twice, every load timed.
         for cursor in &cursors {
-            let mut warming = *cursor;
+            let mut warming = cursor.clone();
             launch.run_phase(
                 std::slice::from_mut(&mut blocks[reference]),
                 std::slice::from_mut(&mut warming),
@@ -258,7 +303,7 @@ impl Backend for SimBackend {
         }
         let mut seen = Vec::with_capacity(sms.len());
         for sm in 0..sms.len() {
-            let mut cursor = cursors[sm];
+            let mut cursor = cursors[sm].clone();
             let block = &mut blocks[sm];
             let before = block.samples.latencies.len();
             launch.run_phase(

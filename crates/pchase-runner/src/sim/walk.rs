@@ -81,6 +81,7 @@ impl WalkBackend for SimBackend {
                 group: u64::from(request.group),
                 position: 0,
             }),
+            listed: None,
         }];
         let result = self.launch().warm_then_time(
             &mut blocks,

@@ -55,6 +55,13 @@ impl Backend for Hooked {
         self.chases += 1;
         self.sim.chase(request)
     }
+    fn list_chase(
+        &mut self,
+        request: &pchase_runner::ListChaseRequest,
+    ) -> Result<ChaseRun, RunnerError> {
+        self.chases += 1;
+        self.sim.list_chase(request)
+    }
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
         self.sim.clock_overhead(samples)
     }

@@ -247,6 +247,30 @@ fn a_block_filled_two_phase_launch_re_times_chain_a() {
     assert!(median < 450, "median {median} cycles");
 }
 
+/// A list chase on the GPU: the backend checks every index against the list; twelve lines
+/// scattered over 64 KiB stay in the L1 (`.ca`), so after the warm-up they hit it.
+#[test]
+fn a_list_chase_follows_its_list_on_the_gpu() {
+    let Some(mut gpu) = gpu_or_skip("a_list_chase_follows_its_list_on_the_gpu") else {
+        return;
+    };
+    let request = pchase_runner::ListChaseRequest {
+        path: LoadPath::GlobalCa,
+        line_bytes: 128,
+        lines: vec![40, 3, 511, 17, 260, 99, 7, 300, 128, 64, 450, 5],
+        warmup_steps: 24,
+        steps: 96,
+        carveout: Carveout::Percent(0),
+    };
+    let run = gpu.list_chase(&request).expect("list chase");
+    let mut latencies = run.blocks[0].latencies.clone();
+    assert_eq!(latencies.len(), 96);
+    latencies.sort_unstable();
+    let median = latencies[48];
+    // L1 hits (about 30-40 cycles on Volta to Hopper), not L2 hits (200 and more).
+    assert!(median < 120, "median {median} cycles");
+}
+
 #[test]
 fn a_parallel_fill_measures_like_a_single_thread_fill() {
     let Some(mut gpu) = gpu_or_skip("a_parallel_fill_measures_like_a_single_thread_fill") else {

@@ -8,7 +8,7 @@ use topology::{ElementKind, Topology};
 
 use super::{Benchmark, Info};
 use crate::{
-    backend::{Carveout, ChainSpec, LoadPath, Phase, TwoPhaseRequest},
+    backend::{Carveout, ChainSpec, ListChaseRequest, LoadPath, Phase, TwoPhaseRequest},
     error::RunnerError,
     measure::{
         sets::{self, CacheSets, Load, SetLimits, SetProbe},
@@ -136,6 +136,53 @@ impl SetProbe for FineProbe<'_, '_> {
             loads.len(),
             &missing[..missing.len().min(64)],
             pattern(&loads)
+        );
+        Ok(loads)
+    }
+
+    fn chase_lines(&mut self, lines: &[u64], passes: u32) -> Result<Vec<Load>, RunnerError> {
+        if !matches!(
+            self.path,
+            LoadPath::GlobalCa | LoadPath::GlobalCg | LoadPath::GlobalNc
+        ) {
+            return Err(RunnerError::InvalidRequest(format!(
+                "the {} path cannot chase a list of lines",
+                self.path
+            )));
+        }
+        let n = lines.len() as u64;
+        let request = ListChaseRequest {
+            path: self.path,
+            line_bytes: u32::try_from(self.line)
+                .map_err(|_| RunnerError::InvalidRequest(format!("{} B lines", self.line)))?,
+            lines: lines.to_vec(),
+            warmup_steps: u32::try_from(2 * n)
+                .map_err(|_| RunnerError::InvalidRequest(format!("{n} lines")))?,
+            steps: STEPS,
+            carveout: Carveout::Percent(0),
+        };
+        let launches = (u64::from(passes) * n).div_ceil(u64::from(STEPS)).max(1);
+        let mut loads = Vec::new();
+        for _ in 0..launches {
+            let run = self.s.backend.list_chase(&request)?;
+            *self.gpu += run.gpu_time;
+            let block = run
+                .blocks
+                .first()
+                .ok_or_else(|| RunnerError::WrongResult("a list chase returned no block".into()))?;
+            loads.extend(
+                block
+                    .latencies
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &v)| (request.line_of_load(k as u64), self.classify(v))),
+            );
+        }
+        log::debug!(
+            "sets {}: a list of {n} lines: {} of {} loads missed",
+            self.name,
+            loads.iter().filter(|l| l.1 == Some(true)).count(),
+            loads.len()
         );
         Ok(loads)
     }

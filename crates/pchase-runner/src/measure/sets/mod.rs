@@ -30,11 +30,13 @@
 //!    show a policy that is not a function of the order (random).
 
 pub mod policy;
+mod reduce;
 
 use std::collections::BTreeMap;
 
 use crate::error::RunnerError;
 pub use policy::{Candidate, PolicyVerdict, VictimTrial};
+pub use reduce::{random_share, Reduction, BUSY_PER_PASS, REDUCE_PASSES};
 
 /// One timed load: the chain node it loaded and whether it missed this cache; `None` where
 /// a cache in front of it served the load (the constant L1 before the L1.5), so the load
@@ -65,6 +67,20 @@ pub trait SetProbe {
     /// The backend's errors.
     fn victims(&mut self, nodes: u64, fill: u64, block: u64)
         -> Result<Vec<Vec<Load>>, RunnerError>;
+
+    /// A cyclic chase over `lines` (line numbers from the chain's start, in this order),
+    /// warmed by two passes; at least `passes` passes' worth of timed loads, each with its
+    /// line. The reduction to one set needs it; a probe without it (the default) leaves
+    /// that step out.
+    ///
+    /// # Errors
+    /// The backend's errors; [`RunnerError::InvalidRequest`] by default.
+    fn chase_lines(&mut self, lines: &[u64], passes: u32) -> Result<Vec<Load>, RunnerError> {
+        let _ = (lines, passes);
+        Err(RunnerError::InvalidRequest(
+            "this probe cannot chase a list of lines".into(),
+        ))
+    }
 }
 
 /// How far the search may go.
@@ -94,6 +110,12 @@ pub enum SetMapping {
         /// Each of the set's lines lies in its own aligned block of `sets` lines (an
         /// XOR-folded index has this shape), so one such block fills every set once.
         block_per_line: bool,
+    },
+    /// An XOR hash: set bit `i` is the parity of the line number under `line_masks[i]`
+    /// (found by the reduction to one set, over the address bits its chases varied).
+    Xor {
+        /// One mask per set bit, over line numbers.
+        line_masks: Vec<u64>,
     },
 }
 
@@ -125,6 +147,8 @@ pub struct SetsFinding {
     pub undetermined: Option<String>,
     /// Chases and victim experiments run.
     pub probes: u32,
+    /// The reduction to one set, where it ran and concluded.
+    pub reduction: Option<Reduction>,
 }
 
 /// One cache's result: where it was measured, the levels that split hits from misses, and
@@ -356,6 +380,21 @@ pub fn search<P: SetProbe>(probe: &mut P, limits: SetLimits) -> Result<SetsFindi
     }
     if s.finding.ways.is_some() && s.finding.sets.is_some() {
         replacement(&mut s)?;
+    } else {
+        // No fixed set named by the first overflow: reduce a chase to one set's lines, where
+        // the probe can chase a list.
+        match reduce::reduce(&mut s, n0) {
+            Ok(Some(found)) => {
+                s.finding.policy = Some(PolicyVerdict::Gradual {
+                    over_ways: found.over_ways.clone(),
+                    uniform_random: found.random_shares.clone(),
+                });
+                s.finding.reduction = Some(found);
+            }
+            Ok(None) => {}
+            Err(RunnerError::InvalidRequest(why)) if why.contains("list of lines") => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(s.finding)
 }

@@ -89,7 +89,7 @@ pub struct VictimTrial {
 }
 
 /// What the victims say about the policy.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum PolicyVerdict {
     /// One way per set: nothing to choose.
     DirectMapped,
@@ -106,6 +106,15 @@ pub enum PolicyVerdict {
     Unmatched,
     /// No trial showed a victim.
     NoVictim,
+    /// From the reduction to one set: cyclic chases a few lines over the ways miss on a
+    /// share of their loads that grows with the lines over, where LRU and FIFO miss on
+    /// every load; beside it the share a uniformly random victim gives.
+    Gradual {
+        /// `(lines over the ways, share of loads missed)`.
+        over_ways: Vec<(u64, f64)>,
+        /// The same for a uniformly random victim (simulated).
+        uniform_random: Vec<(u64, f64)>,
+    },
 }
 
 /// Decides the policy from the trials of a set of `ways` ways.

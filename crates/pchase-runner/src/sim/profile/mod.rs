@@ -185,8 +185,9 @@ impl From<Associativity> for AssociativityRepr {
 
 /// Which line of a full set a miss evicts.
 ///
-/// In TOML: `replacement = { policy = "lru" }`, `{ policy = "random" }` or
-/// `{ policy = "early-miss", reserved_ways = 1 }`.
+/// In TOML: `replacement = { policy = "lru" }`, `{ policy = "random" }`,
+/// `{ policy = "early-miss", reserved_ways = 1 }` or
+/// `{ policy = "random-oldest", candidates = 96 }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Replacement {
@@ -207,6 +208,14 @@ pub enum Replacement {
     /// must be a power of two. Differs from LRU once a hit re-orders the set: after lines
     /// A B C D of a 4-way set and a hit on A, LRU evicts B, tree PLRU evicts C.
     TreePlru,
+    /// A victim drawn uniformly among the `candidates` least recently used lines of the set
+    /// (session 11): between LRU (`candidates` = 1) and uniformly random (= the ways). A
+    /// cyclic chase one line over the ways misses on about `2 / candidates` of its loads;
+    /// the H100's and H200's L1 miss on 2.3–2.9 % (`docs/results/session11.md`).
+    RandomOldest {
+        /// How many of the oldest lines the victim is drawn from (≥ 1, ≤ ways).
+        candidates: u32,
+    },
 }
 
 /// Which set a line goes to (issue 16).

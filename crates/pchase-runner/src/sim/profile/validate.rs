@@ -320,5 +320,12 @@ fn validate_geometry(
             ));
         }
     }
+    if let Replacement::RandomOldest { candidates } = replacement {
+        if candidates == 0 || u64::from(candidates) > ways {
+            return err(format!(
+                "replacement.candidates: {candidates} is not between 1 and the ways ({ways})"
+            ));
+        }
+    }
     Ok(())
 }

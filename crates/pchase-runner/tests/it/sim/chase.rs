@@ -367,3 +367,65 @@ fn pinned_chases_run_where_asked_and_reject_bad_requests() {
         );
     }
 }
+
+/// A list chase visits its lines in the list's order: five lines of one set of the toy L1
+/// (4 ways, 16 sets of 64-byte lines: lines 16 apart share a set) miss on every load under
+/// LRU, four of them hit, and lines of five different sets hit; the final index is the
+/// node after the last load.
+#[test]
+fn a_list_chase_follows_its_list() {
+    let mut gpu = SimBackend::new(quiet(toy())).expect("valid profile");
+    let chase = |gpu: &mut SimBackend, lines: Vec<u64>| {
+        let request = pchase_runner::ListChaseRequest {
+            path: LoadPath::GlobalCa,
+            line_bytes: 64,
+            lines,
+            warmup_steps: 10,
+            steps: 20,
+            carveout: pchase_runner::Carveout::DriverDefault,
+        };
+        let run = gpu.list_chase(&request).expect("list chase");
+        let block = &run.blocks[0];
+        assert_eq!(block.latencies.len(), 20);
+        // Element of the line after the 30 loads, relative to the smallest line listed.
+        let first = *request.lines.iter().min().unwrap();
+        let next = request.line_of_load(20);
+        assert_eq!(u64::from(block.final_index), (next - first) * 16);
+        block.latencies.clone()
+    };
+    let set: Vec<u64> = vec![3, 19, 35, 51, 67];
+    let misses = |v: &[u32]| v.iter().filter(|&&c| c > 100).count();
+    assert_eq!(
+        misses(&chase(&mut gpu, set.clone())),
+        20,
+        "five lines of one 4-way set"
+    );
+    assert_eq!(
+        misses(&chase(&mut gpu, set[..4].to_vec())),
+        0,
+        "four of them"
+    );
+    assert_eq!(
+        misses(&chase(&mut gpu, vec![7, 2, 9, 4, 5])),
+        0,
+        "five sets"
+    );
+    // Bad lists are typed errors.
+    for (lines, why) in [(vec![1], "one line"), (vec![2, 2], "a line twice")] {
+        let request = pchase_runner::ListChaseRequest {
+            path: LoadPath::GlobalCa,
+            line_bytes: 64,
+            lines,
+            warmup_steps: 0,
+            steps: 4,
+            carveout: pchase_runner::Carveout::DriverDefault,
+        };
+        assert!(
+            matches!(
+                gpu.list_chase(&request),
+                Err(RunnerError::InvalidRequest(_))
+            ),
+            "{why}"
+        );
+    }
+}

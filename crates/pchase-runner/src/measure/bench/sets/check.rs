@@ -98,7 +98,7 @@ pub(super) fn check(profile: &SimProfile, m: &Measurements) -> Result<(), String
         }
         let mapping_ok = match f.mapping {
             Some(SetMapping::Modulo { sets }) => !truth.hashed && sets == truth.sets,
-            Some(SetMapping::Hashed { .. }) => truth.hashed,
+            Some(SetMapping::Hashed { .. } | SetMapping::Xor { .. }) => truth.hashed,
             None => false,
         };
         if !mapping_ok {
@@ -116,7 +116,10 @@ pub(super) fn check(profile: &SimProfile, m: &Measurements) -> Result<(), String
             (Some(PolicyVerdict::Matches(c)), Replacement::TreePlru) => {
                 c.contains(&Candidate::TreePlru)
             }
-            (Some(PolicyVerdict::Varies { .. }), Replacement::Random) => true,
+            (
+                Some(PolicyVerdict::Varies { .. } | PolicyVerdict::Gradual { .. }),
+                Replacement::Random,
+            ) => true,
             _ => false,
         };
         if !policy_ok {

@@ -55,6 +55,24 @@ fn geometry(found: &CacheSets) -> CacheGeometry {
                 format!("the lines of one set are unevenly spaced: {:?}", f.conflict)
             },
         }),
+        Some(sets::SetMapping::Xor { line_masks }) => Some(SetMapping::Hashed {
+            description: format!(
+                "an XOR hash: set bit i is the parity of the byte address under mask i ({}; bits {}–{} varied by the chases, higher bits not probed)",
+                line_masks
+                    .iter()
+                    .map(|m| format!("{:#x}", m * line))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                line.trailing_zeros(),
+                line.trailing_zeros()
+                    + line_masks
+                        .iter()
+                        .map(|m| 64 - m.leading_zeros())
+                        .max()
+                        .unwrap_or(0)
+                    .saturating_sub(1)
+            ),
+        }),
         None => None,
     };
     let mut not_determined = f.undetermined.clone();
@@ -77,6 +95,40 @@ fn geometry(found: &CacheSets) -> CacheGeometry {
                 "replacement: in {trials} experiment(s) the SMs' victims differed (up to {distinct} different lines): not a function of the access order"
             ));
             Some(ReplacementPolicy::Random)
+        }
+        Some(PolicyVerdict::Gradual {
+            over_ways,
+            uniform_random,
+        }) => {
+            let shares = |v: &[(u64, f64)]| {
+                v.iter()
+                    .map(|(j, share)| format!("+{j}: {:.1} %", 100.0 * share))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            evidence.push(format!(
+                "replacement: cyclic chases over the ways plus j lines of one set missed {} of their loads (LRU and FIFO: every load; a uniformly random victim: {})",
+                shares(over_ways),
+                shares(uniform_random)
+            ));
+            let lru_like = over_ways.first().is_some_and(|&(_, s)| s > 0.9);
+            let random_like = over_ways
+                .iter()
+                .zip(uniform_random)
+                .all(|(&(_, m), &(_, r))| m <= 1.5 * r + 0.002);
+            Some(if lru_like {
+                ReplacementPolicy::Other(
+                    "LRU or FIFO (every load one line over the ways missed)".into(),
+                )
+            } else if random_like {
+                ReplacementPolicy::Random
+            } else {
+                ReplacementPolicy::Other(format!(
+                    "neither LRU/FIFO nor a uniformly random victim: one line over the ways misses {:.1} % of the loads ({:.1} % for uniform random), as a victim chosen among the older lines would",
+                    100.0 * over_ways.first().map_or(0.0, |v| v.1),
+                    100.0 * uniform_random.first().map_or(0.0, |v| v.1)
+                ))
+            })
         }
         Some(PolicyVerdict::Unmatched) => Some(ReplacementPolicy::Other(
             "deterministic, but neither LRU, FIFO nor tree PLRU".into(),
