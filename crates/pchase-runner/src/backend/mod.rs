@@ -235,7 +235,7 @@ impl TwoPhaseRequest {
 /// one buffer (the sets search's reduction to one set, issue 16.1): load `k` reads the first
 /// word of line `lines[(warmup_steps + k) mod n]`, `line_bytes` from the buffer's start
 /// times its number. The buffer is the backend's chain buffer (the same virtual addresses
-/// run after run), laid out from the smallest line listed.
+/// run after run); every line lies at its own offset whichever lines are listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListChaseRequest {
     /// The load path: `GlobalCa`, `GlobalCg` or `GlobalNc`.

@@ -26,8 +26,8 @@ impl CudaBackend {
         let last = request.lines.iter().copied().max().unwrap_or(0);
         let span = usize::try_from((last - first + 1) * words)
             .map_err(|_| RunnerError::InvalidRequest("a list chase too large".into()))?;
-        // The chain, relative to the smallest line; the chase starts at index 0, so the
-        // list is rotated to begin there (the order stays the list's).
+        // The chain's indices count from the smallest line; the chase starts at index 0, so
+        // the list is rotated to begin there (the order stays the list's).
         let element = |line: u64| u32::try_from((line - first) * words).unwrap_or(u32::MAX);
         let n = request.lines.len();
         let start = request.lines.iter().position(|&l| l == first).unwrap_or(0);
@@ -36,9 +36,15 @@ impl CudaBackend {
             let (this, next) = (request.lines[i], request.lines[(i + 1) % n]);
             host[element(this) as usize] = element(next);
         }
-        let chain = self.chain_storage(span as u64)?;
-        // SAFETY: the buffer holds `span` words; pageable memory is staged before the call
-        // returns, and the copy is ordered on the stream before the launch.
+        // Every line at its own place in the buffer (line L at L × line_bytes), whatever the
+        // smallest line listed: a cache whose set depends on the address sees the same lines
+        // in the same sets in every chase of a search that drops lines.
+        let below = usize::try_from(first * words)
+            .map_err(|_| RunnerError::InvalidRequest("a list chase too large".into()))?;
+        let buffer = self.chain_storage((below + span) as u64)?;
+        let chain = buffer + 4 * below as u64;
+        // SAFETY: the buffer holds `below + span` words; pageable memory is staged before the
+        // call returns, and the copy is ordered on the stream before the launch.
         check("cuMemcpyHtoDAsync", unsafe {
             ffi::cuMemcpyHtoDAsync(
                 chain,

@@ -97,7 +97,9 @@ impl Backend for SimBackend {
         self.kernels_used.insert(as_chase.kernel().entry());
         let elements: std::sync::Arc<[u64]> =
             request.lines.iter().map(|&l| (l - first) * words).collect();
-        let mut cursors = [ChainCursor::listed(GLOBAL_BASE, elements)];
+        // Line L at L × line_bytes from the allocation's start, as on the GPU.
+        let base = GLOBAL_BASE + first * u64::from(request.line_bytes);
+        let mut cursors = [ChainCursor::listed(base, elements)];
         let mut blocks = self.start_launch(1, shared_bytes);
         let route = self.route(request.path, 0);
         self.launch().warm_then_time(

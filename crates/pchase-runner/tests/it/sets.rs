@@ -123,3 +123,44 @@ fn profiles_refuse_tree_plru_of_odd_ways_and_a_folded_index_of_odd_sets() {
     assert!(err.to_string().contains("xor-fold"), "{err}");
     assert!(fixture("hashed").validate().is_ok());
 }
+
+/// Four XOR-hashed sets of 128 ways with a victim among the 24 oldest lines: the first
+/// overflow names no fixed set, the reduction finds one, and the topology states 4 sets of
+/// 128 ways, the index's masks (the fold's even and odd bits) and the miss shares past the
+/// ways beside LRU's and a uniformly random victim's.
+#[test]
+fn four_xor_hashed_sets_with_a_victim_among_the_oldest_are_recovered() {
+    let profile = fixture("quarters");
+    let m = check(&profile);
+    let found = m
+        .sets
+        .iter()
+        .find(|s| s.element == ElementKind::L1Data)
+        .expect("L1 searched");
+    let reduction = found
+        .finding
+        .reduction
+        .as_ref()
+        .expect("reduced to one set");
+    assert!(reduction.set_lines.len() > 128);
+    let topo = report::to_topology(&profile.device, &m, "test");
+    topo.validate().expect("valid");
+    let l1 = topo
+        .element(ElementKind::L1Data)
+        .and_then(|e| e.geometry.as_ref())
+        .expect("L1 geometry");
+    assert_eq!(l1.associativity.map(|c| c.value), Some(128));
+    assert_eq!(l1.sets.map(|c| c.value), Some(4));
+    match &l1.set_mapping {
+        Some(SetMapping::Hashed { description }) => {
+            assert!(description.contains("XOR hash"), "{description}")
+        }
+        other => panic!("{other:?}"),
+    }
+    match &l1.replacement {
+        Some(ReplacementPolicy::Other(what)) => {
+            assert!(what.contains("neither LRU/FIFO nor"), "{what}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -120,6 +120,11 @@ pub(super) fn check(profile: &SimProfile, m: &Measurements) -> Result<(), String
                 Some(PolicyVerdict::Varies { .. } | PolicyVerdict::Gradual { .. }),
                 Replacement::Random,
             ) => true,
+            (Some(PolicyVerdict::Gradual { over_ways, .. }), Replacement::RandomOldest { .. }) => {
+                over_ways
+                    .first()
+                    .is_some_and(|&(_, share)| share > 0.0 && share < 0.9)
+            }
             _ => false,
         };
         if !policy_ok {
