@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Session 11, issue 16.1: memtopo's `sets` benchmark (deep) with the reduction to one set,
 # twice, and the runner's GPU tests (the list chase among them). Files under
-# ${OUT:-/tmp/out}: sets-TAG-N.{txt,log,json}, tests-TAG.txt.
+# ${OUT:-/tmp/out}: sets-TAG.tgz (sets-TAG-N.{txt,log,json}, tests-TAG.txt) and
+# sets-TAG-summary.txt.
 set -uo pipefail
-o=${OUT:-/tmp/out}
 gpu=$(nvidia-smi --query-gpu=name,uuid --format=csv,noheader | head -1)
 case "$gpu" in *H200*) tag=h200 ;; *) tag=h100 ;; esac
+top=${OUT:-/tmp/out}
+o=$top/sets-$tag
+mkdir -p "$o"
+exec > >(tee "$top/sets-$tag-summary.txt") 2>&1
 echo "$gpu"
 for i in 1 2; do
   SECONDS=0
@@ -16,3 +20,4 @@ done
 timeout 300 ./.gpu/runner_it gpu --test-threads=1 > "$o/tests-$tag.txt" 2>&1
 echo "runner gpu tests exit $?: $(grep -h 'test result' "$o/tests-$tag.txt")"
 grep -h "FAILED\|panicked" "$o/tests-$tag.txt" | head -5
+tar czf "$top/sets-$tag.tgz" -C "$top" "sets-$tag" && rm -rf "$o"

@@ -57,20 +57,17 @@ fn geometry(found: &CacheSets) -> CacheGeometry {
         }),
         Some(sets::SetMapping::Xor { line_masks }) => Some(SetMapping::Hashed {
             description: format!(
-                "an XOR hash: set bit i is the parity of the byte address under mask i ({}; bits {}–{} varied by the chases, higher bits not probed)",
+                "an XOR hash: within the window the chases covered (the chain buffer's first {} lines), set bit i is a constant XOR the parity of the byte offset under mask i ({}); address bits above the window take part too (at other offsets the same lines fall into other sets)",
+                line_masks
+                    .iter()
+                    .map(|m| 1u64 << (64 - m.leading_zeros()))
+                    .max()
+                    .unwrap_or(0),
                 line_masks
                     .iter()
                     .map(|m| format!("{:#x}", m * line))
                     .collect::<Vec<_>>()
-                    .join(", "),
-                line.trailing_zeros(),
-                line.trailing_zeros()
-                    + line_masks
-                        .iter()
-                        .map(|m| 64 - m.leading_zeros())
-                        .max()
-                        .unwrap_or(0)
-                    .saturating_sub(1)
+                    .join(", ")
             ),
         }),
         None => None,
