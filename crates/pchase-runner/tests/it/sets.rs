@@ -164,3 +164,35 @@ fn four_xor_hashed_sets_with_a_victim_among_the_oldest_are_recovered() {
         other => panic!("{other:?}"),
     }
 }
+
+/// After the L1's own benchmark (fetch granularity 32 B, allocation line 128 B on the
+/// simulated H100, as on the GPU), the sets search steps by the allocation line: what one
+/// tag covers, so what a set holds.
+#[test]
+fn the_sets_search_steps_by_the_allocation_line() {
+    let profile = SimProfile::bundled("h100").expect("bundled");
+    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
+    let options = MeasureOptions {
+        only: Selection::named(&["l1", "sets"]).expect("registered"),
+        carveout_table: false,
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut backend, options).run().expect("runs");
+    let l1 = m.element(ElementKind::L1Data).expect("L1 measured");
+    assert_eq!(
+        l1.line.as_ref().map(|l| l.bytes),
+        Some(32),
+        "fetch granularity"
+    );
+    assert_eq!(
+        l1.line_bytes.as_ref().map(|l| l.bytes),
+        Some(128),
+        "allocation line"
+    );
+    let sets = m
+        .sets
+        .iter()
+        .find(|s| s.element == ElementKind::L1Data)
+        .expect("L1 searched");
+    assert_eq!(sets.line_bytes, 128);
+}

@@ -292,10 +292,14 @@ fn l2_fast(s: &mut Session<'_>, gpu: &mut Duration) -> Result<f64, RunnerError> 
 /// The caches measured: element, path, line, expected capacity (lines), the most lines a
 /// chase may span.
 fn targets(s: &Session<'_>) -> Vec<(ElementKind, LoadPath, u64, u64, u64)> {
+    // The allocation line (what a tag covers, so what a set holds), else the fetch
+    // granularity: with the H100's 32-byte fetch granularity as the unit, four nodes share
+    // one line and the first overflow came at four times the lines (a deep run of session
+    // 11 spent 61 s of GPU time reducing such a chase, and found no set).
     let line = |s: &Session<'_>, e: ElementKind, default: u64| {
         s.results
             .element(e)
-            .and_then(|r| r.line.as_ref().or(r.line_bytes.as_ref()))
+            .and_then(|r| r.line_bytes.as_ref().or(r.line.as_ref()))
             .map_or(default, |l| l.bytes)
     };
     let mut out = Vec::new();
