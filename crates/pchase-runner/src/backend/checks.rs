@@ -190,11 +190,11 @@ pub fn check_two_phase(
     Ok(())
 }
 
-/// The largest span of a [`ListChaseRequest`] (its lines from the smallest to the largest).
+/// The largest span of a [`ListChaseRequest`] (its lines from the smallest to the largest), 1 GiB.
 pub const LIST_CHASE_MAX_SPAN: u64 = 1 << 30;
 
 /// Checks a [`ListChaseRequest`]: a global path, a line of whole words, at least two
-/// distinct lines within [`LIST_CHASE_MAX_SPAN`], and at least one timed load.
+/// distinct lines within 1 GiB, and at least one timed load.
 ///
 /// # Errors
 /// [`RunnerError::InvalidRequest`] naming what is wrong.

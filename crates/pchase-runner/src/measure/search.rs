@@ -259,7 +259,7 @@ const CANDIDATE_PROBE: u64 = 2;
 
 /// Finds a size that is expected to be one of `candidates` (the L1 at the driver's default,
 /// which is one of the configurations already measured): one launch with the search
-/// start and, for each candidate, sizes [`CANDIDATE_PROBE`] strides below and above it;
+/// start and, for each candidate, sizes two strides below and above it;
 /// the first size that misses, right after the size below a candidate, names the
 /// candidate in force, and [`find_size_near`] then sweeps around it. Where no candidate is
 /// singled out (the first miss is elsewhere, or nothing misses), the full search runs, so
