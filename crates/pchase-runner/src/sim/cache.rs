@@ -39,10 +39,7 @@ impl Geometry {
         associativity: Associativity,
         replacement: Replacement,
     ) -> Geometry {
-        let ways = match associativity {
-            Associativity::Ways(n) => u64::from(n),
-            Associativity::Full => size / u64::from(line),
-        };
+        let ways = crate::sim::profile::ways_for(associativity, size, line);
         Geometry {
             size,
             line,

@@ -348,6 +348,7 @@ fn sets(level: &crate::sim::TlbLevelSpec) -> u64 {
     match level.associativity {
         crate::sim::Associativity::Ways(ways) => u64::from(level.entries / ways),
         crate::sim::Associativity::Full => 1,
+        crate::sim::Associativity::Sets(sets) => u64::from(sets),
     }
 }
 

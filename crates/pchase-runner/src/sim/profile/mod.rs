@@ -152,6 +152,10 @@ pub enum Associativity {
     Ways(u32),
     /// One set holding every line.
     Full,
+    /// `n` sets; the ways are size / (line × sets), so that a unified store's L1 gains and
+    /// loses ways, not sets, with its configuration, as the H100's and H200's L1 does (four
+    /// sets of 434 ways at 217 KiB, 298 at 149 KiB; session 11). In TOML `{ sets = 4 }`.
+    Sets(u32),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -159,6 +163,7 @@ pub enum Associativity {
 enum AssociativityRepr {
     Ways(u32),
     Word(String),
+    Sets { sets: u32 },
 }
 
 impl TryFrom<AssociativityRepr> for Associativity {
@@ -167,8 +172,9 @@ impl TryFrom<AssociativityRepr> for Associativity {
         match repr {
             AssociativityRepr::Ways(n) => Ok(Associativity::Ways(n)),
             AssociativityRepr::Word(w) if w == "full" => Ok(Associativity::Full),
+            AssociativityRepr::Sets { sets } => Ok(Associativity::Sets(sets)),
             AssociativityRepr::Word(w) => Err(format!(
-                "associativity `{w}` is neither a number of ways nor \"full\""
+                "associativity `{w}` is neither a number of ways, \"full\" nor {{ sets = n }}"
             )),
         }
     }
@@ -179,6 +185,7 @@ impl From<Associativity> for AssociativityRepr {
         match a {
             Associativity::Ways(n) => AssociativityRepr::Ways(n),
             Associativity::Full => AssociativityRepr::Word("full".to_owned()),
+            Associativity::Sets(sets) => AssociativityRepr::Sets { sets },
         }
     }
 }
@@ -213,7 +220,8 @@ pub enum Replacement {
     /// cyclic chase one line over the ways misses on about `2 / candidates` of its loads;
     /// the H100's and H200's L1 miss on 2.3–2.9 % (`docs/results/session11.md`).
     RandomOldest {
-        /// How many of the oldest lines the victim is drawn from (≥ 1, ≤ ways).
+        /// How many of the oldest lines the victim is drawn from (≥ 1; more than the ways
+        /// draw among all of them).
         candidates: u32,
     },
 }
@@ -419,10 +427,11 @@ impl CacheSpec {
     }
 }
 
-fn ways_for(associativity: Associativity, size: u64, line: u32) -> u64 {
+pub(crate) fn ways_for(associativity: Associativity, size: u64, line: u32) -> u64 {
     match associativity {
         Associativity::Ways(n) => u64::from(n),
         Associativity::Full => size / u64::from(line.max(1)),
+        Associativity::Sets(n) => size / u64::from(line.max(1)) / u64::from(n.max(1)),
     }
 }
 

@@ -300,6 +300,16 @@ fn validate_geometry(
         Associativity::Ways(0) => return err("associativity: 0 ways".into()),
         Associativity::Ways(n) => u64::from(n),
         Associativity::Full => size / u64::from(line),
+        Associativity::Sets(0) => return err("associativity: 0 sets".into()),
+        Associativity::Sets(n) => {
+            let lines = size / u64::from(line);
+            if lines % u64::from(n) != 0 || lines < u64::from(n) {
+                return err(format!(
+                    "{what}: {lines} lines do not make {n} sets of whole ways"
+                ));
+            }
+            lines / u64::from(n)
+        }
     };
     let set_bytes = ways * u64::from(line);
     if size % set_bytes != 0 {
@@ -320,12 +330,9 @@ fn validate_geometry(
             ));
         }
     }
-    if let Replacement::RandomOldest { candidates } = replacement {
-        if candidates == 0 || u64::from(candidates) > ways {
-            return err(format!(
-                "replacement.candidates: {candidates} is not between 1 and the ways ({ways})"
-            ));
-        }
+    // More candidates than ways (a small configuration of a unified store) draw among all.
+    if replacement == (Replacement::RandomOldest { candidates: 0 }) {
+        return err("replacement.candidates: 0 (at least 1)".into());
     }
     Ok(())
 }

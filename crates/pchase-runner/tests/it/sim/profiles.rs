@@ -70,8 +70,11 @@ fn bundled_profiles_state_what_the_issue_asks() {
         assert_eq!(hopper.l2.partitions, 2);
         assert!(hopper.l2.far() > hopper.l2.near_latency);
         let store = hopper.unified_cache().unwrap().unified.as_ref().unwrap();
-        // Measured: L1 + shared = 249 KiB; the profile keeps 248 so 16 ways divide it.
-        assert_eq!(store.store_bytes, 248 * 1024);
+        // Measured: L1 + shared = 249 KiB (four sets of whole ways at every configuration).
+        assert_eq!(store.store_bytes, 249 * 1024);
+        let l1 = hopper.unified_cache().unwrap();
+        assert_eq!(l1.associativity, pchase_runner::sim::Associativity::Sets(4));
+        assert_eq!(l1.ways_at(217 * 1024), 434);
         assert_eq!(store.shared_carveouts_bytes.last(), Some(&(228 * 1024)));
     }
 }

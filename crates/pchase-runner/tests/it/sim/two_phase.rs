@@ -1,5 +1,6 @@
 //! The two-phase probe: misses exactly where two paths or two threads share a cache.
 
+use pchase_runner::sim::Replacement;
 use pchase_runner::sim::{CacheSpec, SimBackend, SimProfile, CONSTANT_BANK_BYTES};
 use pchase_runner::{Backend, Carveout, ChainSpec, LoadPath, Phase, RunnerError, TwoPhaseRequest};
 
@@ -168,16 +169,27 @@ fn two_phase_misses_exactly_when_the_first_caches_of_the_paths_are_one() {
                 let chain = three_quarters_of(cache, shared);
                 let request = probe(pass(fill, chain, 0), pass(evict, chain, 0));
                 let missed = misses(&profile, cache, &request);
-                let expected = if shares {
-                    request.timed_steps as usize
-                } else {
-                    0
-                };
-                assert_eq!(
-                    missed, expected,
-                    "{name}: {fill} through `{}`, then {evict}",
-                    cache.name
+                let all = request.timed_steps as usize;
+                let lru = matches!(
+                    cache.replacement,
+                    Replacement::Lru | Replacement::EarlyMiss { .. }
                 );
+                // Under LRU every re-timed line of A was evicted; a victim drawn among the
+                // older lines (the Hopper profiles since session 11) leaves some of them.
+                if shares && !lru {
+                    assert!(
+                        missed >= all / 4 && missed <= all,
+                        "{name}: {fill} through `{}`, then {evict}: {missed} of {all}",
+                        cache.name
+                    );
+                } else {
+                    assert_eq!(
+                        missed,
+                        if shares { all } else { 0 },
+                        "{name}: {fill} through `{}`, then {evict}",
+                        cache.name
+                    );
+                }
                 pairs_sharing += usize::from(shares);
             }
         }

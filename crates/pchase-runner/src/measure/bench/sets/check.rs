@@ -9,7 +9,7 @@ use crate::{
         sets::{Candidate, PolicyVerdict, SetMapping},
         Measurements,
     },
-    sim::{Associativity, Replacement, SetIndex, SimProfile},
+    sim::{Replacement, SetIndex, SimProfile},
 };
 
 /// What a profile's cache must be measured as.
@@ -43,10 +43,7 @@ pub fn expected_geometry(profile: &SimProfile, element: ElementKind) -> Option<E
         .ok()?;
     let size = cache.size_at(shared);
     let line = u64::from(cache.line_bytes);
-    let all_ways = match cache.associativity {
-        Associativity::Ways(n) => u64::from(n),
-        Associativity::Full => size / line,
-    };
+    let all_ways = cache.ways_at(size);
     let ways = match cache.replacement {
         Replacement::EarlyMiss { reserved_ways } => all_ways - u64::from(reserved_ways),
         _ => all_ways,
