@@ -375,6 +375,21 @@ impl SimBackend {
             + Duration::from_secs_f64(slowest as f64 / (self.profile.clock.sm_mhz * 1e6))
     }
 
+    /// The run of a fine-grained launch: each block's samples with the index its cursor
+    /// ended on, and the launch's modelled time.
+    fn fine_run(&self, blocks: Vec<BlockState>, cursors: &[ChainCursor]) -> ChaseRun {
+        let gpu_time = self.gpu_time(&blocks);
+        let blocks = blocks
+            .into_iter()
+            .zip(cursors)
+            .map(|(mut block, cursor)| {
+                block.samples.final_index = cursor.index_u32();
+                block.samples
+            })
+            .collect();
+        ChaseRun { blocks, gpu_time }
+    }
+
     fn check_request(&self, request: &ChaseRequest) -> Result<u64, RunnerError> {
         check_written(request)?;
         if request.chains.is_empty() {

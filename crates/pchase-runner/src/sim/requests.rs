@@ -109,19 +109,7 @@ impl Backend for SimBackend {
             [request.warmup_steps, request.steps],
             Timing::Fine,
         )?;
-        let gpu_time = self.gpu_time(&blocks);
-        let out = blocks
-            .into_iter()
-            .zip(&cursors)
-            .map(|(mut block, cursor)| {
-                block.samples.final_index = cursor.index_u32();
-                block.samples
-            })
-            .collect();
-        Ok(ChaseRun {
-            blocks: out,
-            gpu_time,
-        })
+        Ok(self.fine_run(blocks, &cursors))
     }
 
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
@@ -158,19 +146,7 @@ impl Backend for SimBackend {
             request.timed_steps,
             Timing::Fine,
         )?;
-        let gpu_time = self.gpu_time(&blocks);
-        let out = blocks
-            .into_iter()
-            .zip(&chain_a)
-            .map(|(mut block, cursor)| {
-                block.samples.final_index = cursor.index_u32();
-                block.samples
-            })
-            .collect();
-        Ok(ChaseRun {
-            blocks: out,
-            gpu_time,
-        })
+        Ok(self.fine_run(blocks, &chain_a))
     }
 
     fn instruction_fetch(

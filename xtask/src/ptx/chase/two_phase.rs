@@ -127,10 +127,17 @@ pub fn two_phase_entry(
 
     w.comment("Phase 3: thread_a continues chain A where its warm-up ended and times each load.");
     bra(&mut w, "@%p_not_a ", "exit");
+    retime_chain_a(w, &access_a)
+}
+
+/// Phase 3 of both two-phase templates, for the thread that passed the branch to `exit`:
+/// times each load of chain A with the fine timed loop, copies the timings out, stores
+/// `[%smid, final index]` at `%rd_block_out`, and ends the entry.
+fn retime_chain_a(mut w: EntryWriter, access_a: &Access) -> Result<String, String> {
     w.ins("mov.u32 %r_smid, %smid");
     w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
     timing_cursors(&mut w, "%r_steps");
-    fine_timed_loop(&mut w, &access_a);
+    fine_timed_loop(&mut w, access_a);
     w.blank();
     copy_timings_out(&mut w, "%r_steps", true);
     w.ins(&format!("st.global.u32 [%rd_block_out+4], {}", CHAIN.index));
@@ -218,15 +225,5 @@ pub fn two_phase_block_entry(kernel: &'static Kernel) -> Result<String, String> 
     w.ins("setp.ne.u32 %p_not_a, %r_tid, 0");
     bra(&mut w, "@%p_not_a ", "exit");
     w.ins(&format!("mov.u32 {}, 0", CHAIN.index));
-    w.ins("mov.u32 %r_smid, %smid");
-    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
-    timing_cursors(&mut w, "%r_steps");
-    fine_timed_loop(&mut w, &access_a);
-    w.blank();
-    copy_timings_out(&mut w, "%r_steps", true);
-    w.ins(&format!("st.global.u32 [%rd_block_out+4], {}", CHAIN.index));
-    w.ins("st.global.u32 [%rd_block_out], %r_smid");
-    w.label("exit");
-    w.ins("ret");
-    w.finish()
+    retime_chain_a(w, &access_a)
 }

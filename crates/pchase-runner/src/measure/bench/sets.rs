@@ -140,16 +140,15 @@ impl SetProbe for FineProbe<'_, '_> {
         Ok(loads)
     }
 
-    fn chase_lines(&mut self, lines: &[u64], passes: u32) -> Result<Vec<Load>, RunnerError> {
-        if !matches!(
+    /// Global paths only: a list chase writes its chain from the host into global memory.
+    fn can_chase_lines(&self) -> bool {
+        matches!(
             self.path,
             LoadPath::GlobalCa | LoadPath::GlobalCg | LoadPath::GlobalNc
-        ) {
-            return Err(RunnerError::InvalidRequest(format!(
-                "the {} path cannot chase a list of lines",
-                self.path
-            )));
-        }
+        )
+    }
+
+    fn chase_lines(&mut self, lines: &[u64], passes: u32) -> Result<Vec<Load>, RunnerError> {
         let n = lines.len() as u64;
         let request = ListChaseRequest {
             path: self.path,

@@ -69,10 +69,15 @@ pub trait SetProbe {
     fn victims(&mut self, nodes: u64, fill: u64, block: u64)
         -> Result<Vec<Vec<Load>>, RunnerError>;
 
+    /// Whether [`SetProbe::chase_lines`] works here: the reduction to one set needs it, and
+    /// a probe without it (the default) leaves that step out.
+    fn can_chase_lines(&self) -> bool {
+        false
+    }
+
     /// A cyclic chase over `lines` (line numbers from the chain's start, in this order),
     /// warmed by two passes; at least `passes` passes' worth of timed loads, each with its
-    /// line. The reduction to one set needs it; a probe without it (the default) leaves
-    /// that step out.
+    /// line.
     ///
     /// # Errors
     /// The backend's errors; [`RunnerError::InvalidRequest`] by default.
@@ -384,17 +389,14 @@ pub fn search<P: SetProbe>(probe: &mut P, limits: SetLimits) -> Result<SetsFindi
     } else {
         // No fixed set named by the first overflow: reduce a chase to one set's lines, where
         // the probe can chase a list.
-        match reduce::reduce(&mut s, n0) {
-            Ok(Some(found)) => {
+        if s.probe.can_chase_lines() {
+            if let Some(found) = reduce::reduce(&mut s, n0)? {
                 s.finding.policy = Some(PolicyVerdict::Gradual {
                     over_ways: found.over_ways.clone(),
                     uniform_random: found.random_shares.clone(),
                 });
                 s.finding.reduction = Some(found);
             }
-            Ok(None) => {}
-            Err(RunnerError::InvalidRequest(why)) if why.contains("list of lines") => {}
-            Err(e) => return Err(e),
         }
     }
     Ok(s.finding)

@@ -182,16 +182,15 @@ pub(super) fn reduce<P: SetProbe>(
     if !overflows {
         s.finding.undetermined = Some(format!(
             "reduction: masks {} fit the {} lines left but the lines they name do not overflow at {} ways plus one: not one set, ways and sets not stated",
-            hex_list(&masks, 1),
+            hex_list(&masks),
             set.len(),
             ways
         ));
         return Ok(None);
     }
     s.note(format!(
-        "the set's lines share constant parities under the masks {} of the line number (bytes: {}); the lines these masks name fit at {ways} and overflow at {}: an XOR-hashed index of {sets} sets",
-        hex_list(&masks, 1),
-        hex_list(&masks, 0),
+        "the set's lines share constant parities under the masks {} of the line number; the lines these masks name fit at {ways} and overflow at {}: an XOR-hashed index of {sets} sets",
+        hex_list(&masks),
         ways + 1
     ));
     s.finding.mapping = Some(SetMapping::Xor {
@@ -223,18 +222,12 @@ fn parities(line: u64, masks: &[u64]) -> Vec<u32> {
     masks.iter().map(|m| (line & m).count_ones() & 1).collect()
 }
 
-/// `masks` as hex, shifted left by `shift` bits (7 for the bytes of 128-byte lines is the
-/// caller's: here 0 for line numbers), joined by commas.
-fn hex_list(masks: &[u64], as_lines: u32) -> String {
+/// `masks` (over line numbers) as hex, joined by commas. The report states them in bytes,
+/// where the line size is known.
+fn hex_list(masks: &[u64]) -> String {
     masks
         .iter()
-        .map(|m| {
-            if as_lines == 1 {
-                format!("{m:#x}")
-            } else {
-                format!("{:#x}", m << 7)
-            }
-        })
+        .map(|m| format!("{m:#x}"))
         .collect::<Vec<_>>()
         .join(", ")
 }

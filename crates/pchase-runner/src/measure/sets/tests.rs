@@ -46,6 +46,10 @@ impl SetProbe for Model {
         Ok(loads)
     }
 
+    fn can_chase_lines(&self) -> bool {
+        true
+    }
+
     fn chase_lines(&mut self, lines: &[u64], passes: u32) -> Result<Vec<Load>, RunnerError> {
         let mut cache = Cache::new(self.geometry);
         let n = lines.len() as u64;
