@@ -34,13 +34,18 @@ use crate::{
 };
 pub use tuner::{coordinate_search, Search, SearchSpace};
 
-/// Device time each launch of the search aims at (the L2's: [`L2_TUNING_LAUNCH`]).
+/// Device time each launch of the search aims at (the L2's and device memory's:
+/// [`STREAM_TUNING_LAUNCH`]).
 pub const TUNING_LAUNCH: Duration = Duration::from_micros(100);
-/// Device time each launch of the L2's search aims at: on the H100, 100 µs launches ranked
-/// the L2's shapes differently from 1 ms ones (7.5–9.0 against 8.0–10.3 TB/s).
-pub const L2_TUNING_LAUNCH: Duration = Duration::from_micros(400);
-/// How many of the search's best shapes are timed again with long launches (the L2's: one
-/// more); the one with the best median is the result.
+/// Device time each launch of the L2's and device memory's search aims at. On the H100,
+/// 100 µs launches ranked the L2's shapes differently from 1 ms ones (7.5–9.0 against
+/// 8.0–10.3 TB/s). A device-memory launch covers its buffer at least once (some 180 µs
+/// on the H100, 120 µs on the H200), and at that length its start and end cost 4–5 %
+/// and weigh on deeper unrolls more: 16 B × 8 ranked below 16 B × 4 in one H200 run of
+/// three, though 0.7 % faster in long launches (session 12).
+pub const STREAM_TUNING_LAUNCH: Duration = Duration::from_micros(400);
+/// How many of the search's best shapes are timed again with long launches (the L2's and
+/// device memory's: one more); the one with the best median is the result.
 pub const FINALISTS: usize = 2;
 /// Device time each launch of the final measurement aims at.
 pub const FINAL_LAUNCH: Duration = Duration::from_millis(1);
@@ -371,8 +376,12 @@ pub(crate) fn measure(
         .map(|map| map.count);
     let mut plan = LevelPlan::new(level, &device, sm_mhz, sm_cache_bytes, l2_partitions)?;
     let sms = device.sm_count;
-    let l2 = level.element() == ElementKind::L2;
-    let tuning = if l2 { L2_TUNING_LAUNCH } else { TUNING_LAUNCH };
+    let stream = matches!(level.element(), ElementKind::L2 | ElementKind::DeviceMemory);
+    let tuning = if stream {
+        STREAM_TUNING_LAUNCH
+    } else {
+        TUNING_LAUNCH
+    };
     let space = plan.space.clone();
     let mut sized = false;
     let search = coordinate_search(&space, plan.seed, SEARCH_BUDGET, |shape| {
@@ -401,7 +410,7 @@ pub(crate) fn measure(
         .filter_map(|(shape, value)| value.map(|v| (*shape, v)))
         .collect();
     finalists.sort_by(|a, b| b.1.total_cmp(&a.1));
-    finalists.truncate(FINALISTS + usize::from(l2));
+    finalists.truncate(FINALISTS + usize::from(stream));
     let mut chosen: Option<(BandwidthShape, BandwidthRequest, f64, f64)> = None;
     for (shape, _) in finalists {
         let request = plan.request(shape, sms, FINAL_LAUNCH, FINAL_REPETITIONS);
