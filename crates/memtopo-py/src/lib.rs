@@ -198,7 +198,7 @@ fn to_python<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bo
 
 #[pymethods]
 impl Topology {
-    /// The file format's version, e.g. `"1.6"`.
+    /// The file format's version, e.g. `"1.7"`.
     #[getter]
     fn schema_version(&self) -> String {
         self.inner.schema_version.to_string()

@@ -10,8 +10,13 @@ use std::ffi::OsStr;
 
 use nvml_wrapper::{
     enum_wrappers::device::{Clock, ComputeMode, TemperatureSensor},
-    enums::device::UsedGpuMemory,
+    enums::device::{SampleValue, UsedGpuMemory},
     struct_wrappers::device::ProcessInfo,
+    structs::device::FieldId,
+    sys_exports::field_id::{
+        NVML_FI_DEV_MEMORY_TEMP, NVML_FI_DEV_REMAPPED_COR, NVML_FI_DEV_REMAPPED_PENDING,
+        NVML_FI_DEV_REMAPPED_UNC,
+    },
     Device,
 };
 use topology::{GpuProcess, GpuState};
@@ -97,6 +102,42 @@ fn read<T, E: std::fmt::Display>(what: &str, result: Result<T, E>) -> Option<T> 
     result.map_err(|e| log::debug!("NVML: {what}: {e}")).ok()
 }
 
+/// The device memory's temperature, its remapped rows (correctable, uncorrectable) and
+/// whether a remapping is pending, from NVML's field values: each `None` where the GPU or
+/// driver does not report it.
+fn memory_fields(device: &Device<'_>) -> (Option<u32>, Option<[u64; 2]>, Option<bool>) {
+    let ids = [
+        NVML_FI_DEV_MEMORY_TEMP,
+        NVML_FI_DEV_REMAPPED_COR,
+        NVML_FI_DEV_REMAPPED_UNC,
+        NVML_FI_DEV_REMAPPED_PENDING,
+    ]
+    .map(FieldId);
+    let Some(samples) = read("field values", device.field_values_for(&ids)) else {
+        return (None, None, None);
+    };
+    let value = |i: usize| -> Option<u64> {
+        let sample = read(
+            "field value",
+            samples.get(i)?.as_ref().map_err(ToString::to_string),
+        )?;
+        match read(
+            "field value",
+            sample.value.as_ref().map_err(ToString::to_string),
+        )? {
+            SampleValue::U32(v) => Some(u64::from(*v)),
+            SampleValue::U64(v) => Some(*v),
+            SampleValue::I64(v) => u64::try_from(*v).ok(),
+            SampleValue::F64(v) => (v.is_finite() && *v >= 0.0).then_some(v.round() as u64),
+        }
+    };
+    let temperature = value(0)
+        .and_then(|t| u32::try_from(t).ok())
+        .filter(|&t| t > 0);
+    let rows = value(1).zip(value(2)).map(|(c, u)| [c, u]);
+    (temperature, rows, value(3).map(|p| p != 0))
+}
+
 fn compute_mode(mode: ComputeMode) -> &'static str {
     match mode {
         ComputeMode::Default => "default",
@@ -124,6 +165,7 @@ impl StateSource for Nvml {
     fn observe(&mut self) -> Result<Observation, String> {
         let device = find(&self.nvml, &self.key)?;
         let throttle = read("throttle reasons", device.current_throttle_reasons());
+        let (memory_temperature_c, remapped_rows, row_remap_pending) = memory_fields(&device);
         let state = GpuState {
             sm_clock_mhz: read("SM clock", device.clock_info(Clock::SM)),
             memory_clock_mhz: read("memory clock", device.clock_info(Clock::Memory)),
@@ -138,6 +180,9 @@ impl StateSource for Nvml {
                 })
                 .unwrap_or_default(),
             temperature_c: read("temperature", device.temperature(TemperatureSensor::Gpu)),
+            memory_temperature_c,
+            remapped_rows,
+            row_remap_pending,
             power_w: read("power", device.power_usage()).map(|mw| f64::from(mw) / 1000.0),
             power_limit_w: read("power limit", device.enforced_power_limit())
                 .map(|mw| f64::from(mw) / 1000.0),

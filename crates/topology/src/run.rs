@@ -40,6 +40,17 @@ pub struct GpuState {
     /// The GPU temperature, °C.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature_c: Option<u32>,
+    /// The device memory's temperature (the HBM stacks'), °C, where NVML reports one. HBM
+    /// refreshes more often when hot, which costs bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_temperature_c: Option<u32>,
+    /// Rows of device memory remapped to spares after correctable and uncorrectable
+    /// errors, where NVML reports them (from Ampere on), as `[correctable, uncorrectable]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remapped_rows: Option<[u64; 2]>,
+    /// Whether a row remapping waits for the next GPU reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_remap_pending: Option<bool>,
     /// The power draw, W.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_w: Option<f64>,
@@ -217,12 +228,19 @@ impl RunRecord {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         for (name, s) in [("before", &self.before), ("after", &self.after)] {
-            let entries: [(&'static str, &StateField); 13] = [
+            let entries: [(&'static str, &StateField); 16] = [
                 ("sm_clock_mhz", &|g| opt(g.sm_clock_mhz)),
                 ("memory_clock_mhz", &|g| opt(g.memory_clock_mhz)),
                 ("max_sm_clock_mhz", &|g| opt(g.max_sm_clock_mhz)),
                 ("throttle_reasons", &|g| g.throttle_reasons.join(",")),
                 ("temperature_c", &|g| opt(g.temperature_c)),
+                ("memory_temperature_c", &|g| opt(g.memory_temperature_c)),
+                ("remapped_rows", &|g| {
+                    opt(g.remapped_rows.map(|[c, u]| format!("{c},{u}")))
+                }),
+                ("row_remap_pending", &|g| {
+                    opt(g.row_remap_pending.map(|v| if v { "yes" } else { "no" }))
+                }),
                 ("power_w", &|g| opt(g.power_w.map(|p| format!("{p:.0}")))),
                 ("power_limit_w", &|g| {
                     opt(g.power_limit_w.map(|p| format!("{p:.0}")))
@@ -292,6 +310,21 @@ impl RunRecord {
             self.before_after(|g| g.memory_clock_mhz, " MHz"),
         );
         add("temperature", self.before_after(|g| g.temperature_c, " °C"));
+        add(
+            "memory temperature",
+            self.before_after(|g| g.memory_temperature_c, " °C"),
+        );
+        add(
+            "remapped rows (correctable, uncorrectable)",
+            self.before_after(|g| g.remapped_rows.map(|[c, u]| format!("{c}, {u}")), ""),
+        );
+        add(
+            "row remap pending",
+            self.before_after(
+                |g| g.row_remap_pending.map(|v| if v { "yes" } else { "no" }),
+                "",
+            ),
+        );
         add(
             "power",
             self.before_after(|g| g.power_w.map(|p| p.round() as i64), " W"),

@@ -152,3 +152,38 @@ fn validation_checks_the_record() {
     assert!(err.contains("run.date_utc"), "{err}");
     assert!(err.contains("run.busy_reasons"), "{err}");
 }
+
+/// Schema 1.7: the memory's temperature and remapped rows, which tell a GPU whose memory is
+/// slower than its model's (session 12), reach every output and the diff.
+#[test]
+fn the_memory_conditions_are_recorded_shown_and_diffed() {
+    let mut run = record();
+    for (state, temperature) in [(&mut run.before, 38), (&mut run.after, 44)] {
+        let state = state.as_mut().unwrap();
+        state.memory_temperature_c = Some(temperature);
+        state.remapped_rows = Some([2, 0]);
+        state.row_remap_pending = Some(false);
+    }
+    let topo = topo_with(run.clone());
+    let json = topo.to_json_string().unwrap();
+    assert!(json.contains("\"memory_temperature_c\": 38"), "{json}");
+    assert_eq!(Topology::from_json_str(&json).unwrap(), topo);
+    let table = render::table(&topo);
+    assert!(
+        table.contains("memory temperature 38 °C → 44 °C"),
+        "{table}"
+    );
+    assert!(
+        table.contains("remapped rows (correctable, uncorrectable) 2, 0"),
+        "{table}"
+    );
+    assert!(table.contains("row remap pending no"), "{table}");
+    let md = render::markdown(&topo);
+    assert!(md.contains("| after.remapped_rows | 2,0 |"), "{md}");
+    // A row remapped between two runs is a condition that changed, not the topology.
+    run.after.as_mut().unwrap().remapped_rows = Some([3, 0]);
+    let d = diff::diff(&topo, &topo_with(run));
+    assert!(d.is_empty());
+    let paths: Vec<&str> = d.conditions.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["run.after.remapped_rows"]);
+}
