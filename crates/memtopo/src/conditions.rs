@@ -24,6 +24,10 @@ pub struct Observation {
 pub trait StateSource {
     /// The GPU now.
     fn observe(&mut self) -> Result<Observation, String>;
+
+    /// Adds to `state` what is looked at only once before and once after a run, not at
+    /// every look of the busy check: the device memory's temperature and remapped rows.
+    fn add_memory_conditions(&mut self, _state: &mut GpuState) {}
 }
 
 /// How long a utilisation reading without any visible process may take to fall to zero
@@ -76,6 +80,7 @@ pub fn observe_before(source: &mut dyn StateSource) -> Result<(Observation, Vec<
         observation = source.observe()?;
         reasons = busy_reasons(&observation);
     }
+    source.add_memory_conditions(&mut observation.state);
     Ok((observation, reasons))
 }
 
@@ -210,6 +215,43 @@ mod tests {
         let (o, reasons) = observe_before(&mut Fading(vec![40, 10])).unwrap();
         assert!(reasons.is_empty(), "{reasons:?}");
         assert_eq!(o.state.utilization_percent, Some(0));
+    }
+
+    /// Counts the looks and the memory readings.
+    #[derive(Default)]
+    struct Counting {
+        fading: Vec<u32>,
+        looks: u32,
+        memory_reads: u32,
+    }
+    impl StateSource for Counting {
+        fn observe(&mut self) -> Result<Observation, String> {
+            self.looks += 1;
+            let mut o = at(1980);
+            o.settles = true;
+            o.state.utilization_percent = Some(if self.fading.is_empty() {
+                0
+            } else {
+                self.fading.remove(0)
+            });
+            Ok(o)
+        }
+        fn add_memory_conditions(&mut self, state: &mut GpuState) {
+            self.memory_reads += 1;
+            state.memory_temperature_c = Some(40 + self.memory_reads);
+        }
+    }
+
+    #[test]
+    fn the_memory_is_looked_at_once_after_the_busy_check_has_waited() {
+        let mut source = Counting {
+            fading: vec![40, 10],
+            ..Counting::default()
+        };
+        let (o, _) = observe_before(&mut source).unwrap();
+        assert_eq!(source.looks, 3, "two busy readings, then an idle one");
+        assert_eq!(source.memory_reads, 1);
+        assert_eq!(o.state.memory_temperature_c, Some(41));
     }
 
     #[test]

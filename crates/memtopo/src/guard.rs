@@ -102,7 +102,8 @@ pub fn after(
 ) {
     let Some(source) = source else { return };
     match source.observe() {
-        Ok(observation) => {
+        Ok(mut observation) => {
+            source.add_memory_conditions(&mut observation.state);
             if let Some(before) = before {
                 record
                     .disturbances

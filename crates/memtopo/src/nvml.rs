@@ -165,7 +165,6 @@ impl StateSource for Nvml {
     fn observe(&mut self) -> Result<Observation, String> {
         let device = find(&self.nvml, &self.key)?;
         let throttle = read("throttle reasons", device.current_throttle_reasons());
-        let (memory_temperature_c, remapped_rows, row_remap_pending) = memory_fields(&device);
         let state = GpuState {
             sm_clock_mhz: read("SM clock", device.clock_info(Clock::SM)),
             memory_clock_mhz: read("memory clock", device.clock_info(Clock::Memory)),
@@ -180,9 +179,10 @@ impl StateSource for Nvml {
                 })
                 .unwrap_or_default(),
             temperature_c: read("temperature", device.temperature(TemperatureSensor::Gpu)),
-            memory_temperature_c,
-            remapped_rows,
-            row_remap_pending,
+            // Looked at once before and once after the run: `add_memory_conditions`.
+            memory_temperature_c: None,
+            remapped_rows: None,
+            row_remap_pending: None,
             power_w: read("power", device.power_usage()).map(|mw| f64::from(mw) / 1000.0),
             power_limit_w: read("power limit", device.enforced_power_limit())
                 .map(|mw| f64::from(mw) / 1000.0),
@@ -208,5 +208,22 @@ impl StateSource for Nvml {
             driver_version: read("driver version", self.nvml.sys_driver_version()),
             settles: true,
         })
+    }
+
+    fn add_memory_conditions(&mut self, state: &mut GpuState) {
+        let started = std::time::Instant::now();
+        let device = match find(&self.nvml, &self.key) {
+            Ok(device) => device,
+            Err(e) => return log::debug!("NVML: memory conditions: {e}"),
+        };
+        (
+            state.memory_temperature_c,
+            state.remapped_rows,
+            state.row_remap_pending,
+        ) = memory_fields(&device);
+        log::debug!(
+            "NVML: memory conditions read in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
     }
 }

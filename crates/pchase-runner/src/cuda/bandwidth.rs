@@ -215,14 +215,9 @@ impl CudaBackend {
             [src, dst, sink],
         );
         // One untimed launch first: it brings the data into the cache under test and the
-        // clocks up; each repetition is then timed on its own.
-        let mut gpu_time = self.timed_launch(&function, launch, &args)?;
-        let mut elapsed = Vec::with_capacity(request.repetitions as usize);
-        for _ in 0..request.repetitions {
-            let time = self.timed_launch(&function, launch, &args)?;
-            gpu_time += time;
-            elapsed.push(time);
-        }
+        // clocks up; each repetition is then timed on its own, all back to back.
+        let (elapsed, gpu_time) =
+            self.timed_launches(&function, launch, &args, request.repetitions)?;
         if elapsed.contains(&Duration::ZERO) {
             return Err(RunnerError::WrongResult(format!(
                 "a bandwidth launch ({}) took no measurable time",

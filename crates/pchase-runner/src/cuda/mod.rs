@@ -84,6 +84,8 @@ pub struct CudaBackend {
     inputs: scratch::Scratch,
     /// The events every timed launch records, reused.
     events: (Event, Event),
+    /// The events between back-to-back timed launches (`timed_launches`), grown on demand.
+    sequence_events: Vec<Event>,
     modules: Vec<LoadedModule>,
     stream: Stream,
     info: DeviceInfo,
@@ -155,6 +157,7 @@ impl CudaBackend {
             outputs: scratch::Scratch::default(),
             inputs: scratch::Scratch::default(),
             events: (Event::new()?, Event::new()?),
+            sequence_events: Vec::new(),
             modules,
             stream,
             info,
