@@ -37,21 +37,28 @@ impl CudaBackend {
     /// the H100's L2 (Nsight Compute counted 486–495 MiB written to DRAM per 512 MiB launch,
     /// session 12), and with a wait after each launch the L2 wrote them back in the idle gap,
     /// outside every timing: one write launch of five came out at 100.6 % of the API's peak.
+    ///
+    /// Launch `i` (the untimed one is 0) takes its arguments from `args[i % args.len()]`.
     pub(super) fn timed_launches(
         &mut self,
         function: &LoadedFunction,
         shape: LaunchShape,
-        args: &[(&str, Arg)],
+        args: &[Vec<(&str, Arg)>],
         timed: u32,
     ) -> Result<(Vec<Duration>, Duration), RunnerError> {
+        if args.is_empty() {
+            return Err(RunnerError::InvalidRequest(
+                "a timed sequence without arguments".into(),
+            ));
+        }
         let needed = timed as usize + 2;
         while self.sequence_events.len() < needed {
             self.sequence_events.push(Event::new()?);
         }
         let events = &self.sequence_events[..needed];
         events[0].record(&self.stream)?;
-        for event in &events[1..] {
-            function.launch(self.stream.handle(), shape, args)?;
+        for (i, event) in events[1..].iter().enumerate() {
+            function.launch(self.stream.handle(), shape, &args[i % args.len()])?;
             event.record(&self.stream)?;
         }
         self.stream
