@@ -295,6 +295,30 @@ mod tests {
         }
     }
 
+    /// Device memory's requests alternate between two sets of buffers; the L2's, whose data
+    /// must stay, and the per-block levels do not.
+    #[test]
+    fn only_requests_that_stream_from_device_memory_alternate_buffers() {
+        let h100 = crate::sim::SimProfile::bundled("h100").expect("bundled");
+        let device = &h100.device;
+        let request = |level| {
+            let plan = crate::measure::bandwidth::LevelPlan::new(level, device, 1980.0, None, None)
+                .expect("plan");
+            plan.request(plan.seed, device.sm_count, Duration::from_millis(1), 3)
+        };
+        use crate::bandwidth::BandwidthLevel as L;
+        for level in [L::MemoryRead, L::MemoryWrite, L::MemoryCopy] {
+            assert!(alternates(&request(level), device), "{level}");
+        }
+        for level in [L::L1, L::Shared, L::L2Near, L::L2, L::L2Write] {
+            assert!(!alternates(&request(level), device), "{level}");
+        }
+        // The L2 flush reads twice the L2 (a power of two): one buffer.
+        let mut flush = request(L::MemoryRead);
+        flush.region_bytes = (2 * device.l2_bytes).next_power_of_two();
+        assert!(!alternates(&flush, device));
+    }
+
     #[test]
     fn requests_are_checked_before_the_driver_is_touched() {
         // Without a driver this fails at CudaBackend::new; the check itself needs none.

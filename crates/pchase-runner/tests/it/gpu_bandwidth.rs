@@ -42,11 +42,10 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
             BandwidthLevel::MemoryRead
             | BandwidthLevel::MemoryWrite
             | BandwidthLevel::MemoryCopy => {
+                // At or under the peak: launches timed with a host wait after each, or
+                // back to back over one buffer, came out at 100.6 % (session 12).
                 let peak = api_memory_peak(&device).expect("the API states the memory");
-                assert!(
-                    best < 1.02 * peak,
-                    "{level}: {best} B/s over the peak {peak}"
-                );
+                assert!(best <= peak, "{level}: {best} B/s over the peak {peak}");
             }
             BandwidthLevel::L2Near | BandwidthLevel::L2 | BandwidthLevel::L2Write => {
                 assert!(per_sm_clock < 256.0, "{level}: {per_sm_clock} B/clk/SM");
