@@ -171,6 +171,11 @@ fn opt<T: fmt::Display>(value: Option<T>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
+/// Whether a row remap waits for a reset, as `yes` or `no` (a remap is not on or off).
+fn remap_pending(g: &GpuState) -> Option<&'static str> {
+    g.row_remap_pending.map(|v| if v { "yes" } else { "no" })
+}
+
 fn yes_no(value: Option<bool>) -> String {
     value.map_or_else(
         || "-".to_owned(),
@@ -238,9 +243,7 @@ impl RunRecord {
                 ("remapped_rows", &|g| {
                     opt(g.remapped_rows.map(|[c, u]| format!("{c},{u}")))
                 }),
-                ("row_remap_pending", &|g| {
-                    opt(g.row_remap_pending.map(|v| if v { "yes" } else { "no" }))
-                }),
+                ("row_remap_pending", &|g| opt(remap_pending(g))),
                 ("power_w", &|g| opt(g.power_w.map(|p| format!("{p:.0}")))),
                 ("power_limit_w", &|g| {
                     opt(g.power_limit_w.map(|p| format!("{p:.0}")))
@@ -318,13 +321,7 @@ impl RunRecord {
             "remapped rows (correctable, uncorrectable)",
             self.before_after(|g| g.remapped_rows.map(|[c, u]| format!("{c}, {u}")), ""),
         );
-        add(
-            "row remap pending",
-            self.before_after(
-                |g| g.row_remap_pending.map(|v| if v { "yes" } else { "no" }),
-                "",
-            ),
-        );
+        add("row remap pending", self.before_after(remap_pending, ""));
         add(
             "power",
             self.before_after(|g| g.power_w.map(|p| p.round() as i64), " W"),

@@ -200,16 +200,22 @@ impl CudaBackend {
             BandwidthOp::Copy => (true, true),
             BandwidthOp::SharedRead => (false, false),
         };
-        let mut sets = Vec::with_capacity(2);
-        for second in [false, true].into_iter().take(1 + usize::from(alternate)) {
-            let (src_slot, dst_slot) = if second {
-                (&mut buffers.src_b, &mut buffers.dst_b)
+        let used = |slot: &mut Option<DeviceBuffer<u32>>, needed: bool| {
+            if needed {
+                ensure(slot, buffer)
             } else {
-                (&mut buffers.src, &mut buffers.dst)
-            };
-            let src = if reads { ensure(src_slot, buffer)? } else { 0 };
-            let dst = if writes { ensure(dst_slot, buffer)? } else { 0 };
-            sets.push((src, dst));
+                Ok(0)
+            }
+        };
+        let mut sets = vec![(
+            used(&mut buffers.src, reads)?,
+            used(&mut buffers.dst, writes)?,
+        )];
+        if alternate {
+            sets.push((
+                used(&mut buffers.src_b, reads)?,
+                used(&mut buffers.dst_b, writes)?,
+            ));
         }
         let sink = match shape.op {
             BandwidthOp::Read(_) | BandwidthOp::SharedRead => {

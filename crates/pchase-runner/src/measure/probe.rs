@@ -50,6 +50,12 @@ pub struct SizeProbe {
 pub const CONSTANT_BANK_BYTES: u64 = 64 * 1024;
 
 impl SizeProbe {
+    /// `bytes` rounded down to whole node strides, at least one: the sizes a search tries.
+    pub(crate) fn whole_strides(&self, bytes: u64) -> u64 {
+        let stride = u64::from(self.stride);
+        (bytes / stride).max(1) * stride
+    }
+
     /// Replicas a launch over sizes up to `largest` bytes can run: as many as asked, at
     /// most the SMs, and on the constant path at most what the 64 KiB bank holds.
     fn replicas_for(&self, sm_count: u32, largest: u64) -> u32 {

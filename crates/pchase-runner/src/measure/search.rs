@@ -68,8 +68,7 @@ pub fn find_size<B: Backend + ?Sized>(
     gpu_time: &mut Duration,
 ) -> Result<(SizeFinding, RawCurve), RunnerError> {
     let stride = u64::from(probe.stride);
-    let round = |b: u64| (b / stride).max(1) * stride;
-    let start = round(range.start);
+    let start = probe.whole_strides(range.start);
     if range.max <= start {
         return Err(RunnerError::InvalidRequest(format!(
             "size search from {start} B to {} B is empty",
@@ -80,14 +79,14 @@ pub fn find_size<B: Backend + ?Sized>(
     // 1. Doubling, all sizes in one launch.
     let mut doubling = vec![start];
     while let Some(&last) = doubling.last() {
-        let next = round(last * 2);
+        let next = probe.whole_strides(last * 2);
         if next > range.max {
             break;
         }
         doubling.push(next);
     }
     if *doubling.last().unwrap_or(&start) < range.max {
-        doubling.push(round(range.max));
+        doubling.push(probe.whole_strides(range.max));
     }
     let samples = probe.run(backend, &doubling, gpu_time)?;
     let detector = ShiftDetector::new(&samples[0].values)
@@ -211,9 +210,8 @@ pub fn find_size_near<B: Backend + ?Sized>(
     gpu_time: &mut Duration,
 ) -> Result<(SizeFinding, RawCurve), RunnerError> {
     let stride = u64::from(probe.stride);
-    let round = |b: u64| (b / stride).max(1) * stride;
-    let start = round(range.start);
-    let centre = round(predicted);
+    let start = probe.whole_strides(range.start);
+    let centre = probe.whole_strides(predicted);
     let first = centre.saturating_sub(PREDICTED_MARGIN * stride);
     let last = centre + PREDICTED_MARGIN * stride;
     if first <= start || last > range.max {
@@ -276,12 +274,11 @@ pub fn find_size_among<B: Backend + ?Sized>(
     gpu_time: &mut Duration,
 ) -> Result<(SizeFinding, RawCurve), RunnerError> {
     let stride = u64::from(probe.stride);
-    let round = |b: u64| (b / stride).max(1) * stride;
-    let start = round(range.start);
+    let start = probe.whole_strides(range.start);
     let margin = CANDIDATE_PROBE * stride;
     let mut centres: Vec<u64> = candidates
         .iter()
-        .map(|&c| round(c))
+        .map(|&c| probe.whole_strides(c))
         .filter(|&c| c >= start + 2 * margin && c + margin <= range.max)
         .collect();
     centres.sort_unstable();
@@ -324,10 +321,9 @@ fn narrow<B: Backend + ?Sized>(
     gpu_time: &mut Duration,
 ) -> Result<(), RunnerError> {
     let stride = u64::from(probe.stride);
-    let round = |b: u64| (b / stride).max(1) * stride;
     let ways = u64::from((backend.device().sm_count / probe.replicas.max(1)).clamp(2, 128));
     while (*hi - *lo) / stride > 2 * SWEEP_MARGIN {
-        let step = round((*hi - *lo) / (ways + 1)).max(stride);
+        let step = probe.whole_strides((*hi - *lo) / (ways + 1)).max(stride);
         let sizes: Vec<u64> = (1..=ways)
             .map(|k| *lo + k * step)
             .filter(|&s| s < *hi)
