@@ -118,7 +118,7 @@ impl CudaBackend {
     /// Compiling ahead on other threads does not help: the driver holds its lock while it
     /// JIT-compiles, and with three threads compiling every bandwidth kernel from the start
     /// of an H200 run with an empty JIT cache the first benchmark began only after some 55
-    /// of them, 0.8 s later (session 11, `docs/results/session11.md`).
+    /// of them, 0.8 s later.
     fn bandwidth_function(
         &mut self,
         kernel: &'static Kernel,

@@ -5,7 +5,7 @@
 //! Until session 11 every chase allocated, zeroed, copied back and freed three to six
 //! buffers of its own (`cuMemAlloc`, `cuMemsetD8`, `cuMemcpyDtoH`, `cuMemFree` each), and
 //! its chain's init kernel one more: on an H200 about 200 ms of a default run's host time
-//! sat between the launches (`docs/results/session10.md`).
+//! sat between the launches.
 
 use std::os::raw::c_void;
 

@@ -285,8 +285,7 @@ mod tests {
         assert!(f.points.windows(2).all(|w| w[0].segments <= w[1].segments));
     }
 
-    /// The H100's coarse sweep (session 7, GPU-74b75669, `docs/results/h100/session7/final/
-    /// icache/run1.log`): two ramps of two points each, at 35–38 KiB and 117.5–128 KiB,
+    /// An H100's coarse sweep (GPU-74b75669): two ramps of two points each, at 35–38 KiB and 117.5–128 KiB,
     /// are not levels; three plateaus remain.
     #[test]
     fn ramps_between_levels_are_not_levels() {

@@ -1,5 +1,5 @@
 //! The mixture decomposition on real per-load samples of an H100 and an H200
-//! (`tests/data/`, taken from the issue-12 exploration in `docs/results/*/explore-12`): one
+//! (`tests/data/`, taken by `scripts/gpu/l2_levels.cu`; the files name their source): one
 //! level inside the near partition, far hits and memory between the near capacity and the
 //! L2, memory through the near and the far partition beyond the L2.
 
@@ -54,7 +54,7 @@ fn h200_l2_levels_from_real_samples() {
     check("l2-samples-h200-120MiB.txt", &[(520.0, 0.5), (690.0, 0.5)]);
 }
 
-/// The H200's sweeps of session 9 (`docs/results/h200/session9/l2raw/`, runs 1 and 3): at
+/// Two sweeps of one H200 (memtopo `--only l2`, runs 1 and 3 of its `--keep-raw`): at
 /// 30 MiB near hits were 76 % of one run's loads and 88 % of the other's, so the onset of
 /// the overflow (the last size with the full share, which the near capacity followed until
 /// session 10) is 25.2 MiB in one and 30 MiB in the other; the size where near hits fall

@@ -218,7 +218,8 @@ pub enum Replacement {
     /// A victim drawn uniformly among the `candidates` least recently used lines of the set
     /// (session 11): between LRU (`candidates` = 1) and uniformly random (= the ways). A
     /// cyclic chase one line over the ways misses on about `2 / candidates` of its loads;
-    /// the H100's and H200's L1 miss on 2.3–2.9 % (`docs/results/session11.md`).
+    /// the H100's and H200's L1 miss on 2.3–2.9 %
+    /// (`docs/evidence/2026-11-26-h100-h200-l1-sets/`).
     RandomOldest {
         /// How many of the oldest lines the victim is drawn from (≥ 1; more than the ways
         /// draw among all of them).
