@@ -52,6 +52,7 @@ mod copy;
 mod icache;
 mod mlp;
 mod model;
+mod probe;
 mod profile;
 mod requests;
 mod tenant;

@@ -37,7 +37,10 @@ pub(super) fn markdown(topo: &Topology, out: &mut String, escape: fn(&str) -> St
         if let Some(method) = &section.method {
             let _ = writeln!(out, "{}\n", escape(method));
         }
-        let _ = writeln!(out, "| quantity | value | provenance |\n| --- | --- | --- |");
+        let _ = writeln!(
+            out,
+            "| quantity | value | provenance |\n| --- | --- | --- |"
+        );
         for row in &section.rows {
             let _ = writeln!(
                 out,

@@ -21,7 +21,11 @@ fn with_section(section: Section) -> Topology {
 fn banks(cost: f64, ways_at_period: u32, period: u64) -> Section {
     Section::new("Shared-memory bank conflicts")
         .with_method("one warp, dependent loads")
-        .with_row("conflict_free", "one way", latency(&[29.0, 29.0, 30.0, 29.0]))
+        .with_row(
+            "conflict_free",
+            "one way",
+            latency(&[29.0, 29.0, 30.0, 29.0]),
+        )
         .with_row(
             "cost_per_way",
             "each further way",
@@ -66,7 +70,11 @@ fn a_topology_without_sections_writes_no_key() {
 #[test]
 fn validation_names_the_bad_row() {
     let mut section = banks(2.0, 32, 128);
-    section.push("cost_per_way", "again", RowValue::count(1, Provenance::Benchmark));
+    section.push(
+        "cost_per_way",
+        "again",
+        RowValue::count(1, Provenance::Benchmark),
+    );
     section.push("Bad Key", "bad", RowValue::count(1, Provenance::Benchmark));
     section.push(
         "nan",
@@ -155,10 +163,16 @@ fn every_renderer_shows_every_row() {
             "128 B",
             "29.0",
         ] {
-            assert!(text.contains(expected), "{name} lacks `{expected}`:\n{text}");
+            assert!(
+                text.contains(expected),
+                "{name} lacks `{expected}`:\n{text}"
+            );
         }
     }
     assert!(table.contains("  one way"), "{table}");
     assert!(markdown.contains("\n## Shared-memory bank conflicts\n\none warp, dependent loads\n"));
-    assert!(markdown.contains("| each further way | 2.00 cycles | benchmark |"), "{markdown}");
+    assert!(
+        markdown.contains("| each further way | 2.00 cycles | benchmark |"),
+        "{markdown}"
+    );
 }
