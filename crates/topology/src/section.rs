@@ -14,7 +14,7 @@
 //! let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 132));
 //! let conflict_free = LatencySummary::from_samples(&[29.0, 29.0, 29.0]).unwrap();
 //! topo.sections.insert(
-//!     "shared-banks".into(),
+//!     "bank-probe".into(),
 //!     Section::new("Shared-memory bank conflicts")
 //!         .with_row("conflict_free", "one way (no conflict)", RowValue::latency(conflict_free))
 //!         .with_row("cost_per_way", "each further way", RowValue::number(2.0, "cycles", Provenance::Benchmark))
@@ -22,7 +22,7 @@
 //! );
 //! topo.validate()?;
 //! assert!(render::table(&topo).contains("each further way"));
-//! assert_eq!(topo.sections["shared-banks"].row("cost_per_way").unwrap().value.as_number(), Some(2.0));
+//! assert_eq!(topo.sections["bank-probe"].row("cost_per_way").unwrap().value.as_number(), Some(2.0));
 //! # Ok::<(), topology::Error>(())
 //! ```
 

@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use pchase_kernels::LoadPath;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::SeedableRng;
 
 use crate::backend::{ProbeLaunch, ProbeModel, ProbeRun, SimulatedGpu};
 use crate::device::DeviceInfo;
@@ -43,8 +45,19 @@ impl SimulatedGpu for SimBackend {
 
     fn noise(&mut self) -> i64 {
         let noise = self.profile.noise;
+        let seed = self.profile.seed;
+        let (streams, running) = &mut self.probe_noise;
+        let entry = running.unwrap_or_default();
+        let rng = streams.entry(entry).or_insert_with(|| {
+            // FNV-1a of the entry name: each probe's stream is fixed by the profile's seed
+            // and its own name.
+            let name = entry.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            Xoshiro256PlusPlus::seed_from_u64(seed ^ name)
+        });
         Self::noise(
-            &mut self.rng,
+            rng,
             self.jitter.as_ref(),
             noise.outlier_probability,
             noise.outlier_extra_cycles,
@@ -71,7 +84,10 @@ impl SimBackend {
             })?;
         self.kernels_used.insert(kernel.entry());
         self.count_launch();
-        let run = model.simulate(self, launch)?;
+        self.probe_noise.1 = Some(kernel.entry());
+        let run = model.simulate(self, launch);
+        self.probe_noise.1 = None;
+        let run = run?;
         let given: Vec<usize> = launch.buffers().iter().map(|b| b.len()).collect();
         let written: Vec<usize> = run.buffers.iter().map(Vec::len).collect();
         if given != written {
