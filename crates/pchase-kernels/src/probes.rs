@@ -19,7 +19,8 @@
 //! }
 //! ```
 
-use crate::kernel::{Kernel, Module};
+use crate::catalogue::params::param;
+use crate::kernel::{Kernel, KernelKind, Module, ParamType, SharedLayout};
 use crate::{ComputeCapability, PtxIsaVersion};
 
 /// Module `probes`: one small kernel per benchmark that keeps no request type of its own.
@@ -35,8 +36,37 @@ pub(crate) static PROBES: Module = Module {
     description: "small kernels of one benchmark each, launched through the generic probe request",
 };
 
+/// `shared_bank_conflicts`: one warp, each thread a dependent chain of loads from its own
+/// word of shared memory, the words `stride_bytes` apart, timed as a whole by `%clock64`; the
+/// shared-memory bank conflicts benchmark (`shared-banks`).
+pub static SHARED_BANK_CONFLICTS: Kernel = Kernel {
+    module: &PROBES,
+    entry: "shared_bank_conflicts",
+    kind: KernelKind::Probe,
+    params: &[
+        param(
+            "out",
+            ParamType::U64,
+            "global pointer to u32[2 + threads]: the cycles of the timed loads (u64, thread 0), then each thread's final byte offset",
+        ),
+        param(
+            "stride_bytes",
+            ParamType::U32,
+            "bytes between the words of consecutive threads (0: one word for all), a multiple of 4",
+        ),
+        param(
+            "loads",
+            ParamType::U32,
+            "timed loads per thread, a positive multiple of 8",
+        ),
+    ],
+    min_capability: ComputeCapability::SM_50,
+    shared_layout: SharedLayout::Buffer,
+    cluster_dims: None,
+};
+
 /// Every probe, in the order `cargo xtask ptx` writes them.
-static KERNELS: &[&Kernel] = &[];
+static KERNELS: &[&Kernel] = &[&SHARED_BANK_CONFLICTS];
 
 /// The module of the probes.
 pub fn module() -> &'static Module {

@@ -20,6 +20,7 @@
 
 mod async_copy;
 mod bandwidth;
+mod banks;
 mod dsmem;
 mod gpc;
 mod icache;
@@ -138,6 +139,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &sm_cache::CONSTANT_L1,
     &sm_cache::CONSTANT_L15,
     &shared::SHARED,
+    &banks::SHARED_BANKS,
     &l2::L2,
     &memory::MEMORY,
     &tlb::TLB,
