@@ -53,9 +53,12 @@ pub(super) fn markdown(topo: &Topology, out: &mut String, escape: fn(&str) -> St
     }
 }
 
-/// The rows of each section for an HTML table of label, value and provenance, with the
-/// section's title and method: `(title, method, rows)`.
-pub(super) fn html_tables(topo: &Topology) -> Vec<(&str, Option<&str>, Vec<Vec<String>>)> {
+/// A section as the HTML report shows it: title, method, and rows of label, value and
+/// provenance.
+pub(super) type HtmlTable<'a> = (&'a str, Option<&'a str>, Vec<Vec<String>>);
+
+/// Each section for an HTML table of label, value and provenance, with its title and method.
+pub(super) fn html_tables(topo: &Topology) -> Vec<HtmlTable<'_>> {
     topo.sections
         .values()
         .map(|section| {
