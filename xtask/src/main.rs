@@ -17,6 +17,8 @@ mod cuda_stub;
 mod file_length;
 mod ptx;
 mod ptxas;
+#[cfg(test)]
+mod walkthrough;
 
 use std::{
     env,

@@ -48,6 +48,7 @@ mod error;
 pub mod icache;
 mod kernel;
 mod path;
+pub mod probes;
 
 pub use capability::{ComputeCapability, PtxIsaVersion};
 pub use error::Error;

@@ -16,6 +16,7 @@ mod icache;
 mod markdown;
 mod number;
 mod plot;
+mod sections;
 mod store;
 mod svg;
 mod svg_blocks;
@@ -314,6 +315,7 @@ pub fn table(topo: &Topology) -> String {
     for line in geometry_lines(topo) {
         let _ = writeln!(out, "sets: {line}");
     }
+    out.push_str(&sections::text(topo));
     for note in general_notes(topo) {
         let _ = writeln!(out, "{note}");
     }

@@ -99,6 +99,11 @@ pub struct SimProfile {
     /// device's compute capability has paths, and is "not applicable" where it has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies: Option<CopySpec>,
+    /// The truth of benchmarks that keep their own model of their probe (`[benchmarks.<name>]`,
+    /// `crate::backend::ProbeModel`), keyed by the benchmark's name; each benchmark reads
+    /// and checks its own table. Absent: those benchmarks have nothing to find and say so.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub benchmarks: BTreeMap<String, toml::Value>,
 }
 
 /// The SM clock and the cost of reading it.
