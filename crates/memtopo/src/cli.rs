@@ -1,15 +1,19 @@
-//! The command line: clap's types for every subcommand, and the parsers of values clap
-//! cannot check by type (device indices, percentages, `--only`).
+//! The command line: clap's types for every subcommand, the parsers of values clap
+//! cannot check by type (device indices, percentages), and help texts made from the
+//! definitions they describe (the benchmark registry, the output formats, the exit codes).
+//! [`lower`] turns the parsed arguments into the run plan and the subcommands' requests;
+//! no module below sees a clap type.
 //!
 //! `memtopo` without a subcommand measures (the flags of [`MeasureArgs`] at the top level,
 //! exactly as `memtopo measure`); a subcommand's flags cannot be mixed with them.
 
+pub mod lower;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pchase_runner::measure::Selection;
 
-use crate::{output::Format, progress::ProgressMode, run::CliError};
+use crate::{output::Format, plan::DeviceSelection, progress::ProgressMode};
 
 /// Discover the memory topology of an NVIDIA GPU by pointer-chase micro-benchmarks.
 #[derive(Debug, Parser)]
@@ -69,10 +73,10 @@ pub struct MeasureArgs {
         short = 'd',
         default_value = "0",
         value_name = "N|LIST|all",
-        value_parser = crate::node::parse_devices,
+        value_parser = parse_devices,
         allow_negative_numbers = true
     )]
-    pub device: crate::node::DeviceSelection,
+    pub device: DeviceSelection,
     /// Run only these benchmarks (comma-separated), with the ones they need.
     #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
     pub only: Vec<String>,
@@ -194,18 +198,6 @@ pub struct ToleranceArgs {
     pub count_tolerance: u32,
 }
 
-impl ToleranceArgs {
-    /// The library's options.
-    pub fn options(&self) -> topology::diff::DiffOptions {
-        topology::diff::DiffOptions {
-            sigmas: self.sigmas,
-            relative_tolerance: self.latency_tolerance,
-            size_tolerance: self.size_tolerance,
-            count_tolerance: self.count_tolerance,
-        }
-    }
-}
-
 /// `memtopo merge`.
 #[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
@@ -244,6 +236,31 @@ pub fn parse_device(text: &str) -> Result<u32, String> {
     })
 }
 
+/// `--device`: `all`, an index, or indices separated by commas.
+pub fn parse_devices(text: &str) -> Result<DeviceSelection, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(DeviceSelection::All);
+    }
+    if !text.contains(',') {
+        return parse_device(text).map(DeviceSelection::One);
+    }
+    let mut list = Vec::new();
+    for part in text.split(',') {
+        if part.trim().is_empty() {
+            return Err(format!(
+                "`{text}` has an empty entry: give indices separated by commas (`0,3`) or `all`"
+            ));
+        }
+        let index = parse_device(part)?;
+        if list.contains(&index) {
+            return Err(format!("`{text}` names device {index} twice"));
+        }
+        list.push(index);
+    }
+    Ok(DeviceSelection::List(list))
+}
+
 /// A percentage (`2`, `0.5`, `2%`) as a fraction (0.02).
 pub fn parse_percent(text: &str) -> Result<f64, String> {
     let number = text.trim().trim_end_matches('%');
@@ -260,33 +277,6 @@ pub fn parse_non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The benchmarks `--only` names (every registered one of the default run when it is
-/// empty), with the deep ones where `deep` (`--deep`); the plan adds what they need
-/// (`constant-l15` brings `constant-l1`). The one place that reads `--only` and `--deep`.
-pub fn only_benchmarks(only: &[String], deep: bool) -> Result<Selection, CliError> {
-    if only.is_empty() {
-        return Ok(if deep {
-            Selection::Deep
-        } else {
-            Selection::All
-        });
-    }
-    let mut names: Vec<&str> = only.iter().map(String::as_str).collect();
-    if deep {
-        names.extend(
-            pchase_runner::measure::bench::REGISTRY
-                .iter()
-                .filter(|b| b.info().deep)
-                .map(|b| b.info().name),
-        );
-    }
-    let selection = Selection::named(&names).map_err(|e| CliError::Usage(e.to_string()))?;
-    for (added, by) in selection.added() {
-        log::info!("--only {by} needs {added}: measuring {added} too");
-    }
-    Ok(selection)
-}
-
 /// The registered benchmarks, each with its summary, as `--only`'s values.
 fn benchmark_names() -> clap::builder::PossibleValuesParser {
     pchase_runner::measure::bench::REGISTRY
@@ -296,34 +286,36 @@ fn benchmark_names() -> clap::builder::PossibleValuesParser {
         .into()
 }
 
-/// Output formats a subcommand can name with `--format`.
+/// Output formats a subcommand can name with `--format`: [`Format::ALL`].
 impl ValueEnum for Format {
     fn value_variants<'a>() -> &'a [Self] {
-        &[
-            Format::Table,
-            Format::Json,
-            Format::Toml,
-            Format::Markdown,
-            Format::Svg,
-            Format::Mt4g,
-            Format::Html,
-        ]
+        &Format::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.name()).help(self.describe());
+        Some(match self {
+            Format::Markdown => value.alias("markdown"),
+            Format::Mt4g => value.alias("mt4g.json"),
+            _ => value,
+        })
+    }
+}
+
+/// The modes of `--progress`.
+impl ValueEnum for ProgressMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[ProgressMode::Auto, ProgressMode::Json, ProgressMode::None]
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         use clap::builder::PossibleValue;
         Some(match self {
-            Format::Table => PossibleValue::new("table").help("the terminal table"),
-            Format::Json => PossibleValue::new("json").help("the topology document"),
-            Format::Toml => PossibleValue::new("toml").help("the topology document"),
-            Format::Markdown => PossibleValue::new("md")
-                .alias("markdown")
-                .help("the Markdown report"),
-            Format::Svg => PossibleValue::new("svg").help("the diagram"),
-            Format::Mt4g => PossibleValue::new("mt4g")
-                .alias("mt4g.json")
-                .help("MT4G v1.x's JSON layout"),
-            Format::Html => PossibleValue::new("html").help("the self-contained HTML report"),
+            ProgressMode::Auto => PossibleValue::new("auto")
+                .help("a bar while standard error is a terminal, else nothing"),
+            ProgressMode::Json => PossibleValue::new("json")
+                .help("JSON Lines events for programs, every message one of them"),
+            ProgressMode::None => PossibleValue::new("none").help("nothing"),
         })
     }
 }
@@ -352,18 +344,12 @@ mod tests {
     }
 
     #[test]
-    fn only_adds_dependencies_and_refuses_unknown_benchmarks() {
-        let selection = only_benchmarks(&["constant-l15".into()], false).unwrap();
-        assert_eq!(selection.added(), [("constant-l1", "constant-l15")]);
-        assert!(matches!(
-            only_benchmarks(&["l3".into()], false),
-            Err(CliError::Usage(_))
-        ));
-        assert_eq!(only_benchmarks(&[], false).unwrap(), Selection::All);
-        assert_eq!(only_benchmarks(&[], true).unwrap(), Selection::Deep);
-        assert_eq!(
-            only_benchmarks(&["l1".into()], true).unwrap(),
-            Selection::named(&["l1", "tlb", "mlp", "async-copy", "icache", "sets"]).unwrap()
-        );
+    fn device_lists_parse() {
+        assert_eq!(parse_devices("all"), Ok(DeviceSelection::All));
+        assert_eq!(parse_devices("2"), Ok(DeviceSelection::One(2)));
+        assert_eq!(parse_devices("0,3"), Ok(DeviceSelection::List(vec![0, 3])));
+        assert!(parse_devices("0,0").unwrap_err().contains("twice"));
+        assert!(parse_devices("0,").unwrap_err().contains("empty"));
+        assert!(parse_devices("0,-1").unwrap_err().contains("0 to N-1"));
     }
 }

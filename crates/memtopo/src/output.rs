@@ -38,19 +38,64 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format `path` names by its extension.
+    /// Every format, in the order help lists them.
+    pub const ALL: [Format; 7] = [
+        Format::Table,
+        Format::Json,
+        Format::Toml,
+        Format::Markdown,
+        Format::Svg,
+        Format::Html,
+        Format::Mt4g,
+    ];
+
+    /// The extension that names the format of a file (`None`: standard output only).
+    pub fn extension(self) -> Option<&'static str> {
+        match self {
+            Format::Table => None,
+            Format::Json => Some(".json"),
+            Format::Toml => Some(".toml"),
+            Format::Markdown => Some(".md"),
+            Format::Svg => Some(".svg"),
+            Format::Html => Some(".html"),
+            Format::Mt4g => Some(".mt4g.json"),
+        }
+    }
+
+    /// Its name for `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Toml => "toml",
+            Format::Markdown => "md",
+            Format::Svg => "svg",
+            Format::Html => "html",
+            Format::Mt4g => "mt4g",
+        }
+    }
+
+    /// What the format holds, for help.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::Table => "the terminal table",
+            Format::Json | Format::Toml => "the topology document",
+            Format::Markdown => "the Markdown report",
+            Format::Svg => "the diagram",
+            Format::Html => "the self-contained HTML report",
+            Format::Mt4g => "MT4G v1.x's JSON layout",
+        }
+    }
+
+    /// The format `path` names by its extension (the longest that matches).
     pub fn of(path: &Path) -> Option<Format> {
-        if path.to_string_lossy().ends_with(".mt4g.json") {
-            return Some(Format::Mt4g);
-        }
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => Some(Format::Json),
-            Some("toml") => Some(Format::Toml),
-            Some("md") => Some(Format::Markdown),
-            Some("svg") => Some(Format::Svg),
-            Some("html") => Some(Format::Html),
-            _ => None,
-        }
+        let name = path.file_name()?.to_str()?;
+        Format::ALL
+            .into_iter()
+            .filter_map(|f| Some((f, f.extension()?)))
+            .filter(|(_, ext)| name.len() > ext.len() && name.ends_with(ext))
+            .max_by_key(|(_, ext)| ext.len())
+            .map(|(f, _)| f)
     }
 }
 

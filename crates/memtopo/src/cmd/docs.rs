@@ -3,9 +3,13 @@
 
 use clap::CommandFactory;
 
-use crate::{cli::Cli, output::Stdout, run::CliError};
+use crate::{
+    cli::Cli,
+    error::{CliError, Exit},
+    output::Stdout,
+};
 
-fn print(bytes: Vec<u8>) -> Result<u8, CliError> {
+fn print(bytes: Vec<u8>) -> Result<Exit, CliError> {
     let mut stdout = Stdout::default();
     stdout.print(&String::from_utf8_lossy(&bytes));
     match stdout.error() {
@@ -13,19 +17,19 @@ fn print(bytes: Vec<u8>) -> Result<u8, CliError> {
             path: "standard output".into(),
             reason: e.to_string(),
         }),
-        None => Ok(0),
+        None => Ok(Exit::Success),
     }
 }
 
 /// The completion script for `shell`.
-pub fn completions(shell: clap_complete::Shell) -> Result<u8, CliError> {
+pub fn completions(shell: clap_complete::Shell) -> Result<Exit, CliError> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "memtopo", &mut script);
     print(script)
 }
 
 /// The manual page, roff.
-pub fn man() -> Result<u8, CliError> {
+pub fn man() -> Result<Exit, CliError> {
     let mut page = Vec::new();
     clap_mangen::Man::new(Cli::command())
         .render(&mut page)

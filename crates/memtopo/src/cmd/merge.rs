@@ -8,11 +8,31 @@ use std::path::{Path, PathBuf};
 use topology::fleet::{self, Fleet, Input, SpreadOptions};
 
 use crate::{
-    cli::MergeArgs,
+    error::{CliError, Exit},
     output::{self, Stdout},
+    plan::SummaryFormat,
     progress::{self, Level},
-    run::CliError,
 };
+
+/// What `merge` is asked to join and write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Results, node summaries, fleet reports, and folders of them.
+    pub inputs: Vec<PathBuf>,
+    /// Where the report goes (none: the table on standard output).
+    pub outputs: Vec<Report>,
+    /// The tolerances of the flags.
+    pub options: SpreadOptions,
+}
+
+/// Where a fleet report goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// The fleet document on standard output.
+    Stdout,
+    /// A file in a format.
+    File(PathBuf, SummaryFormat),
+}
 
 /// Every `.json` file under `dir` (subfolders included), sorted.
 fn json_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -62,7 +82,7 @@ fn read(path: &Path) -> Result<Input, CliError> {
 }
 
 /// The inputs, folders expanded.
-fn inputs(args: &MergeArgs) -> Result<Vec<PathBuf>, CliError> {
+fn inputs(args: &Request) -> Result<Vec<PathBuf>, CliError> {
     let mut files = Vec::new();
     for path in &args.inputs {
         if path.is_dir() {
@@ -79,48 +99,43 @@ fn inputs(args: &MergeArgs) -> Result<Vec<PathBuf>, CliError> {
 }
 
 /// `memtopo merge`.
-pub fn merge(args: &MergeArgs) -> Result<u8, CliError> {
+pub fn merge(args: &Request) -> Result<Exit, CliError> {
     let mut sources = Vec::new();
     for path in inputs(args)? {
         sources.push((path.display().to_string(), read(&path)?));
     }
-    let options = SpreadOptions::from_diff(args.tolerances.options(), args.mad);
-    let mut report = Fleet::merge(sources, options);
+    let mut report = Fleet::merge(sources, args.options);
     report.created_utc = crate::conditions::base_record().date_utc;
     report.tool_version = Some(env!("CARGO_PKG_VERSION").into());
     let mut stdout = Stdout::default();
     let mut failed = 0;
-    for path in &args.output {
-        let name = path.to_string_lossy().to_ascii_lowercase();
-        let text = if path.as_os_str() == "-" || name.ends_with(".json") {
-            report.to_json_string().map_err(|e| e.to_string())
-        } else if name.ends_with(".md") {
-            Ok(fleet::markdown(&report))
-        } else if name.ends_with(".html") {
-            Ok(fleet::html(&report))
-        } else {
-            return Err(CliError::Usage(format!(
-                "-o {}: use .json, .md or .html (or - for JSON on standard output)",
-                path.display()
-            )));
-        };
-        let written = text.and_then(|text| {
-            if path.as_os_str() == "-" {
-                stdout.print(&text);
-                Ok(())
-            } else {
-                output::write_file(path, text.as_bytes()).map_err(|e| e.to_string())
+    for target in &args.outputs {
+        let written = match target {
+            Report::Stdout => report
+                .to_json_string()
+                .map(|text| stdout.print(&text))
+                .map_err(|e| e.to_string()),
+            Report::File(path, format) => {
+                let text = match format {
+                    SummaryFormat::Json => report.to_json_string(),
+                    SummaryFormat::Markdown => Ok(fleet::markdown(&report)),
+                    SummaryFormat::Html => Ok(fleet::html(&report)),
+                };
+                text.map_err(|e| e.to_string()).and_then(|text| {
+                    output::write_file(path, text.as_bytes()).map_err(|e| e.to_string())
+                })
             }
-        });
+        };
         if let Err(reason) = written {
-            progress::say(
-                Level::Error,
-                format!("cannot write {}: {reason}", path.display()),
-            );
+            let name = match target {
+                Report::Stdout => "standard output".to_owned(),
+                Report::File(path, _) => path.display().to_string(),
+            };
+            progress::say(Level::Error, format!("cannot write {name}: {reason}"));
             failed += 1;
         }
     }
-    if args.output.is_empty() {
+    if args.outputs.is_empty() {
         stdout.print(&fleet::table(&report));
     }
     if let Some(e) = stdout.error() {
@@ -142,8 +157,10 @@ pub fn merge(args: &MergeArgs) -> Result<u8, CliError> {
         );
     }
     Ok(if failed > 0 {
-        6
+        Exit::Output
+    } else if !report.flags.is_empty() || !report.failures.is_empty() {
+        Exit::Findings
     } else {
-        u8::from(!report.flags.is_empty() || !report.failures.is_empty())
+        Exit::Success
     })
 }

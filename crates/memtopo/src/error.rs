@@ -1,0 +1,102 @@
+//! Why a command stopped, and the exit codes: the one place that turns errors into the
+//! numbers a script sees.
+
+use pchase_runner::RunnerError;
+use thiserror::Error;
+
+use crate::output::Refusal;
+
+/// The documented exit codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Exit {
+    /// Success.
+    Success = 0,
+    /// A benchmark failed (the rest is written), `diff` found differences, or `merge`
+    /// flagged a GPU or found one not measured.
+    Findings = 1,
+    /// A bad command line.
+    Usage = 2,
+    /// No CUDA driver or no GPU.
+    NoGpu = 3,
+    /// A bad device index.
+    BadDevice = 4,
+    /// A bad simulation profile.
+    BadProfile = 5,
+    /// An output could not be written.
+    Output = 6,
+    /// A kernel failed to load or run, or a driver call failed.
+    Kernel = 7,
+    /// The GPU is busy.
+    Busy = 8,
+    /// Measured, but disturbed while measuring.
+    Disturbed = 9,
+    /// `--strict`: the self-check found what no reported level explains.
+    SelfCheck = 10,
+    /// A saved result cannot be read or is invalid.
+    Input = 11,
+    /// Several GPUs: some were measured, others not.
+    SomeGpus = 12,
+}
+
+impl Exit {
+    /// The process' exit status.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Why a command stopped, each with its exit code.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// The command line asks for something impossible.
+    #[error("{0}")]
+    Usage(String),
+    /// Anything the runner reports.
+    #[error("{0}")]
+    Runner(#[from] RunnerError),
+    /// Another process uses the GPU, or another memtopo holds its lock.
+    #[error("the GPU is busy: {0}")]
+    Busy(String),
+    /// An output could not be written.
+    #[error("cannot write {path}: {reason}")]
+    Output {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A saved result cannot be read: missing, not JSON or TOML, against the schema, or
+    /// beyond the physical bounds.
+    #[error("cannot read {path}: {reason}")]
+    Input {
+        /// The file (`-`: standard input).
+        path: String,
+        /// Why (the field's path where one is at fault).
+        reason: String,
+    },
+}
+
+impl CliError {
+    /// The documented exit code.
+    pub fn exit(&self) -> Exit {
+        match self {
+            CliError::Usage(_) => Exit::Usage,
+            CliError::Runner(RunnerError::NoDriver(_) | RunnerError::NoDevice) => Exit::NoGpu,
+            CliError::Runner(RunnerError::BadDeviceIndex { .. }) => Exit::BadDevice,
+            CliError::Runner(RunnerError::DeviceBusy(_)) | CliError::Busy(_) => Exit::Busy,
+            CliError::Runner(RunnerError::Profile(_)) => Exit::BadProfile,
+            CliError::Output { .. } => Exit::Output,
+            CliError::Runner(_) => Exit::Kernel,
+            CliError::Input { .. } => Exit::Input,
+        }
+    }
+}
+
+impl From<Refusal> for CliError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::UnknownFormat(message) => CliError::Usage(message),
+            Refusal::Unwritable { path, reason } => CliError::Output { path, reason },
+        }
+    }
+}
