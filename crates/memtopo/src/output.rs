@@ -1,17 +1,21 @@
 //! Output files and the terminal: checked before measuring, written without panics.
 //!
 //! - [`check_output`] refuses an `-o` path whose format is unknown, whose directory is
-//!   missing or not a directory, or where no file can be created, before any GPU work.
+//!   missing or not a directory, where no file can be created, or that names a read-only
+//!   file, before any GPU work. It never opens the path: opening a FIFO for writing waits
+//!   for its reader, and closing it again would end the reader's input.
 //! - [`write_file`] writes a regular file through a temporary file in the same directory
 //!   and a rename, so a full disk leaves the previous file (or none), never a truncated
-//!   one; a path that exists and is not a regular file (a device, a FIFO) is written in
-//!   place.
+//!   one; the new file keeps the permissions of the one it replaces, and a read-only file
+//!   is refused, as `cp` refuses it. A path that exists and is not a regular file (a
+//!   device, a FIFO) is written in place.
 //! - [`Stdout`] prints the table: a closed pipe (`memtopo | head -1`) ends the printing
 //!   quietly, any other error is reported once.
 
 use std::{
     fs,
     io::{self, Write},
+    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
 };
 
@@ -175,14 +179,13 @@ pub fn check_output(path: &Path) -> Result<Format, Refusal> {
     match fs::metadata(path) {
         Ok(meta) if meta.is_dir() => return Err(unwritable("it is a directory".into())),
         Ok(meta) if !meta.is_file() => {
-            // A device or FIFO: written in place, so it must open for writing.
-            fs::OpenOptions::new()
-                .append(true)
-                .open(path)
-                .map_err(|e| unwritable(e.to_string()))?;
+            // A device or FIFO: written in place, so this process must be allowed to write
+            // it; asked without opening it.
+            may_write(path).map_err(unwritable)?;
             return Ok(format);
         }
-        _ => {}
+        Ok(meta) => read_only(path, &meta).map_err(unwritable)?,
+        Err(_) => {}
     }
     let dir = parent_dir(path);
     match fs::metadata(&dir) {
@@ -202,6 +205,25 @@ pub fn check_output(path: &Path) -> Result<Format, Refusal> {
     Ok(format)
 }
 
+/// Whether this process may write `path` (access(2) with W_OK), without opening it.
+fn may_write(path: &Path) -> Result<(), String> {
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK)
+        .map_err(|e| io::Error::from(e).to_string())
+}
+
+/// Refuses an existing regular file that is read-only: one without any write permission
+/// (which root could still write), or one this process may not write.
+fn read_only(path: &Path, meta: &fs::Metadata) -> Result<(), String> {
+    if meta.permissions().readonly() || may_write(path).is_err() {
+        return Err(format!(
+            "the file is read-only (mode {:o}); memtopo does not replace it: make it \
+             writable (chmod u+w) or remove it",
+            meta.permissions().mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
 /// Checks `--keep-raw DIR`: creates it (and its parents) and checks files can be made there.
 pub fn check_raw_dir(dir: &Path) -> Result<(), Refusal> {
     let unwritable = |reason: String| Refusal::Unwritable {
@@ -216,11 +238,17 @@ pub fn check_raw_dir(dir: &Path) -> Result<(), Refusal> {
 /// beside it and renamed over it, so a failed write leaves no truncated file; anything
 /// else that exists (a device such as `/dev/full`, a FIFO) is written in place.
 pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Ok(meta) = fs::metadata(path) {
+    let existing = fs::metadata(path).ok();
+    if let Some(meta) = &existing {
         if !meta.is_file() && !meta.is_dir() {
+            // Opening a FIFO waits for its reader; the bytes then stream into it.
             let mut file = fs::OpenOptions::new().write(true).open(path)?;
             file.write_all(bytes)?;
             return file.flush();
+        }
+        if meta.is_file() {
+            read_only(path, meta)
+                .map_err(|reason| io::Error::new(io::ErrorKind::PermissionDenied, reason))?;
         }
     }
     let dir = parent_dir(path);
@@ -239,6 +267,10 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
             .truncate(true)
             .open(&temp)?;
         file.write_all(bytes)?;
+        if let Some(meta) = existing.as_ref().filter(|m| m.is_file()) {
+            // The replacement keeps the replaced file's permissions.
+            file.set_permissions(meta.permissions())?;
+        }
         file.sync_all()?;
         fs::rename(&temp, path)
     })();
@@ -349,6 +381,28 @@ mod tests {
             1,
             "no temporary file left"
         );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_read_only_file_is_refused_and_a_writable_one_keeps_its_mode() {
+        let dir = scratch("modes");
+        let path = dir.join("x.json");
+        fs::write(&path, "old").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+        let refused = check_output(&path).unwrap_err();
+        assert!(
+            matches!(&refused, Refusal::Unwritable { reason, .. } if reason.contains("read-only")),
+            "{refused:?}"
+        );
+        let err = write_file(&path, b"new").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        write_file(&path, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
         fs::remove_dir_all(dir).unwrap();
     }
 
