@@ -237,9 +237,10 @@ pub fn is_per_gpu(path: &Path) -> bool {
     text.contains("{uuid}") || text.contains("{index}")
 }
 
-/// Whether `path` names a folder for a node's files: `-o DIR/` (or an existing folder).
+/// Whether `path` names a folder for a node's files: `-o DIR/`. The slash says so, not
+/// the file system: a typo must not turn a result file into a folder of files.
 pub fn is_folder(path: &Path) -> bool {
-    path.to_string_lossy().ends_with('/') || path.is_dir()
+    path.to_string_lossy().ends_with('/')
 }
 
 #[cfg(test)]

@@ -58,6 +58,17 @@ impl MeasureArgs {
         let wait = Duration::try_from_secs_f64(self.wait).map_err(|_| {
             CliError::Usage(format!("--wait {} is not a number of seconds", self.wait))
         })?;
+        if let Some(dir) = self
+            .output
+            .iter()
+            .find(|p| p.is_dir() && !plan::is_folder(p))
+        {
+            return Err(CliError::Usage(format!(
+                "-o {0}: {0} is a folder; add a slash (-o {0}/) for one result per GPU in it, \
+                 or name a file with an extension",
+                dir.display()
+            )));
+        }
         let selection = self.device.clone();
         let node = selection.single().is_none()
             || !self.summary.is_empty()

@@ -393,3 +393,26 @@ fn real_gpus_on_the_stand_in_driver_index_and_failure() {
     assert_eq!(node.failures[0].exit_code, 8);
     assert_eq!(node.failures[0].device_index, Some(0));
 }
+
+#[test]
+fn an_existing_folder_without_its_slash_is_refused() {
+    let dir = scratch("folder-slash");
+    let folder = dir.join("fleet");
+    std::fs::create_dir_all(&folder).unwrap();
+    let out = memtopo(&dir)
+        .args(["--simulate", "volta", "--only", "shared", "-q", "-o"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("add a slash"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(&folder).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
