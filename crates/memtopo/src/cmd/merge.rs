@@ -59,32 +59,42 @@ fn input_error(path: &Path, reason: String) -> CliError {
     }
 }
 
-/// Reads one input: a fleet document or a result (JSON), or a result (TOML).
+/// Reads one input: a fleet document or a result (JSON), or a result (TOML); a file
+/// without an extension by its content (JSON when it starts with `{`).
 fn read(path: &Path) -> Result<Input, CliError> {
-    let is_toml = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    if is_toml {
+    let extension = path.extension().map(|e| e.to_ascii_lowercase());
+    let json = match extension.as_ref().and_then(|e| e.to_str()) {
+        Some("toml") => false,
+        Some("json") => true,
+        None => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| input_error(path, e.to_string()))?;
+            text.trim_start().starts_with('{')
+        }
+        Some(_) => {
+            return Err(input_error(
+                path,
+                "use .json (results, node summaries, fleet reports) or .toml (results), or a \
+                 folder"
+                    .into(),
+            ))
+        }
+    };
+    if !json {
         return super::render::load(path).map(Input::Result);
-    }
-    if !path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
-    {
-        return Err(input_error(
-            path,
-            "use .json (results, node summaries, fleet reports) or .toml (results), or a folder"
-                .into(),
-        ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| input_error(path, e.to_string()))?;
     Input::from_json_str(&text).map_err(|e| input_error(path, super::render::reason(&e)))
 }
 
-/// The inputs, folders expanded.
+/// The inputs, folders expanded; a missing path is an error, a file given twice (also
+/// through a folder) is read once, with a warning.
 fn inputs(args: &Request) -> Result<Vec<PathBuf>, CliError> {
     let mut files = Vec::new();
     for path in &args.inputs {
+        if !path.exists() {
+            return Err(input_error(path, "no such file or folder".into()));
+        }
         if path.is_dir() {
             let before = files.len();
             json_files(path, &mut files).map_err(|e| input_error(path, e.to_string()))?;
@@ -95,7 +105,21 @@ fn inputs(args: &Request) -> Result<Vec<PathBuf>, CliError> {
             files.push(path.clone());
         }
     }
-    Ok(files)
+    let mut seen = Vec::new();
+    let mut unique = Vec::new();
+    for file in files {
+        let key = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
+        if seen.contains(&key) {
+            progress::say(
+                Level::Warning,
+                format!("{} is given more than once: read once", file.display()),
+            );
+            continue;
+        }
+        seen.push(key);
+        unique.push(file);
+    }
+    Ok(unique)
 }
 
 /// `memtopo merge`.
@@ -104,7 +128,19 @@ pub fn merge(args: &Request) -> Result<Exit, CliError> {
     for path in inputs(args)? {
         sources.push((path.display().to_string(), read(&path)?));
     }
+    // The notes the inputs bring are theirs; what merging finds is said on stderr too.
+    let brought: Vec<String> = sources
+        .iter()
+        .filter_map(|(_, input)| match input {
+            Input::Fleet(doc) => Some(doc.notes.clone()),
+            Input::Result(_) => None,
+        })
+        .flatten()
+        .collect();
     let mut report = Fleet::merge(sources, args.options);
+    for note in report.notes.iter().filter(|n| !brought.contains(n)) {
+        progress::say(Level::Warning, note);
+    }
     report.created_utc = crate::conditions::base_record().date_utc;
     report.tool_version = Some(env!("CARGO_PKG_VERSION").into());
     let mut stdout = Stdout::default();
@@ -149,7 +185,7 @@ pub fn merge(args: &Request) -> Result<Exit, CliError> {
             Level::Warning,
             format!(
                 "{} ({}): {}: {}",
-                flag.uuid.as_deref().unwrap_or("?"),
+                flag.label(),
                 flag.node.as_deref().unwrap_or("-"),
                 flag.path,
                 flag.reason
