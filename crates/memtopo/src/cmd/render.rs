@@ -43,19 +43,23 @@ pub fn is_dash(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// Reads a result: a `.json` or `.toml` file, or `-` for standard input (JSON when it
-/// starts with `{`, else TOML). Checked as on every load: syntax, schema, bounds.
+/// Reads a result: a `.json` or `.toml` file, a file without an extension or `-` for
+/// standard input (JSON when it starts with `{`, else TOML). Checked as on every load:
+/// syntax, schema, bounds.
 pub fn read(path: &Path) -> Result<Topology, topology::Error> {
-    if !is_dash(path) {
+    let io = |source| topology::Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let text = if is_dash(path) {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(io)?;
+        text
+    } else if path.extension().is_none() {
+        std::fs::read_to_string(path).map_err(io)?
+    } else {
         return Topology::load(path);
-    }
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|source| topology::Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+    };
     if text.trim_start().starts_with('{') {
         Topology::from_json_str(&text)
     } else {
@@ -76,8 +80,8 @@ pub fn reason(error: &topology::Error) -> String {
     match error {
         topology::Error::Io { source, .. } => source.to_string(),
         topology::Error::UnknownExtension { .. } => {
-            "cannot tell the format from the extension; use .json or .toml (or `-` for \
-             standard input)"
+            "cannot tell the format from the extension; use .json or .toml (a file without \
+             an extension is read by its content, `-` is standard input)"
                 .into()
         }
         other => other.to_string(),
