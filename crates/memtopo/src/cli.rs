@@ -225,6 +225,17 @@ pub struct ValidateArgs {
     pub files: Vec<PathBuf>,
 }
 
+/// Whether the raw command line asks for `--progress json` (before any `--`), for the
+/// errors of a command line clap refuses.
+pub fn asks_for_json_progress(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let args = args.split(|a| a == "--").next().unwrap_or_default();
+    args.iter().enumerate().any(|(i, arg)| {
+        arg == "--progress=json"
+            || (arg == "--progress" && args.get(i + 1).is_some_and(|v| v == "json"))
+    })
+}
+
 /// A device index: a number from 0. Anything else (a negative number, a name) gets a
 /// message that says what indices are and how to list the devices.
 pub fn parse_device(text: &str) -> Result<u32, String> {
@@ -341,6 +352,15 @@ mod tests {
         assert_eq!(parse_percent("50%"), Ok(0.5));
         assert!(parse_percent("-1").is_err());
         assert!(parse_percent("NaN").is_err());
+    }
+
+    #[test]
+    fn json_progress_is_found_in_a_refused_command_line() {
+        let asks = |args: &[&str]| asks_for_json_progress(args.iter().map(|a| a.into()));
+        assert!(asks(&["memtopo", "--progress", "json", "--bogus"]));
+        assert!(asks(&["memtopo", "--bogus", "--progress=json"]));
+        assert!(!asks(&["memtopo", "--progress", "none", "json"]));
+        assert!(!asks(&["memtopo", "--", "--progress", "json"]));
     }
 
     #[test]

@@ -27,7 +27,7 @@ mod simulate;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 use crate::{
     cli::{Cli, Command, MeasureArgs},
@@ -55,8 +55,28 @@ fn measure(args: &MeasureArgs, reporter: &mut Reporter) -> Result<Exit, CliError
     }
 }
 
+/// A command line clap refused (or `--help`, `--version`): as clap prints it, or under
+/// `--progress json` as a `message` event and the final `summary`, so that a program
+/// reading the events sees this error as it sees every other.
+fn refused(error: clap::Error) -> ExitCode {
+    if !error.use_stderr() || !cli::asks_for_json_progress(std::env::args_os()) {
+        error.exit()
+    }
+    progress::init(true);
+    let text = error.render().to_string();
+    let line = text.lines().next().unwrap_or_default();
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    progress::say(Level::Error, line);
+    let code = u8::try_from(error.exit_code()).unwrap_or(Exit::Usage.code());
+    Reporter::new(ProgressMode::Json, false).summary(code, Some(line));
+    ExitCode::from(code)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return refused(error),
+    };
     let measuring = match &cli.command {
         None => Some(&cli.measure),
         Some(Command::Measure(args)) => Some(args),
