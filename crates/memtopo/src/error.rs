@@ -54,6 +54,22 @@ pub enum CliError {
     /// Anything the runner reports.
     #[error("{0}")]
     Runner(#[from] RunnerError),
+    /// `--device` names a simulated GPU past the last.
+    #[error(
+        "device {index} does not exist: {}; `--simulate NxNAME` or `NAME,NAME` simulates \
+         several",
+        if *count == 1 {
+            "the simulated GPU is one device, device 0".to_owned()
+        } else {
+            format!("the simulated node has {count} GPUs, devices 0 to {}", count - 1)
+        }
+    )]
+    NoSimulatedDevice {
+        /// The index asked for.
+        index: u32,
+        /// The simulated GPUs.
+        count: u32,
+    },
     /// Another process uses the GPU, or another memtopo holds its lock.
     #[error("the GPU is busy: {0}")]
     Busy(String),
@@ -82,7 +98,8 @@ impl CliError {
         match self {
             CliError::Usage(_) => Exit::Usage,
             CliError::Runner(RunnerError::NoDriver(_) | RunnerError::NoDevice) => Exit::NoGpu,
-            CliError::Runner(RunnerError::BadDeviceIndex { .. }) => Exit::BadDevice,
+            CliError::Runner(RunnerError::BadDeviceIndex { .. })
+            | CliError::NoSimulatedDevice { .. } => Exit::BadDevice,
             CliError::Runner(RunnerError::DeviceBusy(_)) | CliError::Busy(_) => Exit::Busy,
             CliError::Runner(RunnerError::Profile(_)) => Exit::BadProfile,
             CliError::Output { .. } => Exit::Output,

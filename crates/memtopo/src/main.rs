@@ -37,8 +37,8 @@ use crate::{
 
 /// The error's line, with a hint where one helps.
 fn message(error: &CliError) -> String {
-    match error.exit() {
-        Exit::BadDevice => {
+    match error {
+        CliError::Runner(pchase_runner::RunnerError::BadDeviceIndex { .. }) => {
             format!("{error} (devices are numbered 0 to N-1; `nvidia-smi -L` lists them)")
         }
         _ => error.to_string(),

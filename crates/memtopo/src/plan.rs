@@ -10,7 +10,7 @@ use std::{
 
 use pchase_runner::{measure::MeasureOptions, RunnerError};
 
-use crate::output::Format;
+use crate::{error::CliError, output::Format};
 
 /// One measurement: of one GPU, or of several GPUs of a node.
 #[derive(Debug, Clone)]
@@ -79,6 +79,19 @@ impl Devices {
         match self {
             Devices::Real(selection) | Devices::Simulated { selection, .. } => selection,
         }
+    }
+
+    /// The indices on a node of `count` devices; an index past the last is an error
+    /// that speaks of the simulated node where the GPUs are simulated.
+    pub fn resolve(&self, count: u32) -> Result<Vec<u32>, CliError> {
+        self.selection()
+            .resolve(count)
+            .map_err(|error| match (self, error) {
+                (Devices::Simulated { .. }, RunnerError::BadDeviceIndex { index, count }) => {
+                    CliError::NoSimulatedDevice { index, count }
+                }
+                (_, error) => error.into(),
+            })
     }
 }
 

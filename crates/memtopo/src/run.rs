@@ -6,7 +6,7 @@ use std::{fmt::Write as _, path::Path, time::Instant};
 use pchase_runner::{
     measure::{report, MeasureOptions, Measurements},
     sim::SimBackend,
-    Backend, RunnerError,
+    Backend,
 };
 use topology::{RunRecord, Topology};
 
@@ -125,15 +125,14 @@ pub fn run(plan: &MeasurePlan, progress: &mut Reporter) -> Result<Exit, CliError
         .ok_or_else(|| CliError::Usage("several GPUs are measured by a node run".into()))?;
     let gpu = match &plan.devices {
         Devices::Real(_) => Gpu::Real(index),
-        Devices::Simulated { specs, .. } => Gpu::Simulated(
-            specs
-                .get(index as usize)
-                .ok_or(RunnerError::BadDeviceIndex {
+        Devices::Simulated { specs, .. } => {
+            Gpu::Simulated(specs.get(index as usize).cloned().ok_or(
+                CliError::NoSimulatedDevice {
                     index,
                     count: specs.len() as u32,
-                })?
-                .clone(),
-        ),
+                },
+            )?)
+        }
     };
     let job = GpuJob {
         gpu,

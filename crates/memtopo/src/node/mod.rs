@@ -194,7 +194,7 @@ pub fn run(plan: &MeasurePlan, progress: &mut Reporter) -> Result<Exit, CliError
         Some(specs) => specs.len() as u32,
         None => device_count()?,
     };
-    let indices = plan.devices.selection().resolve(count)?;
+    let indices = plan.devices.resolve(count)?;
     // A bad profile is the command line's fault, not one GPU's: refused before measuring.
     for spec in specs.into_iter().flatten() {
         load_profile(spec)?;

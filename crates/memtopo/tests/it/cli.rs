@@ -89,6 +89,24 @@ fn bad_device_index_is_exit_code_4_or_no_gpu() {
     assert!(matches!(out.status.code(), Some(3 | 4)), "{:?}", out.status);
 }
 
+#[test]
+fn a_simulated_device_past_the_last_speaks_of_the_simulation() {
+    let out = memtopo()
+        .args(["--simulate", "h100", "--device", "99", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("device 99 does not exist: the simulated GPU is one device"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("CUDA") && !stderr.contains("nvidia-smi"),
+        "{stderr}"
+    );
+}
+
 /// Runs memtopo with `args` and `-o -`, expects exit 0, and returns the JSON document it
 /// printed on standard output and what it wrote to standard error.
 fn json_run(args: &[&str]) -> (topology::Topology, String) {

@@ -119,7 +119,7 @@ fn a_device_that_does_not_exist_is_exit_4_before_anything_is_measured() {
     let out = node_run(&dir, "volta,volta", &["--device", "0,5"]);
     assert_eq!(code(&out), Some(4), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("device 5 does not exist: this machine has 2"),
+        text(&out.stderr).contains("device 5 does not exist: the simulated node has 2 GPUs"),
         "{}",
         text(&out.stderr)
     );
