@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::{output::Format, plan::DeviceSelection, progress::ProgressMode};
+use crate::{error::Exit, output::Format, plan::DeviceSelection, progress::ProgressMode};
 
 /// Discover the memory topology of an NVIDIA GPU by pointer-chase micro-benchmarks.
 #[derive(Debug, Parser)]
@@ -25,7 +25,8 @@ use crate::{output::Format, plan::DeviceSelection, progress::ProgressMode};
     args_conflicts_with_subcommands = true,
     after_help = "Without a command memtopo measures (`memtopo measure`); the other commands \
                   work on saved results and need neither a GPU nor the CUDA driver. \
-                  Exit codes: docs/cli.md."
+                  Exit codes: `memtopo --help`, `memtopo man`, docs/cli.md.",
+    after_long_help = exit_codes_help()
 )]
 pub struct Cli {
     /// What to do (default: measure).
@@ -41,7 +42,7 @@ pub struct Cli {
 pub enum Command {
     /// Measure the GPU (the default when no subcommand is given).
     Measure(MeasureArgs),
-    /// Render a saved result as a table, JSON, TOML, Markdown, SVG or MT4G JSON.
+    /// Render a saved result in any format `-o` writes, or as the table.
     Render(RenderArgs),
     /// Convert a saved result from one format to another (`render IN -o OUT`).
     Convert(ConvertArgs),
@@ -80,21 +81,20 @@ pub struct MeasureArgs {
     /// Run only these benchmarks (comma-separated), with the ones they need.
     #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
     pub only: Vec<String>,
-    /// Also run the deep benchmarks, too costly for the default run (today `tlb`: the
-    /// TLB levels, their reach and miss cost, and the page size; `mlp`: the loads one SM
-    /// and the GPU keep in flight, up to 256 chains per SM; `icache`: the instruction
-    /// caches' sizes and cycles per instruction; `sets`: sets, ways, set mapping and replacement of the
-    /// L1, constant L1 and L1.5); with --only, they join the named ones.
-    #[arg(long)]
+    // Help: the registry's deep benchmarks (`deep_help`).
+    #[arg(long, help = deep_help(false), long_help = deep_help(true))]
     pub deep: bool,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name
     /// (kepler, maxwell, volta, h100, h200); a simulated node: several, separated by
     /// commas, `NxNAME` for N alike, each maybe perturbed (`3xh100,h100:memory=+25%`).
     #[arg(long, value_name = "PROFILE")]
     pub simulate: Option<String>,
-    /// Write the topology to FILE; the format follows the extension: .json, .toml,
-    /// .md, .svg, or .mt4g.json (the JSON layout of MT4G v1.x); `-`: JSON on stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    // Help: the formats an extension names (`output_help`).
+    #[arg(long, short = 'o', value_name = "FILE", help = output_help(
+        "the topology",
+        "JSON on standard output; several GPUs: a folder (DIR/, with its slash) or a name \
+         with {uuid} or {index}"
+    ))]
     pub output: Vec<PathBuf>,
     /// Print wall and GPU time per benchmark.
     #[arg(long)]
@@ -111,8 +111,7 @@ pub struct MeasureArgs {
     /// No table and no progress bar; failures, warnings and errors still go to stderr.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Progress on stderr: a bar on a terminal (auto), always a bar, JSON Lines for
-    /// programs (json), or none.
+    /// How progress is shown on standard error while measuring.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto, value_name = "MODE")]
     pub progress: ProgressMode,
     /// Measure even when other processes use the GPU; the result is marked as taken on
@@ -141,9 +140,13 @@ pub struct MeasureArgs {
 pub struct RenderArgs {
     /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
     pub input: PathBuf,
-    /// Write FILE; the format follows the extension (.json, .toml, .md, .svg, .html,
-    /// .mt4g.json); `-`: standard output in --format (default JSON). Repeatable.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    // Help: the formats an extension names (`output_help`).
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "FILE",
+        help = output_help("the result", "standard output in --format (default JSON)")
+    )]
     pub output: Vec<PathBuf>,
     /// The format on standard output (without -o: default table; with `-o -`: default json).
     #[arg(long, short = 'f', value_enum)]
@@ -156,7 +159,8 @@ pub struct RenderArgs {
 /// `memtopo convert`.
 #[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
-    /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
+    /// The result: a .json or .toml file as written by `-o` (without an extension: by its
+    /// content), or `-` for standard input.
     pub input: PathBuf,
     /// The file to write, its format by its extension; `-`: standard output (--format,
     /// default JSON).
@@ -169,9 +173,9 @@ pub struct ConvertArgs {
 /// `memtopo diff`.
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
-    /// The first result (.json or .toml).
+    /// The first result (.json or .toml; without an extension, read by its content).
     pub before: PathBuf,
-    /// The second result (.json or .toml).
+    /// The second result (.json or .toml; without an extension, read by its content).
     pub after: PathBuf,
     /// The tolerances.
     #[command(flatten)]
@@ -202,7 +206,8 @@ pub struct ToleranceArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// Results (`-o x.json`), node summaries and fleet reports (.json; results also
-    /// .toml), or folders: every .json file in them and their subfolders.
+    /// .toml; without an extension, read by its content), or folders: every .json file
+    /// in them and their subfolders. A file given twice is read once.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Write the report: .json (the fleet document), .md or .html; `-`: JSON on
@@ -220,7 +225,8 @@ pub struct MergeArgs {
 /// `memtopo validate`.
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
-    /// The results (.json or .toml; `-` for standard input).
+    /// The results (.json or .toml; without an extension, read by its content; `-` for
+    /// standard input).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
 }
@@ -297,6 +303,54 @@ fn benchmark_names() -> clap::builder::PossibleValuesParser {
         .into()
 }
 
+/// The `-o` help of a command writing `what`: every format an extension names, from
+/// [`Format::ALL`], and what `-` means.
+fn output_help(what: &str, dash: &str) -> String {
+    let formats: Vec<String> = Format::ALL
+        .iter()
+        .filter_map(|f| Some(format!("{} ({})", f.extension()?, f.describe())))
+        .collect();
+    format!(
+        "Write {what} to FILE in the format its extension names: {}; `-`: {dash}. Repeatable",
+        formats.join(", ")
+    )
+}
+
+/// The `--deep` help: the registry's deep benchmarks (with their summaries in the long
+/// help).
+fn deep_help(long: bool) -> String {
+    let deep: Vec<_> = pchase_runner::measure::bench::REGISTRY
+        .iter()
+        .map(|b| b.info())
+        .filter(|info| info.deep)
+        .collect();
+    let names: Vec<&str> = deep.iter().map(|info| info.name).collect();
+    let mut text = format!(
+        "Also run the deep benchmarks, too costly for the default run ({}); with --only, \
+         they join the named ones",
+        names.join(", ")
+    );
+    if long {
+        for info in deep {
+            let summary = info.summary.trim_end_matches(" (deep)");
+            text.push_str(&format!("\n  {}: {summary}", info.name));
+        }
+    }
+    text
+}
+
+/// The exit codes, for `--help`.
+fn exit_codes_help() -> String {
+    let mut text = String::from(
+        "Without a command memtopo measures (`memtopo measure`); the other commands work on \
+         saved results and need neither a GPU nor the CUDA driver.\n\nExit codes:",
+    );
+    for exit in Exit::ALL {
+        text.push_str(&format!("\n  {:>2}  {}", exit.code(), exit.meaning()));
+    }
+    text
+}
+
 /// Output formats a subcommand can name with `--format`: [`Format::ALL`].
 impl ValueEnum for Format {
     fn value_variants<'a>() -> &'a [Self] {
@@ -371,5 +425,19 @@ mod tests {
         assert!(parse_devices("0,0").unwrap_err().contains("twice"));
         assert!(parse_devices("0,").unwrap_err().contains("empty"));
         assert!(parse_devices("0,-1").unwrap_err().contains("0 to N-1"));
+    }
+
+    #[test]
+    fn help_names_every_format_and_deep_benchmark() {
+        let help = output_help("x", "y");
+        for format in Format::ALL {
+            if let Some(ext) = format.extension() {
+                assert!(help.contains(ext), "{ext}: {help}");
+            }
+        }
+        let deep = deep_help(false);
+        for name in ["tlb", "mlp", "icache", "sets", "async-copy"] {
+            assert!(deep.contains(name), "{name}: {deep}");
+        }
     }
 }

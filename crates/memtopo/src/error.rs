@@ -1,5 +1,6 @@
 //! Why a command stopped, and the exit codes: the one place that turns errors into the
-//! numbers a script sees.
+//! numbers a script sees. `docs/cli.md` and `memtopo man` list [`Exit::ALL`] (a test
+//! checks both).
 
 use pchase_runner::RunnerError;
 use thiserror::Error;
@@ -39,9 +40,51 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Every exit code, in numeric order.
+    pub const ALL: [Exit; 13] = [
+        Exit::Success,
+        Exit::Findings,
+        Exit::Usage,
+        Exit::NoGpu,
+        Exit::BadDevice,
+        Exit::BadProfile,
+        Exit::Output,
+        Exit::Kernel,
+        Exit::Busy,
+        Exit::Disturbed,
+        Exit::SelfCheck,
+        Exit::Input,
+        Exit::SomeGpus,
+    ];
+
     /// The process' exit status.
     pub fn code(self) -> u8 {
         self as u8
+    }
+
+    /// One line on what the code means, for the manual page.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Success => "success (diff: no differences; validate: every file valid)",
+            Exit::Findings => {
+                "a benchmark failed, the rest was measured and written; diff: the results \
+                 differ; merge: a GPU is flagged or was not measured"
+            }
+            Exit::Usage => "bad command line",
+            Exit::NoGpu => "no CUDA driver or no GPU",
+            Exit::BadDevice => "bad device index",
+            Exit::BadProfile => "bad simulation profile",
+            Exit::Output => "an output could not be written",
+            Exit::Kernel => "a kernel failed to load or run, or a driver call failed",
+            Exit::Busy => {
+                "the GPU is busy: other processes, another memtopo, or an exclusive GPU held \
+                 by another process"
+            }
+            Exit::Disturbed => "measured and written, but disturbed while measuring",
+            Exit::SelfCheck => "--strict: the self-check found what no reported level explains",
+            Exit::Input => "a saved result cannot be read or is invalid",
+            Exit::SomeGpus => "several GPUs: some were measured and written, others not",
+        }
     }
 }
 
@@ -114,6 +157,18 @@ impl From<Refusal> for CliError {
         match refusal {
             Refusal::UnknownFormat(message) => CliError::Usage(message),
             Refusal::Unwritable { path, reason } => CliError::Output { path, reason },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_codes_are_numbered_in_order() {
+        for (i, exit) in Exit::ALL.iter().enumerate() {
+            assert_eq!(usize::from(exit.code()), i, "{exit:?}");
         }
     }
 }

@@ -162,9 +162,11 @@ fn can_create_in(dir: &Path) -> Result<(), String> {
 
 /// The message for a file name whose extension names no format.
 pub fn unknown_format(path: &Path) -> String {
+    let extensions: Vec<&str> = Format::ALL.iter().filter_map(|f| f.extension()).collect();
     format!(
-        "{}: unknown output format; use .json, .toml, .md, .svg, .html or .mt4g.json",
-        path.display()
+        "{}: unknown output format; use {}",
+        path.display(),
+        extensions.join(", ")
     )
 }
 
