@@ -154,23 +154,27 @@ impl Fleet {
             // A GPU in two results: two runs of one GPU, or one file given twice. Counted
             // once, and said so (a node's document and its own result files name the same
             // GPUs without that being news).
+            let same = gpu
+                .uuid
+                .as_ref()
+                .and_then(|u| gpus.iter_mut().find(|g| g.uuid.as_ref() == Some(u)));
             let mut twice = false;
             if let (Some(uuid), false) = (&gpu.uuid, placed) {
                 match results.iter().find(|(u, _)| u == uuid) {
                     Some((_, first)) => {
                         twice = true;
+                        let values = match &same {
+                            Some(kept) if kept.values != gpu.values => "different values",
+                            _ => "the same values",
+                        };
                         notes.push(format!(
-                            "{uuid} is the GPU of two results, {first} and {source}: it is \
-                             counted once, with the values of {first}"
+                            "{uuid} is the GPU of two results, {first} and {source}, with \
+                             {values}: it is counted once, with the values of {first}"
                         ));
                     }
                     None => results.push((uuid.clone(), source.to_owned())),
                 }
             }
-            let same = gpu
-                .uuid
-                .as_ref()
-                .and_then(|u| gpus.iter_mut().find(|g| g.uuid.as_ref() == Some(u)));
             match same {
                 Some(kept) => {
                     if kept.values != gpu.values && !twice {
