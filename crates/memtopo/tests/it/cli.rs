@@ -176,3 +176,29 @@ fn dash_writes_json_to_stdout() {
         .unwrap();
     assert_eq!(twice.status.code(), Some(2));
 }
+
+/// The simulated H200's far side does not fit beside its near partition (a warning says
+/// so); the table's far-partition row says "not reported" too, instead of a size.
+#[test]
+fn a_far_side_not_reported_is_not_shown_with_a_size() {
+    let out = memtopo()
+        .args(["--simulate", "h200", "--only", "l2", "-o", "-"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{table}");
+    let topo = topology::Topology::from_json_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let partitions = topo
+        .element(topology::ElementKind::L2)
+        .and_then(|l2| l2.partitions.as_ref())
+        .expect("the L2's partitions");
+    assert!(partitions.far_size.is_none());
+    let warnings = table.matches("far side not reported").count();
+    assert_eq!(warnings, 1, "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("far partition"))
+        .expect("a far-partition row");
+    assert!(row.contains("not reported"), "{row}");
+    assert!(!row.contains("MiB"), "{row}");
+}
