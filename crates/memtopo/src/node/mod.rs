@@ -1,10 +1,10 @@
 //! Several GPUs of one node: `memtopo --device all` (or a list, or a simulated node).
 //!
 //! Each GPU is measured as a single run would measure it ([`crate::run::measure_gpu`]:
-//! its own lock, busy check, sentinels and files), one after another: whether two GPUs
-//! measured at once disturb each other (shared PCIe root, host memory, CPU for the
-//! change-point analysis, the power budget of the board) has not been shown on a
-//! multi-GPU machine yet, so there is no concurrent mode (docs/fleet.md). A GPU that
+//! its own lock, busy check, sentinels and files), one after another: two GPUs measured
+//! at once may disturb each other (shared PCIe root, host memory, CPU for the
+//! change-point analysis, the power budget of the board), and how much is not measured,
+//! so there is no concurrent mode (docs/fleet.md). A GPU that
 //! fails is recorded with its exit code and error and the next one is measured. After
 //! the GPUs, the links between the measured ones (peer access, a chase into the other's
 //! memory, a peer copy; [`peers`]), then the node summary: a [`topology::fleet::Fleet`]

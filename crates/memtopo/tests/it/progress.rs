@@ -107,8 +107,6 @@ fn json_progress_reports_an_early_error_in_the_summary() {
 #[test]
 fn quiet_still_prints_failures_and_warnings() {
     // A Volta whose L1 does not serve texture loads: the texture benchmark fails (exit 1).
-    // (This used the Maxwell profile's constant-L1 copies probe, which failed until issue
-    // 12.6 made the probe decide in caches of low associativity.)
     let volta =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/profiles/volta.toml");
     let text = std::fs::read_to_string(volta).unwrap().replace(
@@ -195,7 +193,7 @@ fn usage_errors_under_json_progress_are_events_ending_in_the_summary() {
         assert_eq!(last["exit_code"], 2);
         assert_eq!(last["error"], messages[0]["message"]);
     }
-    // Without json progress clap's own text, as before.
+    // Without json progress: clap's own text.
     let out = memtopo().args(["--bogus"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("Usage:"), "{}", stderr(&out));
