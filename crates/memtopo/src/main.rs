@@ -32,6 +32,7 @@ use clap::Parser as _;
 use crate::{
     cli::{Cli, Command, MeasureArgs},
     error::{CliError, Exit},
+    plan::Target,
     progress::{Level, ProgressMode, Reporter},
 };
 
@@ -48,10 +49,9 @@ fn message(error: &CliError) -> String {
 /// Measures as `args` ask: one GPU, or a node.
 fn measure(args: &MeasureArgs, reporter: &mut Reporter) -> Result<Exit, CliError> {
     let plan = args.plan()?;
-    if plan.is_node() {
-        node::run(&plan, reporter)
-    } else {
-        run::run(&plan, reporter)
+    match &plan.target {
+        Target::Gpu(job) => run::measure_gpu(&plan.settings, job, reporter).map(|(code, _)| code),
+        Target::Node(node) => node::run(&plan.settings, node, reporter),
     }
 }
 

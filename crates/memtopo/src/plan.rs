@@ -17,22 +17,30 @@ use crate::{error::CliError, output::Format};
 pub struct MeasurePlan {
     /// How each GPU is measured and what is shown.
     pub settings: Settings,
-    /// Which GPUs.
-    pub devices: Devices,
-    /// Where the results go.
-    pub outputs: Outputs,
-    /// `--keep-raw DIR`: the raw curves (per GPU: a folder below it, or a template).
-    pub keep_raw: Option<PathBuf>,
-    /// Several GPUs: measure the links between them.
-    pub peers: bool,
+    /// What is measured, and where the results go.
+    pub target: Target,
 }
 
-impl MeasurePlan {
-    /// Whether the plan measures a node (several GPUs, or one with per-GPU file names or a
-    /// node summary) rather than one GPU with plain file names.
-    pub fn is_node(&self) -> bool {
-        matches!(self.outputs, Outputs::Node(_))
-    }
+/// What a measurement measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// One GPU, its files named as given.
+    Gpu(GpuJob),
+    /// Several GPUs, or one with per-GPU file names or a node summary.
+    Node(NodePlan),
+}
+
+/// The GPUs of a node run and where their results go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodePlan {
+    /// Which GPUs.
+    pub devices: Devices,
+    /// Each GPU's files and the summary.
+    pub outputs: NodeOutputs,
+    /// `--keep-raw DIR`: a folder per GPU below it, or a template.
+    pub keep_raw: Option<PathBuf>,
+    /// Measure the links between the GPUs.
+    pub peers: bool,
 }
 
 /// How each GPU is measured, and what is shown of it.
@@ -150,15 +158,6 @@ impl fmt::Display for DeviceSelection {
             DeviceSelection::All => f.write_str("all"),
         }
     }
-}
-
-/// Where the results go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outputs {
-    /// One GPU's files.
-    Gpu(GpuOutputs),
-    /// One file per GPU and a node summary.
-    Node(NodeOutputs),
 }
 
 /// The files of one GPU's result.

@@ -1,5 +1,5 @@
 //! The measurement of one GPU: pick the backend, measure, print and write the results.
-//! Several GPUs are `node`'s, which measures each through [`measure_gpu`].
+//! Several GPUs are `node`'s, which measures each through [`measure_gpu`] too.
 
 use std::{fmt::Write as _, path::Path, time::Instant};
 
@@ -15,7 +15,7 @@ use crate::{
     error::{CliError, Exit},
     guard,
     output::{self, Format, Stdout},
-    plan::{Devices, Gpu, GpuJob, GuardPolicy, MeasurePlan, Outputs, Settings},
+    plan::{Gpu, GpuJob, GuardPolicy, Settings},
     progress::{self, Level, Reporter},
     raw, simulate,
 };
@@ -108,38 +108,6 @@ fn write_files(job: &GpuJob, topo: &Topology, measured: &Measurements) -> usize 
         }
     }
     failed
-}
-
-/// Measures the one GPU `plan` names; returns the exit code. A node's plan is
-/// `node::run`'s.
-pub fn run(plan: &MeasurePlan, progress: &mut Reporter) -> Result<Exit, CliError> {
-    let Outputs::Gpu(outputs) = &plan.outputs else {
-        return Err(CliError::Usage(
-            "several GPUs are measured by a node run".into(),
-        ));
-    };
-    let index = plan
-        .devices
-        .selection()
-        .single()
-        .ok_or_else(|| CliError::Usage("several GPUs are measured by a node run".into()))?;
-    let gpu = match &plan.devices {
-        Devices::Real(_) => Gpu::Real(index),
-        Devices::Simulated { specs, .. } => {
-            Gpu::Simulated(specs.get(index as usize).cloned().ok_or(
-                CliError::NoSimulatedDevice {
-                    index,
-                    count: specs.len() as u32,
-                },
-            )?)
-        }
-    };
-    let job = GpuJob {
-        gpu,
-        outputs: outputs.clone(),
-        keep_raw: plan.keep_raw.clone(),
-    };
-    measure_gpu(&plan.settings, &job, progress).map(|(code, _)| code)
 }
 
 /// Measures the GPU of `job` as `settings` say; returns the exit code and the result.

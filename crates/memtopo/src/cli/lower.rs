@@ -13,8 +13,8 @@ use crate::{
     error::CliError,
     output::{self, Format},
     plan::{
-        self, Devices, GpuOutputs, GuardPolicy, MeasurePlan, NodeFile, NodeOutputs, OutputFile,
-        Outputs, Settings, SummaryFile, SummaryFormat,
+        self, Devices, Gpu, GpuJob, GpuOutputs, GuardPolicy, MeasurePlan, NodeFile, NodeOutputs,
+        NodePlan, OutputFile, Settings, SummaryFile, SummaryFormat, Target,
     },
     progress::ProgressMode,
     simulate,
@@ -76,17 +76,30 @@ impl MeasureArgs {
                 .output
                 .iter()
                 .any(|p| plan::is_per_gpu(p) || plan::is_folder(p));
-        let outputs = if node {
-            Outputs::Node(self.node_outputs()?)
-        } else {
-            Outputs::Gpu(self.gpu_outputs()?)
-        };
-        let devices = match &self.simulate {
-            Some(spec) => Devices::Simulated {
-                specs: simulate::simulated_specs(spec),
-                selection,
-            },
-            None => Devices::Real(selection),
+        let specs = self.simulate.as_deref().map(simulate::simulated_specs);
+        let target = match (node, selection.single()) {
+            (false, Some(index)) => Target::Gpu(GpuJob {
+                gpu: match specs {
+                    None => Gpu::Real(index),
+                    Some(specs) => Gpu::Simulated(specs.get(index as usize).cloned().ok_or(
+                        CliError::NoSimulatedDevice {
+                            index,
+                            count: specs.len() as u32,
+                        },
+                    )?),
+                },
+                outputs: self.gpu_outputs()?,
+                keep_raw: self.keep_raw.clone(),
+            }),
+            _ => Target::Node(NodePlan {
+                outputs: self.node_outputs()?,
+                devices: match specs {
+                    Some(specs) => Devices::Simulated { specs, selection },
+                    None => Devices::Real(selection),
+                },
+                keep_raw: self.keep_raw.clone(),
+                peers: !self.no_peers,
+            }),
         };
         Ok(MeasurePlan {
             settings: Settings {
@@ -99,10 +112,7 @@ impl MeasureArgs {
                 timings: self.timings,
                 strict: self.strict,
             },
-            devices,
-            outputs,
-            keep_raw: self.keep_raw.clone(),
-            peers: !self.no_peers,
+            target,
         })
     }
 
@@ -351,6 +361,8 @@ mod tests {
         let plan = plan(&[
             "--simulate",
             "2xh100",
+            "-d",
+            "1",
             "-o",
             "a.json",
             "-o",
@@ -359,32 +371,33 @@ mod tests {
             "b.md",
         ])
         .unwrap();
-        assert!(!plan.is_node());
-        assert_eq!(
-            plan.devices,
-            Devices::Simulated {
-                specs: vec!["h100".into(), "h100".into()],
-                selection: plan::DeviceSelection::One(0),
-            }
-        );
-        let Outputs::Gpu(outputs) = &plan.outputs else {
-            panic!("{:?}", plan.outputs)
+        let Target::Gpu(job) = &plan.target else {
+            panic!("{:?}", plan.target)
         };
-        assert!(outputs.stdout_json);
-        let formats: Vec<Format> = outputs.files.iter().map(|f| f.format).collect();
+        assert_eq!(job.gpu, Gpu::Simulated("h100".into()));
+        assert!(job.outputs.stdout_json);
+        let formats: Vec<Format> = job.outputs.files.iter().map(|f| f.format).collect();
         assert_eq!(formats, [Format::Json, Format::Markdown]);
         assert_eq!(plan.settings.guard.wait, Duration::from_secs(10));
+        assert!(matches!(
+            super::MeasureArgs::plan(
+                &Cli::try_parse_from(["memtopo", "--simulate", "h100", "-d", "3"])
+                    .unwrap()
+                    .measure
+            ),
+            Err(CliError::NoSimulatedDevice { index: 3, count: 1 })
+        ));
     }
 
     #[test]
     fn a_node_run_needs_per_gpu_names() {
         let node = plan(&["-d", "all", "-o", "r/{uuid}.svg", "--summary", "s.html"]).unwrap();
-        assert!(node.is_node());
-        let Outputs::Node(outputs) = &node.outputs else {
-            panic!()
+        let Target::Node(node) = &node.target else {
+            panic!("{:?}", node.target)
         };
-        assert!(matches!(&outputs.files[0], NodeFile::Template(f) if f.format == Format::Svg));
-        assert_eq!(outputs.summaries[0].format, SummaryFormat::Html);
+        assert_eq!(node.devices, Devices::Real(plan::DeviceSelection::All));
+        assert!(matches!(&node.outputs.files[0], NodeFile::Template(f) if f.format == Format::Svg));
+        assert_eq!(node.outputs.summaries[0].format, SummaryFormat::Html);
         for bad in [
             &["-d", "0,1", "-o", "one.json"][..],
             &["-d", "all", "-o", "-"],

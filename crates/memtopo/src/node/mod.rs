@@ -19,8 +19,8 @@ use crate::{
     error::{CliError, Exit},
     output::{self, Stdout},
     plan::{
-        self, Devices, Gpu, GpuJob, GpuOutputs, MeasurePlan, NodeFile, NodeOutputs, OutputFile,
-        Outputs, SummaryFile, SummaryFormat,
+        self, Devices, Gpu, GpuJob, GpuOutputs, NodeFile, NodeOutputs, NodePlan, OutputFile,
+        Settings, SummaryFile, SummaryFormat,
     },
     progress::{self, Level, Reporter},
     simulate::{load_profile, simulated_uuid},
@@ -133,7 +133,7 @@ fn identify(_index: u32) -> Result<(String, Option<String>), CliError> {
 }
 
 /// One GPU's measurement: its device (or simulated profile with its UUID) and its files.
-fn gpu_job(plan: &MeasurePlan, files: &NodeFiles, gpu: &Measured, node: &str) -> GpuJob {
+fn gpu_job(plan: &NodePlan, files: &NodeFiles, gpu: &Measured, node: &str) -> GpuJob {
     GpuJob {
         gpu: match &gpu.spec {
             Some(spec) => Gpu::Simulated(spec.clone()),
@@ -179,12 +179,11 @@ fn file_for_summary(outputs: &[OutputFile], summaries: &[SummaryFile]) -> Option
 /// measured while others were, 12; when none was measured, the first GPU's code; else the
 /// first of 6, 9, 10, 1 among the GPUs' codes (as a single run orders them). A summary
 /// that cannot be written is 6.
-pub fn run(plan: &MeasurePlan, progress: &mut Reporter) -> Result<Exit, CliError> {
-    let Outputs::Node(outputs) = &plan.outputs else {
-        return Err(CliError::Usage(
-            "one GPU is measured by a single run".into(),
-        ));
-    };
+pub fn run(
+    settings: &Settings,
+    plan: &NodePlan,
+    progress: &mut Reporter,
+) -> Result<Exit, CliError> {
     let node = select::node_name();
     let specs = match &plan.devices {
         Devices::Simulated { specs, .. } => Some(specs),
@@ -199,7 +198,7 @@ pub fn run(plan: &MeasurePlan, progress: &mut Reporter) -> Result<Exit, CliError
     for spec in specs.into_iter().flatten() {
         load_profile(spec)?;
     }
-    let files = NodeFiles::new(outputs, &node)?;
+    let files = NodeFiles::new(&plan.outputs, &node)?;
     let mut gpus: Vec<GpuEntry> = Vec::new();
     let mut failures = Vec::new();
     let mut measured = Vec::new();
@@ -230,7 +229,7 @@ pub fn run(plan: &MeasurePlan, progress: &mut Reporter) -> Result<Exit, CliError
         };
         let job = gpu_job(plan, &files, &gpu, &node);
         progress.failed.clear();
-        match crate::run::measure_gpu(&plan.settings, &job, progress) {
+        match crate::run::measure_gpu(settings, &job, progress) {
             Ok((code, topo)) => {
                 let mut entry =
                     GpuEntry::from_topology(&topo, Some(gpu.uuid.clone()), Some(node.clone()));
@@ -265,7 +264,7 @@ pub fn run(plan: &MeasurePlan, progress: &mut Reporter) -> Result<Exit, CliError
     if !plan.peers {
         entry.notes.push("links not measured (--no-peers)".into());
     } else if measured.len() >= 2 {
-        peers::measure(&plan.settings.guard, &measured, &mut entry);
+        peers::measure(&settings.guard, &measured, &mut entry);
     } else if indices.len() >= 2 {
         entry
             .notes
@@ -281,7 +280,7 @@ pub fn run(plan: &MeasurePlan, progress: &mut Reporter) -> Result<Exit, CliError
     summary.created_utc = crate::conditions::base_record().date_utc;
     summary.tool_version = Some(env!("CARGO_PKG_VERSION").into());
     let written = write_summaries(&summary, &files.summaries);
-    if !plan.settings.quiet {
+    if !settings.quiet {
         let mut stdout = Stdout::default();
         stdout.print(&format!("\n{}", topology::fleet::table(&summary)));
     }
