@@ -208,7 +208,12 @@ fn rows(topo: &Topology, notes: &mut Footnotes) -> Vec<Row> {
                     Some(n) if n > 1 => format!("  far partition ×{}", n - 1),
                     _ => "  far partition".to_owned(),
                 },
-                size: partitions.far_size.as_ref().map_or(each, Size::to_string),
+                // No far size where the run reported none (its warning says why), rather
+                // than the near partition's size standing in for it.
+                size: partitions
+                    .far_size
+                    .as_ref()
+                    .map_or_else(|| "not reported".to_owned(), Size::to_string),
                 line: dash(),
                 latency_cycles: partitions
                     .far_latency
