@@ -48,6 +48,9 @@ pub enum Command {
     Merge(MergeArgs),
     /// Check saved results against the schema and the physical bounds: exit 0 when valid.
     Validate(ValidateArgs),
+    /// Write a simulator's configuration from a saved result: `gpgpusim`, the
+    /// memory-system options of GPGPU-Sim's gpgpusim.config (docs/clients.md).
+    Export(ExportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -225,6 +228,31 @@ pub struct MergeArgs {
     pub mad: f64,
 }
 
+/// `memtopo export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// What to write.
+    #[arg(value_enum)]
+    pub target: ExportTarget,
+    /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
+    pub input: PathBuf,
+    /// The file to write; `-` or none: standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// A configuration to start from (e.g. GPGPU-Sim's tested SM90_H100/gpgpusim.config):
+    /// its lines are kept, the options memtopo measures replace its own, and the fields
+    /// memtopo does not measure (policies, MSHRs, memory channels) come from it.
+    #[arg(long, value_name = "FILE")]
+    pub base: Option<PathBuf>,
+}
+
+/// What `memtopo export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportTarget {
+    /// GPGPU-Sim's gpgpusim.config (also read by Accel-Sim): the memory-system options.
+    Gpgpusim,
+}
+
 /// `memtopo validate`.
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
@@ -307,6 +335,7 @@ impl ValueEnum for Format {
             Format::Svg,
             Format::Mt4g,
             Format::Html,
+            Format::Csv,
         ]
     }
 
@@ -324,6 +353,7 @@ impl ValueEnum for Format {
                 .alias("mt4g.json")
                 .help("MT4G v1.x's JSON layout"),
             Format::Html => PossibleValue::new("html").help("the self-contained HTML report"),
+            Format::Csv => PossibleValue::new("csv").help("one row per value (RFC 4180)"),
         })
     }
 }

@@ -78,6 +78,7 @@ fn main() -> ExitCode {
         Some(Command::Diff(args)) => cmd::diff::diff(args),
         Some(Command::Merge(args)) => cmd::merge::merge(args),
         Some(Command::Validate(args)) => cmd::validate::validate(args),
+        Some(Command::Export(args)) => cmd::export::export(args),
         Some(Command::Completions { shell }) => cmd::docs::completions(*shell),
         Some(Command::Man) => cmd::docs::man(),
         Some(Command::Measure(args)) => measure_with(args),

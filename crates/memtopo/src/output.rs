@@ -35,6 +35,8 @@ pub enum Format {
     Mt4g,
     /// `.html`: the self-contained HTML report (with the run's raw curves).
     Html,
+    /// `.csv`: one row per value (`topology::quantities`), RFC 4180.
+    Csv,
 }
 
 impl Format {
@@ -49,6 +51,7 @@ impl Format {
             Some("md") => Some(Format::Markdown),
             Some("svg") => Some(Format::Svg),
             Some("html") => Some(Format::Html),
+            Some("csv") => Some(Format::Csv),
             _ => None,
         }
     }
@@ -69,6 +72,7 @@ pub fn text(
         Format::Toml => topo.to_toml_string().map_err(|e| e.to_string())?,
         Format::Markdown => topology::render::markdown(topo),
         Format::Svg => topology::render::svg(topo),
+        Format::Csv => topology::quantities_csv(&topology::quantities(topo)),
     })
 }
 
@@ -114,7 +118,7 @@ fn can_create_in(dir: &Path) -> Result<(), String> {
 /// The message for a file name whose extension names no format.
 pub fn unknown_format(path: &Path) -> String {
     format!(
-        "{}: unknown output format; use .json, .toml, .md, .svg, .html or .mt4g.json",
+        "{}: unknown output format; use .json, .toml, .md, .svg, .html, .csv or .mt4g.json",
         path.display()
     )
 }

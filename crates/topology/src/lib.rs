@@ -51,12 +51,15 @@ pub mod diff;
 mod error;
 pub mod fleet;
 mod format;
+pub mod gpgpusim;
 mod model;
 pub mod mt4g;
+mod quantities;
 mod quantity;
 pub mod raw;
 pub mod render;
 mod run;
+pub mod schema;
 mod units;
 mod validate;
 mod version;
@@ -71,6 +74,7 @@ pub use model::{
     InstructionCacheLevel, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, RankLatency,
     ReplacementPolicy, SetMapping, SharedPhysicalCache, TlbLevel, Topology,
 };
+pub use quantities::{quantities, quantities_csv, QuantityRow};
 pub use quantity::{
     ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,
 };
