@@ -1,11 +1,11 @@
-//! `cargo xtask sys-sage [--source DIR] [--work DIR]`: a real MT4G client loads what memtopo
-//! writes.
+//! `cargo xtask sys-sage [--source DIR] [--work DIR] [RESULT.json ...]`: a real MT4G client
+//! loads what memtopo writes.
 //!
 //! Builds sys-sage (caps-tum/sys-sage, the topology library whose MT4G parser reads MT4G's
 //! JSON) at [`PINNED_COMMIT`] from its source, compiles `xtask/sys-sage/mt4g_tree.cpp`
 //! against it, and loads with it: MT4G's own H100 sample, memtopo's MT4G export of the
-//! simulated H100 and H200, and of the committed reference results (`docs/results/*.json`,
-//! else `examples/results/*.json`). Each tree sys-sage builds must have the sample's
+//! simulated H100 and H200, and of the results named on the command line, else the committed
+//! reference results (`docs/results/*.json`, else `examples/results/*.json`). Each tree sys-sage builds must have the sample's
 //! structure (the same kinds of components in the same nesting, the same counts of SMs and
 //! cores); value differences are listed, not failed on.
 //!
@@ -51,11 +51,14 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
 struct Options {
     source: Option<PathBuf>,
     work: PathBuf,
+    /// Results to load instead of the committed reference results.
+    results: Vec<PathBuf>,
 }
 
 fn options(args: &[String], workspace: &Path) -> Result<Options, String> {
     let mut source = env::var_os("SYS_SAGE_SOURCE").map(PathBuf::from);
     let mut work = crate::target_dir(workspace).join("sys-sage");
+    let mut results = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {
@@ -66,14 +69,20 @@ fn options(args: &[String], workspace: &Path) -> Result<Options, String> {
         match arg.as_str() {
             "--source" => source = Some(value("--source")?),
             "--work" => work = value("--work")?,
+            other if !other.starts_with('-') => results.push(PathBuf::from(other)),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}`; usage: cargo xtask sys-sage [--source DIR] [--work DIR]"
+                    "unknown argument `{other}`; usage: cargo xtask sys-sage [--source DIR] \
+                     [--work DIR] [RESULT.json ...]"
                 ))
             }
         }
     }
-    Ok(Options { source, work })
+    Ok(Options {
+        source,
+        work,
+        results,
+    })
 }
 
 /// A checkout of the pinned commit in `work/src`: cloned from the source given (a clone of
@@ -106,7 +115,13 @@ fn checkout(options: &Options) -> Result<PathBuf, String> {
     }
     run(
         Command::new("git")
-            .args(["-c", "advice.detachedHead=false", "checkout", "--quiet", PINNED_COMMIT])
+            .args([
+                "-c",
+                "advice.detachedHead=false",
+                "checkout",
+                "--quiet",
+                PINNED_COMMIT,
+            ])
             .current_dir(&dest),
         &format!("git checkout {PINNED_COMMIT}"),
     )?;
@@ -115,7 +130,11 @@ fn checkout(options: &Options) -> Result<PathBuf, String> {
 
 /// Builds the sys-sage library and the tree printer; returns the printer.
 fn build(source: &Path, work: &Path, workspace: &Path) -> Result<PathBuf, String> {
-    for (tool, package) in [("cmake", "cmake"), ("g++", "g++"), ("xml2-config", "libxml2-dev")] {
+    for (tool, package) in [
+        ("cmake", "cmake"),
+        ("g++", "g++"),
+        ("xml2-config", "libxml2-dev"),
+    ] {
         if Command::new(tool).arg("--version").output().is_err() {
             return Err(format!(
                 "{tool} not found: apt-get install cmake g++ libxml2-dev nlohmann-json3-dev ({package})"
@@ -123,7 +142,10 @@ fn build(source: &Path, work: &Path, workspace: &Path) -> Result<PathBuf, String
         }
     }
     let build = work.join("build");
-    eprintln!("xtask: building sys-sage {PINNED_COMMIT} (Debug) in {}", build.display());
+    eprintln!(
+        "xtask: building sys-sage {PINNED_COMMIT} (Debug) in {}",
+        build.display()
+    );
     run(
         Command::new("cmake")
             .arg("-S")
@@ -180,7 +202,11 @@ fn parse(output: &str) -> Vec<Line> {
         .lines()
         .map(|line| {
             let fields: Vec<&str> = line.split('\t').collect();
-            let cut = if fields.first() == Some(&"path") { 3 } else { 4 };
+            let cut = if fields.first() == Some(&"path") {
+                3
+            } else {
+                4
+            };
             Line {
                 structure: fields[..cut.min(fields.len())].join(" | "),
                 values: fields.get(cut..).map(|v| v.join(" ")).unwrap_or_default(),
@@ -190,7 +216,11 @@ fn parse(output: &str) -> Vec<Line> {
 }
 
 /// The files to load: the sample first, then memtopo's exports, each as (label, file).
-fn inputs(workspace: &Path, work: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+fn inputs(
+    workspace: &Path,
+    work: &Path,
+    given: &[PathBuf],
+) -> Result<Vec<(String, PathBuf)>, String> {
     let sample = [
         workspace.join("../shared/reference/mt4g-v1.2-sample-H100-80GB-HBM3.json"),
         workspace.join("crates/topology/tests/it/data/mt4g-v1.2-sample-H100-80GB-HBM3.json"),
@@ -227,18 +257,25 @@ fn inputs(workspace: &Path, work: &Path) -> Result<Vec<(String, PathBuf)>, Strin
         found.sort();
         found
     };
-    let mut results = committed("docs/results");
+    let mut results = given.to_vec();
+    if results.is_empty() {
+        results = committed("docs/results");
+    }
     if results.is_empty() {
         results = committed("examples/results");
     }
-    for result in results {
+    for (i, result) in results.into_iter().enumerate() {
         let stem = result
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let out = exports.join(format!("{stem}.mt4g.json"));
+        let out = exports.join(format!("{i}-{stem}.mt4g.json"));
         run(
-            Command::new(&memtopo).arg("render").arg(&result).arg("-o").arg(&out),
+            Command::new(&memtopo)
+                .arg("render")
+                .arg(&result)
+                .arg("-o")
+                .arg(&out),
             &format!("memtopo render {}", result.display()),
         )?;
         let shown = result.strip_prefix(workspace).unwrap_or(&result);
@@ -255,7 +292,8 @@ pub fn run_sys_sage(workspace: &Path, args: &[String]) -> Result<(), String> {
     let printer = build(&source, &options.work, workspace)?;
     let mut trees: BTreeMap<usize, (String, Vec<Line>)> = BTreeMap::new();
     let mut failures = Vec::new();
-    for (i, (label, file)) in inputs(workspace, &options.work)?.into_iter().enumerate() {
+    let files = inputs(workspace, &options.work, &options.results)?;
+    for (i, (label, file)) in files.into_iter().enumerate() {
         println!("== {label} ({})", file.display());
         match run(Command::new(&printer).arg(&file), "sys-sage") {
             Ok(output) => {
@@ -275,7 +313,9 @@ pub fn run_sys_sage(workspace: &Path, args: &[String]) -> Result<(), String> {
     for (label, tree) in trees.values().skip(1) {
         let shape = |t: &[Line]| t.iter().map(|l| l.structure.clone()).collect::<Vec<_>>();
         if shape(tree) != shape(reference) {
-            failures.push(format!("{label}: the tree's structure differs from the sample's"));
+            failures.push(format!(
+                "{label}: the tree's structure differs from the sample's"
+            ));
             println!("{label}: STRUCTURE DIFFERS");
             for line in shape(tree).iter().filter(|l| !shape(reference).contains(l)) {
                 println!("  only here:   {line}");

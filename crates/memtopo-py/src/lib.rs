@@ -3,8 +3,10 @@
 //! pandas-friendly tables (lists of flat dicts), render it, and diff two results.
 //!
 //! Every function is a thin layer over the `topology` crate; `docs/python.md` documents
-//! the Python API. Errors are `memtopo.TopologyError` (a `ValueError`) with the crate's
-//! message, which names the offending field.
+//! the Python API. A file that cannot be read raises the built-in `OSError` of its kind
+//! (`FileNotFoundError`, `PermissionError`, …); a file that does not load raises
+//! `memtopo.TopologyError` (a `ValueError`) with the crate's message, which names the file,
+//! the line and the offending field.
 
 #![deny(missing_docs)]
 
@@ -22,6 +24,30 @@ create_exception!(
 
 fn error(e: impl std::fmt::Display) -> PyErr {
     TopologyError::new_err(e.to_string())
+}
+
+/// A load error as Python raises it: a file that cannot be read as the built-in `OSError`
+/// of its kind (`FileNotFoundError`, `PermissionError`, `IsADirectoryError`, else
+/// `OSError`) with `errno`, `strerror` and `filename` set; anything else `TopologyError`.
+fn load_error(e: topology::Error) -> PyErr {
+    use pyo3::exceptions::{
+        PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
+    };
+    use std::io::ErrorKind;
+    let topology::Error::Io { path, source } = e.without_file() else {
+        return error(e);
+    };
+    let args = (
+        source.raw_os_error().unwrap_or(0),
+        source.to_string(),
+        path.display().to_string(),
+    );
+    match source.kind() {
+        ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
+        ErrorKind::PermissionDenied => PyPermissionError::new_err(args),
+        ErrorKind::IsADirectory => PyIsADirectoryError::new_err(args),
+        _ => PyOSError::new_err(args),
+    }
 }
 
 /// A size in bytes with what is known about it.
@@ -321,6 +347,37 @@ impl Topology {
         Ok(list)
     }
 
+    /// Every value of the result, one flat dict per value (`topology::quantities`):
+    /// `path` (where: `l1_data`, `l2.partitions`, `device`, …), `quantity` (`size`,
+    /// `latency`, `bandwidth.read`, …), `statistic` (`value`, `p50`, `mean`,
+    /// `confidence`, …), `value` (a float), `unit` and `provenance`. The same rows as
+    /// `memtopo render x.json -o x.csv`.
+    fn to_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for row in topology::quantities(&self.inner) {
+            let dict = PyDict::new(py);
+            dict.set_item("path", row.path)?;
+            dict.set_item("quantity", row.quantity)?;
+            dict.set_item("statistic", row.statistic)?;
+            dict.set_item("value", row.value)?;
+            dict.set_item("unit", row.unit)?;
+            dict.set_item("provenance", row.provenance)?;
+            list.append(dict)?;
+        }
+        Ok(list)
+    }
+
+    /// [`to_rows`](Self::to_rows) as a `pandas.DataFrame`, one row per value; raises
+    /// `ImportError` where pandas is not installed (`pip install memtopo[pandas]`).
+    fn to_dataframe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let pandas = py.import("pandas").map_err(|e| {
+            pyo3::exceptions::PyImportError::new_err(format!(
+                "to_dataframe needs pandas (pip install pandas): {e}"
+            ))
+        })?;
+        pandas.call_method1("DataFrame", (self.to_rows(py)?,))
+    }
+
     /// The result as JSON text (validated, as the Rust crate writes it).
     fn to_json(&self) -> PyResult<String> {
         self.inner.to_json_string().map_err(error)
@@ -467,7 +524,7 @@ impl Diff {
 fn load(path: std::path::PathBuf) -> PyResult<Topology> {
     topology::Topology::load(path)
         .map(|inner| Topology { inner })
-        .map_err(error)
+        .map_err(load_error)
 }
 
 /// Loads a result from text; `format` is `"json"` or `"toml"`.
@@ -484,6 +541,13 @@ fn loads(text: &str, format: &str) -> PyResult<Topology> {
         }
     };
     inner.map(|inner| Topology { inner }).map_err(error)
+}
+
+/// The JSON Schema of a result document (draft 2020-12), as a dict.
+#[pyfunction]
+fn json_schema<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?
+        .call_method1("loads", (topology::schema::TOPOLOGY,))
 }
 
 /// Compares two results (`topology::diff`): latencies further apart than `sigmas`
@@ -536,6 +600,7 @@ fn memtopo_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(diff, m)?)?;
+    m.add_function(wrap_pyfunction!(json_schema, m)?)?;
     m.add_class::<Topology>()?;
     m.add_class::<Element>()?;
     m.add_class::<Size>()?;

@@ -22,6 +22,13 @@
 
 use std::fmt::Write as _;
 
+mod base;
+mod settings;
+
+pub use base::Base;
+use base::{cache_string, option_line};
+pub use settings::{Setting, Settings, Unset};
+
 use crate::model::{CarveoutRole, ElementKind, Topology};
 use crate::quantity::Size;
 
@@ -29,108 +36,6 @@ use crate::quantity::Size;
 /// `src/abstract_hardware_model.h`); a sectored cache (`S`) must have 128-byte lines.
 const SECTOR_BYTES: u64 = 32;
 const SECTORS_PER_LINE: u64 = 4;
-
-/// A base configuration: a `gpgpusim.config` whose options memtopo does not measure are
-/// kept.
-#[derive(Debug, Clone, Default)]
-pub struct Base {
-    lines: Vec<String>,
-}
-
-impl Base {
-    /// Reads a configuration's text.
-    pub fn parse(text: &str) -> Base {
-        Base {
-            lines: text.lines().map(str::to_owned).collect(),
-        }
-    }
-
-    /// The value of `option` (the last line that sets it, without a trailing comment).
-    pub fn get(&self, option: &str) -> Option<&str> {
-        self.lines.iter().rev().find_map(|line| {
-            let (name, value) = option_line(line)?;
-            (name == option).then_some(value)
-        })
-    }
-
-    fn get_u64(&self, option: &str) -> Option<u64> {
-        self.get(option)?.parse().ok()
-    }
-}
-
-/// `(name, value)` of an option line (`-name value  # comment`).
-fn option_line(line: &str) -> Option<(&str, &str)> {
-    let line = line.trim_start();
-    if !line.starts_with('-') {
-        return None;
-    }
-    let line = line.split('#').next().unwrap_or(line).trim_end();
-    let (name, value) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-    Some((name, value.trim()))
-}
-
-/// A cache string's head fields (`S`, `4`, `128`, `64`) and the rest from its first comma
-/// (`,L:T:m:L:L,A:512:8,16:0,32`); `None` for `none` or a malformed string.
-fn cache_string(value: &str) -> Option<(Vec<&str>, &str)> {
-    let comma = value.find(',')?;
-    let fields: Vec<&str> = value[..comma].split(':').collect();
-    (fields.len() == 4).then(|| (fields, &value[comma..]))
-}
-
-/// One option memtopo sets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Setting {
-    /// The option, e.g. `-gpgpu_l1_latency`.
-    pub option: String,
-    /// Its value as GPGPU-Sim reads it.
-    pub value: String,
-    /// The measurement or driver value it came from, in words.
-    pub source: String,
-}
-
-/// An option memtopo would set but cannot: a comment with what is known and what is
-/// missing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unset {
-    /// The option.
-    pub option: String,
-    /// What memtopo measured of it and what it needs from a base.
-    pub reason: String,
-}
-
-/// What the export sets and what it leaves to the base.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Settings {
-    /// The options set, in the order they are written.
-    pub set: Vec<Setting>,
-    /// The options left to the base, with why.
-    pub unset: Vec<Unset>,
-}
-
-impl Settings {
-    fn set(&mut self, option: &str, value: impl ToString, source: impl Into<String>) {
-        self.set.push(Setting {
-            option: option.into(),
-            value: value.to_string(),
-            source: source.into(),
-        });
-    }
-
-    fn unset(&mut self, option: &str, reason: impl Into<String>) {
-        self.unset.push(Unset {
-            option: option.into(),
-            reason: reason.into(),
-        });
-    }
-
-    /// The value set for `option`, if any.
-    pub fn value(&self, option: &str) -> Option<&str> {
-        self.set
-            .iter()
-            .find(|s| s.option == option)
-            .map(|s| s.value.as_str())
-    }
-}
 
 fn exact(size: Option<&Size>) -> Option<u64> {
     size?.bound.exact().map(|b| b.0)
@@ -436,6 +341,41 @@ fn l2_and_dram(topo: &Topology, base: Option<&Base>, out: &mut Settings) {
             Some((per_sub, per_sub_text.as_str())),
         );
     }
+    // The base's memory channels against the bus the driver reports, and the DRAM peak
+    // they give against the measured read bandwidth.
+    if let (Some(b), Some(bus)) = (base, d.memory_bus_width_bits) {
+        if let (Some(mem), Some(width)) =
+            (b.get_u64("-gpgpu_n_mem"), b.get_u64("-gpgpu_dram_buswidth"))
+        {
+            let chips = b.get_u64("-gpgpu_n_mem_per_ctrlr").unwrap_or(1);
+            let base_bus = mem * chips * width * 8;
+            if base_bus != u64::from(bus) {
+                out.notes.push(format!(
+                    "the base's -gpgpu_n_mem {mem} x -gpgpu_n_mem_per_ctrlr {chips} x \
+                     -gpgpu_dram_buswidth {width} B make a {base_bus}-bit bus; the driver \
+                     reports {bus} bits for this GPU: adjust the base's channels"
+                ));
+            }
+        }
+    }
+    if let (Some(bus), Some(clock)) = (d.memory_bus_width_bits, d.memory_clock_mhz) {
+        let peak = f64::from(bus) / 8.0 * clock.0 * 1e6 * 2.0 / f64::from(1u32 << 30);
+        let measured = topo
+            .element(ElementKind::DeviceMemory)
+            .and_then(|e| e.bandwidth.as_ref()?.read.as_ref())
+            .map_or(String::new(), |r| {
+                format!(
+                    "; measured reads reach {:.0} GiB/s ({:.0} %)",
+                    r.value,
+                    100.0 * r.value / peak
+                )
+            });
+        out.notes.push(format!(
+            "device memory: {bus} bits x {:.1} MHz x 2 (double data rate) = {peak:.0} GiB/s \
+             peak{measured}",
+            clock.0
+        ));
+    }
     let core = topo
         .conditions
         .sm_clock_mhz
@@ -566,6 +506,9 @@ pub fn export(topo: &Topology, base: Option<&Base>) -> String {
             ""
         }
     );
+    for note in &settings.notes {
+        let _ = writeln!(text, "# memtopo: {note}");
+    }
     for unset in &settings.unset {
         let _ = writeln!(
             text,
