@@ -124,12 +124,13 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A file was read but its content does not load ([`crate::Topology::load`]): the
-    /// file, where in it the parser stopped (where it can tell), and the error.
+    /// file, the position of a field of the wrong type (a syntax error's message has its
+    /// own), and the error.
     #[error("{}{}: {source}", path.display(), position(*line, *column))]
     File {
         /// The file.
         path: PathBuf,
-        /// The line (from 1) the parser stopped at, where it can tell.
+        /// The line (from 1) of the field at fault, where the parser can tell.
         line: Option<usize>,
         /// The column (from 1) on that line.
         column: Option<usize>,

@@ -45,8 +45,8 @@ impl Topology {
     /// Reads a `.json` or `.toml` file.
     ///
     /// A file that cannot be read is [`Error::Io`]; one whose content does not load is
-    /// [`Error::File`]: the file, the line and column where the parser stopped (for
-    /// syntax and type errors), and the error, which names the field.
+    /// [`Error::File`]: the file, the line and column of a field of the wrong type (a
+    /// syntax error's message has its own), and the error, which names the field.
     ///
     /// ```
     /// # let dir = std::env::temp_dir().join(format!("topology-load-doc-{}", std::process::id()));
@@ -139,20 +139,19 @@ pub(crate) fn check_version(version: SchemaVersion) -> Result<(), Error> {
     Ok(())
 }
 
-/// `error`, read from the file `path` holding `text`, as [`Error::File`] with the line
-/// and column where the parser stopped: for a syntax error the parser's own, for a field
-/// of the wrong type the position a direct parse of the text reports (the loader reads a
-/// tree first, which has no positions).
+/// `error`, read from the file `path` holding `text`, as [`Error::File`]; for a field of
+/// the wrong type with the line and column a direct parse of the text reports (the loader
+/// reads a tree first, which has no positions; a syntax error's message has its own).
 fn in_file(path: &Path, text: &str, format: Format, error: Error) -> Error {
     let position = match (&error, format) {
-        (Error::Syntax { .. } | Error::Field { .. }, Format::Json) => {
+        (Error::Field { .. }, Format::Json) => {
             let mut parser = serde_json::Deserializer::from_str(text);
             serde_path_to_error::deserialize::<_, Topology>(&mut parser)
                 .err()
                 .map(|e| (e.inner().line(), e.inner().column()))
                 .filter(|(line, _)| *line > 0)
         }
-        (Error::Syntax { .. } | Error::Field { .. }, Format::Toml) => {
+        (Error::Field { .. }, Format::Toml) => {
             toml::from_str::<Topology>(text)
                 .err()
                 .and_then(|e| e.span())
