@@ -151,12 +151,10 @@ fn in_file(path: &Path, text: &str, format: Format, error: Error) -> Error {
                 .map(|e| (e.inner().line(), e.inner().column()))
                 .filter(|(line, _)| *line > 0)
         }
-        (Error::Field { .. }, Format::Toml) => {
-            toml::from_str::<Topology>(text)
-                .err()
-                .and_then(|e| e.span())
-                .map(|span| line_column(text, span.start))
-        }
+        (Error::Field { .. }, Format::Toml) => toml::from_str::<Topology>(text)
+            .err()
+            .and_then(|e| e.span())
+            .map(|span| line_column(text, span.start)),
         _ => None,
     };
     Error::File {

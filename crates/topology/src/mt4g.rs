@@ -8,7 +8,7 @@
 //! an API value `{"value", "unit"}`, a latency
 //! `{"mean", "p50", "p95", "stdev", "measurements", "sampleSize", "method", "unit"}`.
 //!
-//! - `confidence` carries the statistic behind each value ([`confidence`]: 1 for the
+//! - `confidence` carries the statistic behind each value ([`confidence()`]: 1 for the
 //!   driver's values, the detector's confidence or agreement share, 1 − p of a test, 0
 //!   for a bound or where no statistic was recorded).
 //! - `missPenalty` is, as MT4G defines it, the latency of a miss served by the next level

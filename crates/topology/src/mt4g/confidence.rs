@@ -4,7 +4,7 @@
 //! MT4G gives each benchmarked size a confidence in `[0, 1]` (its change-point score; 0 when
 //! it could not bracket the value, and values under 0.5 are not used further). memtopo
 //! keeps the statistic its own test produced, so the export maps that statistic onto the
-//! same scale ([`confidence`]).
+//! same scale ([`confidence()`]).
 
 use crate::model::ComputeCapability;
 use crate::quantity::{Provenance, Size, SizeBound};
