@@ -19,32 +19,30 @@ pub(crate) fn l2_findings(topo: &mut Topology, l2: &L2Findings) {
     }
     type Setter = fn(&mut topology::Element, Size) -> &mut topology::Element;
     // The line's statistic: the share of miss runs aligned to it (the sector has none).
-    let line_evidence = |line: &crate::measure::l2::L2Line| ChangePointEvidence {
-        method: Some("eviction probe (confidence: share of miss runs aligned to it)".into()),
-        confidence: Some(line.agreement),
-        ..ChangePointEvidence::default()
+    let line = |line: &crate::measure::l2::L2Line| {
+        Size::exact(Bytes(line.bytes), Provenance::Benchmark).with_evidence(ChangePointEvidence {
+            method: Some("eviction probe (confidence: share of miss runs aligned to it)".into()),
+            confidence: Some(line.agreement),
+            ..ChangePointEvidence::default()
+        })
     };
-    let found: [(
-        Result<(u64, Option<ChangePointEvidence>), &String>,
-        QuantityKind,
-        Setter,
-    ); 2] = [
+    let found: [(Result<Size, &String>, QuantityKind, Setter); 2] = [
         (
-            l2.line.as_ref().map(|l| (l.bytes, Some(line_evidence(l)))),
+            l2.line.as_ref().map(line),
             QuantityKind::LineSize,
             topology::Element::set_line_size,
         ),
         (
-            l2.sector.as_ref().map(|s| (s.bytes, None)),
+            l2.sector
+                .as_ref()
+                .map(|s| Size::exact(Bytes(s.bytes), Provenance::Benchmark)),
             QuantityKind::SectorSize,
             topology::Element::set_sector_size,
         ),
     ];
     for (result, quantity, set) in found {
         match result {
-            Ok((bytes, evidence)) => {
-                let mut size = Size::exact(Bytes(bytes), Provenance::Benchmark);
-                size.evidence = evidence;
+            Ok(size) => {
                 set(topo.element_mut(ElementKind::L2), size);
             }
             Err(why) => topo.add_note(Note {
