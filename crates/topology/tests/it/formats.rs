@@ -175,8 +175,8 @@ fn committed_results_convert_without_changing_a_float() {
     let mut checked = 0;
     for path in [
         root.join("examples/results/h200-illustrative.json"),
-        root.join("crates/memtopo-py/pytests/data/h100-run1.json"),
-        root.join("crates/memtopo-py/pytests/data/h100-run2.json"),
+        root.join("crates/topology/tests/data/h100-result.json"),
+        root.join("crates/topology/tests/data/h100-result-second-run.json"),
     ] {
         let text = std::fs::read_to_string(&path).unwrap();
         let original: serde_json::Value = serde_json::from_str(&text).unwrap();
