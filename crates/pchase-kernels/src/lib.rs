@@ -44,6 +44,7 @@ pub mod bandwidth;
 mod capability;
 pub mod catalogue;
 pub mod copy;
+pub mod cubin;
 mod error;
 pub mod icache;
 mod kernel;
