@@ -210,6 +210,12 @@ fn write_files(
 /// Measures as `cli` asks; returns the exit code. Several GPUs (`--device all`, a list,
 /// or a simulated node) are [`crate::node::run`]'s.
 pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
+    // A bad MEMTOPO_JIT is a usage error, before anything is measured (docs/cli.md).
+    #[cfg(feature = "cuda")]
+    pchase_runner::cuda::CodePreference::from_env().map_err(|e| match e {
+        RunnerError::InvalidRequest(message) => CliError::Usage(message),
+        other => CliError::Runner(other),
+    })?;
     if crate::node::is_node_run(cli) {
         return crate::node::run(cli, progress);
     }
