@@ -6,13 +6,15 @@
 //! cargo xtask run [ARGS]       memtopo on GPU 0 (release build), ARGS passed on
 //! cargo xtask lint             rustfmt --check, clippy, rustdoc (-D warnings), file lengths
 //! cargo xtask ptx [--check]    regenerate ptx/ (or check it is up to date)
-//! cargo xtask ptxas            assemble every PTX module with ptxas 12.9 for sm_50..sm_90
+//! cargo xtask cubin [--check]  assemble every module with ptxas 12.9 into ptx/cubin/ (or check)
+//! cargo xtask ptxas            every module's registers and spills per architecture (ptxas -v)
 //! cargo xtask shim [--check]   regenerate the CUDA driver entry points of crates/cuda-shim
 //! cargo xtask cargo ARGS       any cargo command (kept for old scripts; plain cargo works)
 //! cargo xtask sys-sage [--source DIR]  sys-sage loads memtopo's MT4G exports (docs/clients.md)
 //! cargo xtask ci               everything .ci/run runs
 //! ```
 
+mod cubin;
 mod cuda_shim;
 mod cuda_stub;
 mod file_length;
@@ -157,6 +159,7 @@ fn main() -> ExitCode {
         "lint" => lint(),
         "ptx" => ptx::run_ptx(rest),
         "ptxas" => ptxas::run_ptxas(rest),
+        "cubin" => cubin::run_cubin(rest),
         "shim" => cuda_shim::run_shim(&workspace_root(), rest),
         "sys-sage" => sys_sage::run_sys_sage(&workspace_root(), rest),
         "cargo" => rest
@@ -167,12 +170,12 @@ fn main() -> ExitCode {
             .and_then(|()| lint())
             .and_then(|()| cuda_shim::run_shim(&workspace_root(), &["--check".to_string()]))
             .and_then(|()| ptx::run_ptx(&["--check".to_string()]))
-            .and_then(|()| ptxas::run_ptxas(&[])),
+            .and_then(|()| cubin::run_cubin(&["--check".to_string()])),
         "help" | "--help" | "-h" => {
             let usage: Vec<&str> = include_str!("main.rs")
                 .lines()
                 .skip(4)
-                .take(9)
+                .take(10)
                 .map(|l| l.trim_start_matches("//! "))
                 .collect();
             println!("{}", usage.join("\n"));

@@ -7,7 +7,7 @@
 //! (`xtask/src/ptx/probes.rs`), which finds the template by the entry name. The module is
 //! loaded when a probe is first launched ([`Module::loaded_on_demand`]), so a benchmark that
 //! does not run costs no JIT time. Adding a probe adds one `static` and one line of
-//! [`KERNELS`] here; `docs/architecture.md` ("Adding a benchmark") walks through it.
+//! `KERNELS` here; `docs/architecture.md` ("Adding a benchmark") walks through it.
 //!
 //! ```
 //! use pchase_kernels::{catalogue, probes, KernelKind};

@@ -44,17 +44,10 @@ fn entry_names_are_unique_and_found_by_name() {
     let bandwidth = pchase_kernels::bandwidth::kernels().count();
     let copies = pchase_kernels::copy::CopyPath::ALL.len();
     let lines = catalogue::LINES_PATHS.len();
+    let probes = pchase_kernels::probes::kernels().count();
     assert_eq!(
         seen.len(),
-        2 * LoadPath::ALL.len()
-            + 10
-            + 3
-            + two_phase
-            + lines
-            + bandwidth
-            + copies
-            + 1
-            + pchase_kernels::probes::kernels().count()
+        2 * LoadPath::ALL.len() + 10 + 3 + two_phase + lines + bandwidth + copies + 1 + probes
     );
     assert!(catalogue::kernel_by_entry("chase_fine_l1").is_none());
 }
