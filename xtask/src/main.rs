@@ -4,7 +4,8 @@
 //! ```text
 //! cargo xtask test [ARGS]      all tests (no driver here: against a scriptable stand-in)
 //! cargo xtask run [ARGS]       memtopo on GPU 0 (release build), ARGS passed on
-//! cargo xtask lint             rustfmt --check, clippy, rustdoc (-D warnings), file lengths
+//! cargo xtask lint             words, rustfmt --check, clippy, rustdoc (-D warnings), file lengths
+//! cargo xtask words            no issue or round numbers, no stale markers (src/words.rs)
 //! cargo xtask ptx [--check]    regenerate ptx/ (or check it is up to date)
 //! cargo xtask ptxas            assemble every PTX module with ptxas 12.9 for sm_50..sm_90
 //! cargo xtask shim [--check]   regenerate the CUDA driver entry points of crates/cuda-shim
@@ -17,6 +18,9 @@ mod cuda_stub;
 mod file_length;
 mod ptx;
 mod ptxas;
+#[cfg(test)]
+mod scratch;
+mod words;
 
 use std::{
     env,
@@ -83,6 +87,7 @@ fn test(extra: &[String]) -> Result<(), String> {
 }
 
 fn lint() -> Result<(), String> {
+    words::check(&workspace_root())?;
     file_length::check(&workspace_root())?;
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
     let result = match command {
         "test" => test(rest),
         "lint" => lint(),
+        "words" => words::check(&workspace_root()),
         "ptx" => ptx::run_ptx(rest),
         "ptxas" => ptxas::run_ptxas(rest),
         "shim" => cuda_shim::run_shim(&workspace_root(), rest),
@@ -164,10 +170,12 @@ fn main() -> ExitCode {
             .and_then(|()| ptx::run_ptx(&["--check".to_string()]))
             .and_then(|()| ptxas::run_ptxas(&[])),
         "help" | "--help" | "-h" => {
+            // The table between the fences of this file's first comment.
             let usage: Vec<&str> = include_str!("main.rs")
                 .lines()
-                .skip(4)
-                .take(9)
+                .skip_while(|l| *l != "//! ```text")
+                .skip(1)
+                .take_while(|l| *l != "//! ```")
                 .map(|l| l.trim_start_matches("//! "))
                 .collect();
             println!("{}", usage.join("\n"));
