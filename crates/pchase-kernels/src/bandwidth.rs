@@ -1,4 +1,4 @@
-//! The bandwidth kernels (issue 15): streaming reads, writes and copies over global memory
+//! The bandwidth kernels: streaming reads, writes and copies over global memory
 //! and reads of shared memory, each at a fixed vector width and unroll, in their own module
 //! `bandwidth` so that a run without bandwidth benchmarks never loads (or JIT-compiles) them.
 //!

@@ -1,4 +1,4 @@
-//! The copy kernels (issue 17): global memory to shared memory by the tensor memory
+//! The copy kernels: global memory to shared memory by the tensor memory
 //! accelerator (`cp.async.bulk`, its tensor-map form `cp.async.bulk.tensor.2d`), by
 //! `cp.async` (4, 8 or 16 bytes per thread, `.ca` or `.cg`) and by the threads' plain loads
 //! and stores, all with one launch contract so that their latencies and bandwidths compare

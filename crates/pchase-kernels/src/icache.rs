@@ -1,4 +1,4 @@
-//! The instruction-fetch kernel (issue 16, item 3): straight-line code of a chosen size run
+//! The instruction-fetch kernel: straight-line code of a chosen size run
 //! in a loop, so that the time per instruction shows which instruction cache the code fits.
 //!
 //! The code is `segments` segments of [`SEGMENT_INSTRUCTIONS`] `fma.rn.f32` each, over

@@ -185,7 +185,7 @@ pub enum KernelKind {
     ClusterStream,
     /// Fine-grained single-thread chase whose indices count 128-byte lines, not 4-byte
     /// elements: one block's chain may span up to 512 GiB (the TLB walks over all of device
-    /// memory, issue 16). The timed loop is the `Chase` kernels' but for the address
+    /// memory). The timed loop is the `Chase` kernels' but for the address
     /// computation before the first clock read.
     ChaseLines {
         /// The load instruction used (`GlobalCa` or `GlobalCg`).
