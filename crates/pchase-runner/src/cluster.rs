@@ -1,5 +1,5 @@
 //! Thread-block clusters (compute capability 9.0 and newer): the requests a backend that can
-//! launch clusters answers (issue 17), and what they return.
+//! launch clusters answers, and what they return.
 //!
 //! A backend offers them through [`Backend::clusters`](crate::Backend::clusters); a device
 //! without clusters answers `None`, and the benchmarks record "not applicable" instead of a

@@ -1,4 +1,4 @@
-//! TLB walks over (nearly) all of device memory (issue 16): the requests a backend that can
+//! TLB walks over (nearly) all of device memory: the requests a backend that can
 //! run them answers, and the two ways the walked memory is allocated.
 //!
 //! A walk is one fine-grained chase of `nodes` nodes `step_bytes` apart through the

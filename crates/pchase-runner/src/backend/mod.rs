@@ -232,7 +232,7 @@ impl TwoPhaseRequest {
 }
 
 /// A fine-grained chase by thread 0 of one block over an explicit cyclic list of lines of
-/// one buffer (the sets search's reduction to one set, issue 16.1): load `k` reads the first
+/// one buffer (the sets search's reduction to one set): load `k` reads the first
 /// word of line `lines[(warmup_steps + k) mod n]`, `line_bytes` from the buffer's start
 /// times its number. The buffer is the backend's chain buffer (the same virtual addresses
 /// run after run); every line lies at its own offset whichever lines are listed.
@@ -510,7 +510,7 @@ pub trait Backend {
     }
 
     /// Runs the instruction-fetch kernel: one warp on one SM, `request.run_segments()`
-    /// segments of straight-line multiply-adds per iteration (issue 16, item 3). The
+    /// segments of straight-line multiply-adds per iteration. The
     /// default is [`RunnerError::Unsupported`], for backends without it.
     ///
     /// # Errors

@@ -1,4 +1,4 @@
-//! The launch of a [`CopyRequest`] (issue 17): the copy modules loaded whole on first use,
+//! The launch of a [`CopyRequest`]: the copy modules loaded whole on first use,
 //! one source buffer (word `i` holding `i`) kept between requests, the tensor map encoded
 //! per request, and every block's last slot checked against the source.
 

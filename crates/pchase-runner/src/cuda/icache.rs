@@ -4,7 +4,7 @@
 //!
 //! With `MEMTOPO_DUMP_PTX=DIR` in the environment the generated PTX is also written to
 //! `DIR/icache_<segments>.ptx`, so that a GPU script can assemble it with `ptxas` and count
-//! the SASS with `cuobjdump` (scripts/gpu/issue16_icache.sh).
+//! the SASS with `cuobjdump` (docs/measurement.md, the instruction caches).
 
 use std::time::Instant;
 

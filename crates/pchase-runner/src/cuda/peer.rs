@@ -6,8 +6,8 @@
 //! its L2) with its own init kernel, then the reader, with peer access to the owner's
 //! context enabled, runs the fine-grained `.cg` chase kernel on the owner's pointer
 //! (unified addressing makes it valid in the reader's context). Copies are
-//! `cuMemcpyPeerAsync` on the reader's stream, timed with its events. Nothing here has
-//! run on a GPU yet: `scripts/gpu/issue18.sh` is the first test.
+//! `cuMemcpyPeerAsync` on the reader's stream, timed with its events. On two H100s
+//! joined by NVLink it measured both directions (docs/fleet.md).
 
 use std::{
     os::raw::{c_int, c_uint},

@@ -1,4 +1,4 @@
-//! Copies from global to shared memory (issue 17): the tensor memory accelerator's bulk
+//! Copies from global to shared memory: the tensor memory accelerator's bulk
 //! copies (`cp.async.bulk`, and its tensor-map form over 2-D tiles), `cp.async` (`.ca` at 4,
 //! 8 and 16 bytes, `.cg` at 16) and the threads' plain loads and stores, each at every size
 //! from one line to the largest copy a block's shared memory holds: the latency of one copy

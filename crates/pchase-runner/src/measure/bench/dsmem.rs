@@ -1,4 +1,4 @@
-//! Distributed shared memory (issue 17): the latency of a load from another SM's shared
+//! Distributed shared memory: the latency of a load from another SM's shared
 //! memory in the cluster, per cluster size the device allows and per rank addressed, and the
 //! bandwidth of reading and writing it, beside the block's own shared memory.
 

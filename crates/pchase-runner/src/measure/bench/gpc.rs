@@ -1,4 +1,4 @@
-//! The GPC map (issue 17): which SMs form each GPC, inferred from where the hardware places
+//! The GPC map: which SMs form each GPC, inferred from where the hardware places
 //! the blocks of thread-block clusters (a cluster never spans GPCs), checked by the DSMEM
 //! latency inside each GPC, and joined with the L2 partition map in the report.
 

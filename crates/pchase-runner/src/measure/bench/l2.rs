@@ -104,7 +104,7 @@ impl Benchmark for L2 {
     }
 }
 
-/// The partitions (issue 12.6): where the map ran, the count is the profile's and so is
+/// The partitions: where the map ran, the count is the profile's and so is
 /// whether a partition keeps copies; with the balanced interleave, whose partitions and
 /// sets fill evenly (and no copies), the near partition and the far side hold the
 /// profile's bytes to 1 %.
