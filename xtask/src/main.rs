@@ -4,8 +4,9 @@
 //! ```text
 //! cargo xtask test [ARGS]      all tests (no driver here: against a scriptable stand-in)
 //! cargo xtask run [ARGS]       memtopo on GPU 0 (release build), ARGS passed on
-//! cargo xtask lint             words, rustfmt --check, clippy, rustdoc (-D warnings), file lengths
+//! cargo xtask lint             words, cycles, rustfmt --check, clippy, rustdoc (-D warnings), file lengths
 //! cargo xtask words            no issue or round numbers, no stale markers (src/words.rs)
+//! cargo xtask cycles           no import cycles between the modules of a crate (src/cycles/)
 //! cargo xtask ptx [--check]    regenerate ptx/ (or check it is up to date)
 //! cargo xtask ptxas            assemble every PTX module with ptxas 12.9 for sm_50..sm_90
 //! cargo xtask shim [--check]   regenerate the CUDA driver entry points of crates/cuda-shim
@@ -15,6 +16,7 @@
 
 mod cuda_shim;
 mod cuda_stub;
+mod cycles;
 mod file_length;
 mod ptx;
 mod ptxas;
@@ -88,6 +90,7 @@ fn test(extra: &[String]) -> Result<(), String> {
 
 fn lint() -> Result<(), String> {
     words::check(&workspace_root())?;
+    cycles::check(&workspace_root())?;
     file_length::check(&workspace_root())?;
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
@@ -157,6 +160,7 @@ fn main() -> ExitCode {
         "test" => test(rest),
         "lint" => lint(),
         "words" => words::check(&workspace_root()),
+        "cycles" => cycles::check(&workspace_root()),
         "ptx" => ptx::run_ptx(rest),
         "ptxas" => ptxas::run_ptxas(rest),
         "shim" => cuda_shim::run_shim(&workspace_root(), rest),
