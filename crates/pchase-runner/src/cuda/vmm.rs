@@ -15,7 +15,7 @@
 use std::os::raw::c_int;
 
 use super::ffi::{self, CuResult, DevicePtr};
-use crate::walk::VmmError;
+use crate::error::VmmError;
 
 /// How many times a plain region shrinks by an eighth when the memory is short.
 const PLAIN_RETRIES: u32 = 8;
