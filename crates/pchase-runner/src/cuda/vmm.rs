@@ -14,6 +14,7 @@
 
 use std::os::raw::c_int;
 
+use super::errors;
 use super::ffi::{self, CuResult, DevicePtr};
 use crate::error::VmmError;
 
@@ -21,7 +22,7 @@ use crate::error::VmmError;
 const PLAIN_RETRIES: u32 = 8;
 
 fn message(code: CuResult) -> String {
-    ffi::describe(code)
+    errors::describe(code)
 }
 
 fn prop(device: c_int) -> ffi::MemAllocationProp {
