@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use pchase_kernels::{catalogue, Kernel};
 
-use crate::{backend::ChainSpec, error::RunnerError};
+use crate::{chain::ChainSpec, error::RunnerError};
 
 /// The largest cluster size any CUDA device allows without opting in (the portable limit).
 pub const PORTABLE_CLUSTER_SIZE: u32 = 8;
