@@ -20,11 +20,12 @@ use crate::{
             bandwidth_request, bandwidth_shape, latency_request, linear_sizes, max_copy_bytes, p5,
             tiles, CopyAtSize, CopyPathFinding,
         },
-        report::copies as report_copies,
         Measurements, Session,
     },
     sim::SimProfile,
 };
+
+mod report;
 
 /// The copy benchmark.
 pub(crate) struct AsyncCopy {
@@ -187,7 +188,7 @@ impl Benchmark for AsyncCopy {
     }
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
-        report_copies::write(measured, topo);
+        report::write(measured, topo);
     }
 
     fn sim_check(&self, profile: &SimProfile, m: &Measurements) -> Result<(), String> {

@@ -7,13 +7,15 @@ use std::time::Duration;
 use pchase_kernels::catalogue;
 use topology::Topology;
 
-use super::{gpc::chase_chain, Benchmark, Info};
+use super::{
+    gpc::{chase_chain, report as report_clusters},
+    Benchmark, Info,
+};
 use crate::{
     cluster::{ClusterChaseRequest, ClusterStreamRequest, StreamMode},
     error::RunnerError,
     measure::{
         cluster::{latency_by_rank, median, DsmemAtSize},
-        report::clusters as report_clusters,
         Measurements, Session,
     },
     sim::SimProfile,

@@ -21,6 +21,7 @@
 mod async_copy;
 mod bandwidth;
 mod dsmem;
+mod element;
 mod gpc;
 mod icache;
 mod l2;
