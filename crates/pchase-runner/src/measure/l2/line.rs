@@ -10,7 +10,7 @@ use crate::{
 };
 
 use super::super::stats::slow_runs;
-use super::probes::first_block;
+use super::probes::{first_block, EVICTING_SPACING};
 
 /// How the L2's allocation line was found.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,10 +95,6 @@ pub(super) fn line_unit(runs: &[(usize, usize)]) -> (usize, f64) {
     }
     (largest, share(largest))
 }
-
-/// Nodes of the evicting chain are 33 lines of 128 B apart (an odd number of lines, so that
-/// they fall into sets and partitions all over the L2 whatever its hash).
-pub(super) const EVICTING_SPACING: u32 = 33 * 128;
 
 /// The L2's allocation line: the bytes one tag covers, read from which lines an eviction
 /// takes away.
