@@ -40,17 +40,15 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod bandwidth;
 mod capability;
 pub mod catalogue;
-pub mod copy;
 mod error;
-pub mod icache;
 mod kernel;
 mod path;
 
 pub use capability::{ComputeCapability, PtxIsaVersion};
 pub use error::Error;
+pub use kernel::{bandwidth, copy, icache};
 pub use kernel::{
     Granularity, Kernel, KernelKind, Module, ModuleGlobal, Param, ParamType, SharedLayout,
 };

@@ -26,7 +26,7 @@
 //! - **Edges**: a module stands for itself and its descendants. A reference from A to B
 //!   (neither the other's ancestor) is an edge between the two siblings, children of A's and
 //!   B's nearest common ancestor, that contain them: `measure/bench/dsmem.rs` naming
-//!   `measure/report/clusters.rs` is the edge `measure/bench/mod.rs` →
+//!   `measure/report/clusters.rs` would be the edge `measure/bench/mod.rs` →
 //!   `measure/report/mod.rs`. (Where A and B are siblings, that is A → B itself.)
 //!
 //! A **cycle** is a strongly connected component of more than one module; its modules are

@@ -63,10 +63,10 @@ static MODULES: [&Module; 7] = [
     &PCHASE,
     &HOPPER,
     &L2MAP,
-    &crate::bandwidth::BANDWIDTH,
-    &crate::copy::ASYNC_COPY,
-    &crate::copy::TMA,
-    &crate::icache::ICACHE,
+    &crate::kernel::bandwidth::BANDWIDTH,
+    &crate::kernel::copy::ASYNC_COPY,
+    &crate::kernel::copy::TMA,
+    &crate::kernel::icache::ICACHE,
 ];
 
 /// The 64 KiB constant array the constant-path chases read.
@@ -312,7 +312,7 @@ pub fn modules() -> &'static [&'static Module] {
 /// (first, second) path, `two_phase_block_global_cg`, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`,
 /// `dsmem_cluster_chase`, `dsmem_cluster_stream`), the pinned chases with 2, 4 and 8 chains
 /// per warp, the line-indexed chases and `init_chain_lines`, then the bandwidth kernels
-/// ([`crate::bandwidth::kernels`]), then the copy kernels ([`crate::copy::kernels`]), then
+/// ([`crate::kernel::bandwidth::kernels`]), then the copy kernels ([`crate::kernel::copy::kernels`]), then
 /// `icache_ffma` ([`crate::icache`]).
 ///
 /// ```
@@ -338,9 +338,9 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
         .chain(CHASE_PINNED_MULTI.iter())
         .chain(CHASE_LINES.iter())
         .chain([&INIT_CHAIN_LINES])
-        .chain(crate::bandwidth::kernels())
-        .chain(crate::copy::kernels())
-        .chain([&crate::icache::ICACHE_FFMA])
+        .chain(crate::kernel::bandwidth::kernels())
+        .chain(crate::kernel::copy::kernels())
+        .chain([&crate::kernel::icache::ICACHE_FFMA])
 }
 
 /// The kernel with this entry name, if the catalogue has one (for tools that read names

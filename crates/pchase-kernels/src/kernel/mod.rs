@@ -1,7 +1,14 @@
-//! The typed description of PTX modules, kernels and their parameters.
+//! The typed description of PTX modules, kernels and their parameters, and the kernel
+//! families whose descriptions carry a shape of their own: [`bandwidth`], [`copy`] and
+//! [`icache`]. A [`KernelKind`] names those shapes, and each family builds its kernels
+//! from the types here, so they live together, under the types they extend.
 
-use crate::bandwidth::BandwidthKernel;
+pub mod bandwidth;
+pub mod copy;
+pub mod icache;
+
 use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
+use bandwidth::BandwidthKernel;
 
 /// One PTX module: a file under `ptx/`, embedded in this crate.
 #[derive(Debug)]
@@ -54,24 +61,29 @@ impl Module {
 
     /// Whether a runner loads the module's kernels only when each is first launched, not
     /// when it starts: the bandwidth module, kernel by kernel
-    /// ([`crate::bandwidth::kernel_ptx`]), so that only the shapes a search visits are
+    /// ([`bandwidth::kernel_ptx`]), so that only the shapes a search visits are
     /// JIT-compiled.
     ///
     /// The copy modules (`asynccopy`, `tma`) are loaded whole, the first time one of their
     /// kernels is launched, for the same reason: only the copy benchmark needs them. The
     /// instruction-fetch module too: the runner generates it at the size it needs
-    /// ([`crate::icache::module_ptx`]) and loads that when the benchmark first launches it.
+    /// ([`icache::module_ptx`]) and loads that when the benchmark first launches it.
     pub fn loaded_on_demand(&self) -> bool {
-        std::ptr::eq(self, crate::bandwidth::module())
-            || std::ptr::eq(self, crate::copy::async_copy_module())
-            || std::ptr::eq(self, crate::copy::tma_module())
-            || std::ptr::eq(self, crate::icache::module())
+        std::ptr::eq(self, bandwidth::module())
+            || std::ptr::eq(self, copy::async_copy_module())
+            || std::ptr::eq(self, copy::tma_module())
+            || std::ptr::eq(self, icache::module())
     }
 
     /// Whether a device of compute capability `device` can load the module.
     pub fn supports(&self, device: ComputeCapability) -> bool {
         device >= self.min_capability
     }
+}
+
+/// A parameter of a kernel description: its name in the PTX, its type and what it means.
+pub(crate) const fn param(name: &'static str, ty: ParamType, meaning: &'static str) -> Param {
+    Param { name, ty, meaning }
 }
 
 /// The PTX type of a kernel parameter.
@@ -232,7 +244,7 @@ pub enum KernelKind {
     /// A bandwidth kernel: streaming accesses of one shape (`crate::bandwidth`).
     Bandwidth(BandwidthKernel),
     /// A copy from global to shared memory in rounds (`crate::copy`).
-    Copy(crate::copy::CopyPath),
+    Copy(copy::CopyPath),
     /// Straight-line multiply-adds entered at a chosen segment and run in a loop, one warp
     /// (`crate::icache`): the instruction caches.
     InstructionFetch,

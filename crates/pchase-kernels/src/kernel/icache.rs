@@ -27,8 +27,7 @@
 
 use std::fmt::Write as _;
 
-use crate::catalogue::params::param;
-use crate::kernel::{Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
+use crate::kernel::{param, Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
 use crate::{ComputeCapability, Error, PtxIsaVersion};
 
 /// `fma.rn.f32` instructions per segment: the granularity of the code sizes.
@@ -50,7 +49,7 @@ pub const OUT_BYTES: u32 = 8 + 32 * 4 * ACCUMULATORS;
 pub(crate) static ICACHE: Module = Module {
     name: "icache",
     file_name: "icache.ptx",
-    ptx: include_str!("../../../ptx/icache.ptx"),
+    ptx: include_str!("../../../../ptx/icache.ptx"),
     // brx.idx and .branchtargets arrived in ISA 6.0; 7.0 keeps CUDA 11.0 drivers able to
     // JIT it. sm_70: the benchmark counts 16-byte instructions, Volta's encoding.
     ptx_isa: PtxIsaVersion::new(7, 0),

@@ -25,15 +25,14 @@
 
 use std::fmt;
 
-use crate::catalogue::params::param;
-use crate::kernel::{Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
+use crate::kernel::{param, Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
 use crate::{ComputeCapability, PtxIsaVersion};
 
 /// Module `bandwidth`: loaded only when a bandwidth benchmark first launches a kernel.
 pub(crate) static BANDWIDTH: Module = Module {
     name: "bandwidth",
     file_name: "bandwidth.ptx",
-    ptx: include_str!("../../../ptx/bandwidth.ptx"),
+    ptx: include_str!("../../../../ptx/bandwidth.ptx"),
     // ld.global.nc (sm_32), .cs and vector loads: all in ISA 7.0 for sm_50.
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_50,

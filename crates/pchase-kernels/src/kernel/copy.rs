@@ -34,8 +34,7 @@
 
 use std::fmt;
 
-use crate::catalogue::params::param;
-use crate::kernel::{Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
+use crate::kernel::{param, Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
 use crate::{ComputeCapability, PtxIsaVersion};
 
 /// Bytes of every copy kernel's dynamic shared memory before its slots: the mbarrier of the
@@ -51,7 +50,7 @@ pub const COPY_SLOT_ALIGN: u32 = 128;
 pub(crate) static ASYNC_COPY: Module = Module {
     name: "asynccopy",
     file_name: "asynccopy.ptx",
-    ptx: include_str!("../../../ptx/asynccopy.ptx"),
+    ptx: include_str!("../../../../ptx/asynccopy.ptx"),
     // cp.async, cp.async.commit_group and cp.async.wait_group: ISA 7.0, sm_80.
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_80,
@@ -63,7 +62,7 @@ pub(crate) static ASYNC_COPY: Module = Module {
 pub(crate) static TMA: Module = Module {
     name: "tma",
     file_name: "tma.ptx",
-    ptx: include_str!("../../../ptx/tma.ptx"),
+    ptx: include_str!("../../../../ptx/tma.ptx"),
     // cp.async.bulk, mbarrier expect_tx and fence.proxy.async arrived in ISA 8.0 (sm_90);
     // cvta.param (the tensor map's address) in 7.7.
     ptx_isa: PtxIsaVersion::new(8, 0),
