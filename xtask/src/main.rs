@@ -18,6 +18,7 @@ mod cuda_shim;
 mod cuda_stub;
 mod cycles;
 mod file_length;
+mod metadata;
 mod ptx;
 mod ptxas;
 #[cfg(test)]

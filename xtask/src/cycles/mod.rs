@@ -36,9 +36,8 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
-    env, fs,
+    fs,
     path::{Path, PathBuf},
-    process::Command,
 };
 
 mod paths;
@@ -327,19 +326,7 @@ struct Target {
 
 /// Every target of every workspace member, by `cargo metadata`.
 fn targets(workspace: &Path) -> Result<Vec<Target>, String> {
-    let output = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--no-deps", "--format-version", "1", "--locked"])
-        .current_dir(workspace)
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("cannot read cargo metadata's output: {e}"))?;
+    let metadata = crate::metadata::read(workspace, false)?;
     let mut seen = BTreeSet::new();
     let mut targets = Vec::new();
     for package in metadata["packages"].as_array().into_iter().flatten() {
