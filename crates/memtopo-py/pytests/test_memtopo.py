@@ -10,8 +10,8 @@ import memtopo
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 H100 = ROOT / "docs/results/h100/issue-12/run1.json"
 H100_AGAIN = ROOT / "docs/results/h100/issue-12/run2.json"
-ILLUSTRATIVE_JSON = ROOT / "examples/results/h200-illustrative.json"
-ILLUSTRATIVE_TOML = ROOT / "examples/results/h200-illustrative.toml"
+ILLUSTRATIVE_JSON = ROOT / "crates/topology/examples/data/h200-illustrative.json"
+ILLUSTRATIVE_TOML = ROOT / "crates/topology/examples/data/h200-illustrative.toml"
 
 
 def test_a_real_h100_result_loads_into_typed_objects():
