@@ -43,7 +43,7 @@ if [ -z "${MEMTOPO:-}" ]; then
     cargo build --release --quiet -p memtopo || { say "cargo build failed"; exit 2; }
 fi
 
-work=$(mktemp -d /tmp/memtopo-slurm.XXXXXX)
+work=$(mktemp -d)
 # Stops the daemons this script started (by the pids in their pid files), waiting up to
 # 10 s for them to go before SIGKILL.
 cleanup() {

@@ -120,7 +120,7 @@ def search_cases(rng):
         case["signal"] = np.asarray(case["signal"]).reshape(len(case["signal"]), -1).tolist()
         cases.append(case)
 
-    # The ruptures 1.1.10 PELT bug of the issue.
+    # The PELT bug of ruptures 1.1.10.
     sig = np.array([0.0, 1.0, 0.0, 0.0, 1.0])
     cost = make_cost("l2", sig)
     rb = rpt.Pelt(model="l2", min_size=2, jump=1).fit(sig).predict(pen=0.1)

@@ -1,6 +1,11 @@
-// Issue 15 exploration: what hand-written kernels reach per level on this GPU, over a grid
-// of launch shapes (blocks per SM, threads, unroll, load variant). Prints one line per
-// (level, shape) with the best of several timed repetitions, then the best per level.
+// Probes: what hand-written kernels reach per level on this GPU (device-memory read, write
+// and copy; the L2 read; the L1 and shared-memory reads), over a grid of launch shapes
+// (blocks per SM, threads, unroll, load variant). Prints one line per (level, shape) with
+// the best of several timed repetitions, then the best per level.
+// Backs: the second method for memtopo's bandwidths in docs/results/h100.md and h200.md
+// (hand-written: H100 device-memory read 93.3 % of the API peak against memtopo's tuned
+// 95.4 %; docs/evidence/2026-11-26-h100-h200-hand-written-bandwidth-kernels/), and why the
+// L2 reads use .cg: its .nc "L2" reads of some 29 TB/s are L1 hits.
 // Build: nvcc -O3 -arch=sm_90 -o bw bw_explore.cu ; run: ./bw > bw.txt
 #include <cstdio>
 #include <cstdlib>

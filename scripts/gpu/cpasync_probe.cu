@@ -1,13 +1,12 @@
-// Issue 17 item 3, session 8: why does memtopo's cp.async.cg 16 B copy of 227 KiB take about
-// 2680 cycles while tma_check.cu's takes about 5630 (bulk and plain agree within 10 %)?
-// Hypothesis: the round is bound by the threads' instruction issue, not by the copy engine,
-// and tma_check's loop (one kernel for three modes, a mode test and 64-bit generic address
-// arithmetic per copy) issues about twice the instructions per 16 bytes of memtopo's.
-// This probe times one block's round (clock() around a barrier-to-barrier round, as both do)
-// for cp.async.cg and cp.async.ca 16 B with kernels specialised per mode (no mode test), at
-// 128/256/512/1024 threads and with 1x or 4x unrolled copy loops, from a 1 MiB source read in
-// warm-up rounds. If the hypothesis holds, the specialised 256-thread loop lands near
-// memtopo's figure and unrolling or more threads lowers it further towards the bulk copy.
+// Probes: how long one block takes to copy a region into shared memory with cp.async.cg and
+// cp.async.ca (16 B per thread), with a kernel specialised per mode, at 128/256/512/1024
+// threads and with the copy loop unrolled 1x or 4x, from a 1 MiB source read in warm-up
+// rounds (clock() around a barrier-to-barrier round, as memtopo's async-copy benchmark).
+// Backs: the second method for memtopo's cp.async latencies in docs/results/h100-deep.md
+// (a 226.9 KiB cp.async.cg copy of one block: 2,751 cycles at 256 threads, 2,624 unrolled,
+// against memtopo's 2,670 on the same GPU; docs/evidence/2026-11-25-h100-copy-probes/), and
+// why tma_check.cu's cp.async figure is higher: its one predicated loop for every mode issues
+// about twice the instructions per copy.
 // Build: nvcc -O2 -arch=sm_90 -o cpasync_probe cpasync_probe.cu
 #include <cuda_runtime.h>
 

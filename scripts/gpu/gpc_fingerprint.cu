@@ -1,8 +1,11 @@
-// Which GPC is an SM in? A second method beside cluster placement (issue 17.2): every SM
-// times L2 hits to the same K lines, one load at a time; the latency of a hit depends on the
-// distance from the SM's GPC to the L2 slice that holds the line, so SMs of one GPC should
-// share a latency fingerprint over the K lines. Prints, per SM, the median over the timed
-// passes of each line's cycles (a CSV: sm, then K values) for two independent line sets.
+// Probes: which GPC an SM is in, by a second method beside cluster placement. Every SM times
+// L2 hits to the same K lines, one load at a time; the latency of a hit depends on the
+// distance from the SM's GPC to the L2 slice that holds the line, so SMs of one GPC share a
+// latency fingerprint over the K lines. Prints, per SM, the median over the timed passes of
+// each line's cycles (a CSV: sm, then K values) for two independent line sets;
+// gpc_fingerprint_analysis.py compares it with a memtopo result's GPC map.
+// Backs: docs/results/h100.md, GPCs (the eight SMs placement leaves unassigned lie nearest
+// to GPCs 0 and 6; docs/evidence/2026-11-25-h100-gpc-fingerprint/).
 //   nvcc -O2 -arch=sm_90 -o gpc_fp scripts/gpu/gpc_fingerprint.cu && ./gpc_fp > fp.csv
 #include <algorithm>
 #include <cstdint>

@@ -5,7 +5,9 @@ Per line set and repeat: each SM's fingerprint (its per-line median cycles, less
 mean) is correlated with every other SM's; the GPCs of the placement map are compared with
 the fingerprints (mean correlation inside a GPC against between GPCs, and whether each SM's
 nearest GPC by fingerprint is its own), and every SM the placement left unassigned gets the
-GPC whose members its fingerprint is closest to.
+GPC whose members its fingerprint is closest to. Needs numpy.
+Backs: docs/results/h100.md, GPCs (docs/evidence/2026-11-25-h100-gpc-fingerprint/ holds the
+CSV and the memtopo result it was compared with).
 """
 import json
 import sys

@@ -1,33 +1,29 @@
-// Issue 16 item 1, session 9: the ways and the replacement of the H100's L1 data cache,
-// whose set index is hashed (memtopo's `sets`: the lines that overflow first are unevenly
-// spaced, so no stride puts W + 1 lines into one set and the ways stay undetermined).
-// Instead of a stride, this probe finds one set by its members:
+// Probes: the sets, ways and replacement of the L1 data cache by the members of one set, not
+// by a stride (the H100's and H200's set index is hashed, so no stride puts W + 1 lines into
+// one set):
 //   1. capacity: the smallest n such that a cyclic chase over lines 0..n-1 (128 B apart,
 //      ld.global.ca, one thread) has a line that misses repeatedly; line n-1 then belongs
 //      to the one overflowing set;
 //   2. members: every line x whose removal from those n lines ends the repeated misses is
-//      in that set (removing any other line leaves the set over-full); ways = members - 1,
-//      checked by chasing the members alone (all miss) and all but one (none miss);
+//      in that set; ways = members - 1, checked by chasing the members alone (all miss)
+//      and all but one (none miss);
 //   3. more members: lines y beyond n for which the set's first W members plus y miss;
 //   4. replacement: with 2W members known, sequences "reset (W other members, twice),
 //      fill A0..A(W-1), touch A_r, load B" then probe one A_j: the one that misses is the
 //      victim; each (r, j) three times, so that a random policy shows as disagreement.
+// Every chase is timed over 16 passes, a line conflicting when slow in at least 4 of them.
 // argv[1] = U: the unit added, removed and tested is a block of U consecutive lines (1, 2,
-// 4), for an L1 that allocates more than a line at a time. Every launch uses 30 KiB of
-// static shared memory at carveout 0 (as memtopo's `sets` does), so the driver runs it
-// with the 32 KiB shared-memory configuration and the L1 keeps one size. A step whose
-// result does not behave like one set (the members alone not missing) stops the run.
-// argv[2] = "shift": the first overflowing chase again at offsets of 2 and 4 MiB (other
-// pages), twice each. Session 9 (docs/results/h100.md "Session 9"): the first version timed
-// only about two passes per chase and gave noise (l1_sets-5bb49fb9.txt); this one, 16
-// passes, on GPU-1bb755cd (l1_sets16-1bb755cd.txt): deterministic within a process,
-// dependent on the 2 MiB page, and no small set.
-// Prints the capacity, the members (line indices and byte offsets in hex), the ways and
-// the victims. argv[2] = "phys": the first overflowing chase in one physical chunk mapped at
-// two virtual addresses, and in another chunk at the same two (see main). argv[2] =
-// "reduce": step 2 as a greedy reduction to a smallest overflowing set, and the miss share
-// of chases over fewer and more of its lines (see main); argv[3]: KiB of dynamic shared
-// memory per chase (another shared-memory configuration, a smaller L1).
+// 4). Every launch uses 30 KiB of static shared memory at carveout 0 (as memtopo's `sets`
+// does), so the driver runs it with the 32 KiB shared-memory configuration and the L1 keeps
+// one size. argv[2] = "shift": the first overflowing chase again at offsets of 2 and 4 MiB
+// (other pages). argv[2] = "phys": the first overflowing chase in one physical chunk mapped
+// at two virtual addresses, and in another chunk at the same two. argv[2] = "reduce": step 2
+// as a greedy reduction to a smallest overflowing set, and the miss share of chases over
+// fewer and more of its lines; argv[3]: KiB of dynamic shared memory per chase (another
+// shared-memory configuration, a smaller L1).
+// Backs: docs/results/h100-deep.md and h200-deep.md, L1 sets (`1 reduce`: 434 ways at
+// 217 KiB, 298 at 149 KiB, docs/evidence/2026-11-26-h100-h200-l1-sets/; `1 phys`: the set
+// follows the virtual address, docs/evidence/2026-11-26-h100-h200-l1-virtual-index/).
 // Build: nvcc -O2 -arch=sm_90 -o l1_sets l1_sets.cu -lcuda
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -285,11 +281,11 @@ int main(int argc, char** argv) {
   }
 
   // 2. Members: blocks whose removal ends the repeated misses (checked twice). With
-  // "reduce" (session 11) instead a greedy reduction: every block whose absence keeps the
+  // "reduce" instead a greedy reduction: every block whose absence keeps the
   // repeated misses is dropped, in address order, so that what is left is a smallest set
   // of lines that still overflows (for an LRU set, its W + 1 lines); then each remaining
-  // block is checked once more to be needed. Session 9's single removals from all n blocks
-  // named 574 or 1502 "members", no one set.
+  // block is checked once more to be needed. (Single removals from all n blocks name hundreds
+  // of lines on the H100, no one set.)
   std::vector<unsigned> members;
   if (reduce) {
     // From 32 blocks past the first overflow, so that the group that overflows misses

@@ -1,5 +1,6 @@
-// Session 10: why does the line probe's chain A overflow the L2 well below the size sweep's
-// onset? One thread fills A (one node per 64 B, in address order, as the tool's line probe
+// Probes: whether an L2 flush by writes crowds out what is loaded after it. Backs:
+// docs/decisions.md, "The L2 flush reads" (docs/evidence/2026-11-26-h100-h200-l2-flush/).
+// Why would the line probe's chain A overflow the L2 well below the size sweep's onset? One thread fills A (one node per 64 B, in address order, as the tool's line probe
 // does) after one of three flushes, then re-times A's first 8192 nodes: the share of them
 // that are no longer near hits says whether A overflowed by itself.
 //   write: one word written into every 128 B line of a buffer twice the L2 (the tool's flush)

@@ -1,5 +1,8 @@
-// Which latency levels does one SM meet on the L2 path, and which SMs share a partition?
-// (issue 12, docs/results/h100.md and h200.md, "The L2 as it really is")
+// Probes: which latency levels one SM meets on the L2 path, and which SMs share a partition.
+// Backs: the per-load level method of memtopo's L2 benchmark (docs/measurement.md, "The L2
+// partitions"): its level-finding tests run on samples this probe took on an H100 and an
+// H200 (crates/pchase-runner/tests/data/l2-samples-*.txt; l2_levels_analysis.py reads the
+// probe's output).
 //
 // Part L (levels along the size, one SM): a cyclic .cg chase over S bytes, one node per
 //   128-byte line, in address order ("seq") or a random permutation of the lines ("rnd");

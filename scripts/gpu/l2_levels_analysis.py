@@ -1,3 +1,10 @@
+"""Summarises l2_levels.cu's output (gzipped CSV): the latency histogram of the L2 path at
+each array size (part L), the partition map (part M) and memory per home partition (part D).
+
+python3 l2_levels_analysis.py out.csv.gz        (needs numpy)
+Backs: the L2 level method of docs/measurement.md; the samples its tests use
+(crates/pchase-runner/tests/data/l2-samples-*.txt) were cut from this probe's output.
+"""
 import gzip, collections, sys
 import numpy as np
 f=sys.argv[1]

@@ -1,5 +1,7 @@
-// A heavy co-tenant for issue 13's evidence: streams a 1 GiB buffer through the L2 and HBM
-// and runs a dependent FMA loop, for the given number of seconds.
+// A heavy co-tenant: streams a 1 GiB buffer through the L2 and HBM and runs a dependent FMA
+// loop, for the given number of seconds. Backs: docs/reliability.md (a busy GPU refused, a
+// load that starts mid-run caught; docs/evidence/2026-11-25-h100-h200-shared-gpu/).
+//   nvcc -O2 -o load load.cu && ./load 60
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>

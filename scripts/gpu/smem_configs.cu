@@ -1,5 +1,9 @@
-// Which shared-memory configuration does the driver pick for a carveout preference and a
-// kernel's dynamic shared memory, and what L1 does each configuration leave? (issue 12.1)
+// Probes: which shared-memory configuration the driver picks for a carveout preference and a
+// kernel's dynamic shared memory, and what L1 each configuration leaves.
+// Backs: docs/measurement.md, "The carveout table" (at carveout 0 % the driver takes the
+// smallest configuration that holds the block; a kernel without shared memory gets 32 KiB;
+// small non-zero carveouts choose larger configurations than needed;
+// docs/evidence/2026-11-25-h100-h200-shared-memory-configurations/).
 //
 // One kernel, two modes, so both see the same function attributes:
 //  mode 0 (L1 size): block 0 chases a cyclic .ca chain (32-byte nodes) of S bytes: one warm

@@ -1,14 +1,15 @@
-// Issue 16 item 2, session 8: is there a second translation level beyond the 74 GiB that
-// one GPU's memory lets a walk span? memtopo's walks (plain and in 2 MiB VMM chunks) and
-// tlb_regions.cu saw only the 16-entry level of 16 MiB entries and nothing up to 64-74 GiB,
-// where Volta and Turing have a second level of about 8 GiB (Jia et al. 2018/2019, Table
-// 3.1). Virtual address space is not bounded by memory: this program reserves RESERVE
-// bytes of virtual addresses (512 GiB) and maps a pool of POOL physical 2 MiB chunks into it
-// over and over (place j holds chunk j mod POOL, so every place is backed), then walks the
-// L2 path (ld.global.cg, one thread, cyclic chase) at 16 MiB, 64 MiB and 1 GiB strides up
+// Probes: translation levels beyond the addresses one GPU's memory lets a walk span.
+// Virtual address space is not bounded by memory: this program reserves RESERVE bytes of
+// virtual addresses and maps a pool of POOL physical chunks into it over and over (place j
+// holds chunk j mod POOL, so every place is backed), then walks the L2 path (ld.global.cg,
+// one thread, cyclic chase) at strides of 4 MiB to 1 GiB, in address order and grouped, up
 // to the whole reservation. Two nodes would share a physical line only if their places hold
 // the same chunk at the same offset; the host checks that no two do before each walk.
 // Prints p5/p25/p50/p75/p95 and the mean per walk.
+// Backs: the second method for memtopo's TLB levels 2 and 3 in docs/results/h100-deep.md and
+// h200-deep.md (flat to 2048 ranges of 32 MiB and complete at 2304; the third level flat at
+// 4096 ranges of 64 MiB and complete at 4608; docs/evidence/2026-11-25-h100-tlb-probes/,
+// docs/evidence/2026-11-25-h200-tlb-probes/).
 // Build: nvcc -O2 -arch=sm_90 -o tlb_alias tlb_alias.cu -lcuda
 #include <cuda.h>
 #include <cuda_runtime.h>

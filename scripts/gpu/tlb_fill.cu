@@ -1,10 +1,9 @@
-// Issue 16 item 2, session 9: what does one TLB miss bring in? On the H100 the first L2-path
-// level is keyed by 16 MiB virtual ranges and the second by 32 MiB ones (session 8), where
-// Volta/Turing use 2 MiB first-level entries (Jia et al. 2018/2019, Table 3.1). The driver's
-// pages are at most 2 MiB here (VMM chunks of the 2 MiB granularity, physically shuffled,
-// behave the same), so a 16 MiB entry holds eight page translations. Either one miss fills
-// all eight (a block of page-table entries is fetched and kept together), or the entry is
-// sectored and every page's first use misses on its own. This probe decides per load:
+// Probes: what one TLB miss brings in. The H100's and H200's first L2-path level is keyed by
+// 16 MiB virtual ranges and the second by 32 MiB ones, where Volta and Turing use 2 MiB
+// first-level entries (Jia et al. 2018/2019, Table 3.1). The driver's pages are at most
+// 2 MiB, so a 16 MiB entry holds eight page translations. Either one miss fills all eight
+// (a block of page-table entries is fetched and kept together), or every page's first use
+// misses on its own. This probe decides per load:
 //   1. flush the level under test with one load in each of many other ranges;
 //   2. "cold" pass: visit a few test ranges page by page (one line per 2 MiB page), timing
 //      every load; 3. "warm" pass: the same loads again at once.
@@ -13,11 +12,11 @@
 // data. Layouts: pages in order, in reverse, in adjacent ranges (prefetch of the next range?),
 // in shuffled 2 MiB VMM chunks, with holes (only pages 0, 2, 5, 7 of each range mapped, each
 // its own allocation), and for the second and third levels 32 and 64 MiB ranges in 528 GiB of
-// addresses aliased over 4 GiB of 64 MiB chunks (a flush beyond the second level's 2,300
-// entries, within or beyond the third level's 4,339). Expected for a block fill: at the first
-// level, only each range's first load pays (+~10 cycles); at the second, page 0 pays the
-// second level (+~90) and page 8 (the next 16 MiB) the first level only; at the third, page 16
-// (the next 32 MiB) pays the second level only.
+// addresses aliased over 4 GiB of 64 MiB chunks, with flushes of the lower, the upper or both
+// 32 MiB halves of each 64 MiB range.
+// Backs: docs/results/h100-deep.md and h200-deep.md, TLBs: one miss fills the whole 16 MiB
+// (level 1) or 32 MiB (level 2); the third level's entries map 32 MiB in two groups by address
+// (docs/evidence/2026-11-25-h100-tlb-probes/, docs/evidence/2026-11-25-h200-tlb-probes/).
 // Build: nvcc -O2 -arch=sm_90 -o tlb_fill tlb_fill.cu -lcuda
 #include <cuda.h>
 #include <cuda_runtime.h>

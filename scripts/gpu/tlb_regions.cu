@@ -1,16 +1,16 @@
-// Issue 16 item 2, session 8: what is the H100's L2-path rise at 17 nodes of >= 16 MiB
-// stride (memtopo: "16 entries, page 16 MiB, +30 cycles", unconfirmed)? tlb_vmm.cu showed
-// it in a plain cudaMalloc at strides 16, 32 and 512 MiB (p5 +10) and in separately mapped,
-// shuffled 2 MiB chunks at 32 MiB too, but never at 2 MiB stride up to 4096 nodes. A
+// Probes: the first translation level on the L2 path, by the order of the same lines. A
 // sequential walk at a stride below an entry's coverage touches each entry's region several
 // times in a row, so at most one load in (coverage / stride) misses and p5/p50 cannot rise.
-// This probe walks the same nodes in a *grouped* order instead: with g nodes per group of
+// This probe walks the same nodes in a *grouped* order too: with g nodes per group of
 // g x stride bytes, position p of the cycle visits node (p mod R) x g + p / R (R = nodes / g
 // groups), so consecutive loads are in different groups and a group comes back only after
 // all R others. If entries cover g x stride bytes (16 MiB: g = 8 at 2 MiB), grouped walks
 // rise at R = 17 groups at every stride; sequential ones (g = 1) at those node counts do not.
 // Both in a plain cudaMalloc and in shuffled 2 MiB VMM chunks (physically scattered: a rise
 // there is keyed by virtual address). Prints p5/p25/p50/p75/p95 cycles per walk.
+// Backs: the second method for memtopo's TLB level 1 in docs/results/h100-deep.md and
+// h200-deep.md (16 entries, each an aligned 16 MiB of virtual addresses;
+// docs/evidence/2026-11-25-h100-tlb-probes/, docs/evidence/2026-11-25-h200-tlb-probes/).
 // Build: nvcc -O2 -arch=sm_90 -o tlb_regions tlb_regions.cu -lcuda
 #include <cuda.h>
 #include <cuda_runtime.h>

@@ -1,10 +1,12 @@
-// Standalone check of memtopo's async-copy latencies (issue 17), independent of its PTX
-// generator: one block copies one region per round from a 1 MiB (or 4 x size) source of
-// word i = i into shared memory and thread 0 times each round with clock(), for the TMA bulk
+// Probes: memtopo's async-copy latencies, independently of its PTX generator. Backs: the
+// second method for the TMA bulk and plain copies in docs/results/h100-deep.md
+// (docs/evidence/2026-11-25-h100-copy-probes/). One block copies one region per round from
+// a 1 MiB (or 4 x size) source of word i = i into shared memory and thread 0 times each round with clock(), for the TMA bulk
 // copy (mbarrier expect_tx / try_wait.parity), cp.async.cg 16 B (commit / wait_group 0 and a
 // barrier) and plain ld.global.cg + st.shared (a barrier). Prints p5/p50/p95 cycles per size
 // and checks the last word copied. memtopo subtracts its calibrated clock overhead (tens of
-// cycles); this program does not.
+// cycles); this program does not. Its cp.async figure is its own loop's (one predicated
+// loop for every mode); cpasync_probe.cu times that path with a kernel of its own.
 // Build: nvcc -arch=sm_90 -O2 -o tma_check tma_check.cu   (sm_80: modes 1 and 2 only)
 #include <cuda_runtime.h>
 

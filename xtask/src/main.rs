@@ -23,6 +23,8 @@ mod ptx;
 mod ptxas;
 #[cfg(test)]
 mod scratch;
+#[cfg(test)]
+mod walkthrough;
 mod words;
 
 use std::{

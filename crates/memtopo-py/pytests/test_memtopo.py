@@ -8,8 +8,8 @@ import pytest
 import memtopo
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-H100 = ROOT / "docs/results/h100/issue-12/run1.json"
-H100_AGAIN = ROOT / "docs/results/h100/issue-12/run2.json"
+H100 = ROOT / "crates/topology/tests/data/h100-result.json"
+H100_AGAIN = ROOT / "crates/topology/tests/data/h100-result-second-run.json"
 ILLUSTRATIVE_JSON = ROOT / "crates/topology/examples/data/h200-illustrative.json"
 ILLUSTRATIVE_TOML = ROOT / "crates/topology/examples/data/h200-illustrative.toml"
 

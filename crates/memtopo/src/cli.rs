@@ -1,15 +1,19 @@
-//! The command line: clap's types for every subcommand, and the parsers of values clap
-//! cannot check by type (device indices, percentages, `--only`).
+//! The command line: clap's types for every subcommand, the parsers of values clap
+//! cannot check by type (device indices, percentages), and help texts made from the
+//! definitions they describe (the benchmark registry, the output formats, the exit codes).
+//! [`lower`] turns the parsed arguments into the run plan and the subcommands' requests;
+//! no module below sees a clap type.
 //!
 //! `memtopo` without a subcommand measures (the flags of [`MeasureArgs`] at the top level,
 //! exactly as `memtopo measure`); a subcommand's flags cannot be mixed with them.
 
+pub mod lower;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use pchase_runner::measure::Selection;
 
-use crate::{output::Format, progress::ProgressMode, run::CliError};
+use crate::{error::Exit, output::Format, plan::DeviceSelection, progress::ProgressMode};
 
 /// Discover the memory topology of an NVIDIA GPU by pointer-chase micro-benchmarks.
 #[derive(Debug, Parser)]
@@ -21,7 +25,8 @@ use crate::{output::Format, progress::ProgressMode, run::CliError};
     args_conflicts_with_subcommands = true,
     after_help = "Without a command memtopo measures (`memtopo measure`); the other commands \
                   work on saved results and need neither a GPU nor the CUDA driver. \
-                  Exit codes: docs/cli.md."
+                  Exit codes: `memtopo --help`, `memtopo man`, docs/cli.md.",
+    after_long_help = exit_codes_help()
 )]
 pub struct Cli {
     /// What to do (default: measure).
@@ -37,7 +42,7 @@ pub struct Cli {
 pub enum Command {
     /// Measure the GPU (the default when no subcommand is given).
     Measure(MeasureArgs),
-    /// Render a saved result as a table, JSON, TOML, Markdown, SVG or MT4G JSON.
+    /// Render a saved result in any format `-o` writes, or as the table.
     Render(RenderArgs),
     /// Convert a saved result from one format to another (`render IN -o OUT`).
     Convert(ConvertArgs),
@@ -69,28 +74,27 @@ pub struct MeasureArgs {
         short = 'd',
         default_value = "0",
         value_name = "N|LIST|all",
-        value_parser = crate::node::parse_devices,
+        value_parser = parse_devices,
         allow_negative_numbers = true
     )]
-    pub device: crate::node::DeviceSelection,
+    pub device: DeviceSelection,
     /// Run only these benchmarks (comma-separated), with the ones they need.
     #[arg(long, value_delimiter = ',', value_name = "BENCHMARK", value_parser = benchmark_names())]
     pub only: Vec<String>,
-    /// Also run the deep benchmarks, too costly for the default run (today `tlb`: the
-    /// TLB levels, their reach and miss cost, and the page size; `mlp`: the loads one SM
-    /// and the GPU keep in flight, up to 256 chains per SM; `icache`: the instruction
-    /// caches' sizes and cycles per instruction; `sets`: sets, ways, set mapping and replacement of the
-    /// L1, constant L1 and L1.5); with --only, they join the named ones.
-    #[arg(long)]
+    // Help: the registry's deep benchmarks (`deep_help`).
+    #[arg(long, help = deep_help(false), long_help = deep_help(true))]
     pub deep: bool,
     /// Run on a simulated GPU: a profile file (TOML) or a bundled name
     /// (kepler, maxwell, volta, h100, h200); a simulated node: several, separated by
     /// commas, `NxNAME` for N alike, each maybe perturbed (`3xh100,h100:memory=+25%`).
     #[arg(long, value_name = "PROFILE")]
     pub simulate: Option<String>,
-    /// Write the topology to FILE; the format follows the extension: .json, .toml,
-    /// .md, .svg, or .mt4g.json (the JSON layout of MT4G v1.x); `-`: JSON on stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    // Help: the formats an extension names (`output_help`).
+    #[arg(long, short = 'o', value_name = "FILE", help = output_help(
+        "the topology",
+        "JSON on standard output; several GPUs: a folder (DIR/, with its slash) or a name \
+         with {uuid} or {index}"
+    ))]
     pub output: Vec<PathBuf>,
     /// Print wall and GPU time per benchmark.
     #[arg(long)]
@@ -107,8 +111,7 @@ pub struct MeasureArgs {
     /// No table and no progress bar; failures, warnings and errors still go to stderr.
     #[arg(short, long)]
     pub quiet: bool,
-    /// Progress on stderr: a bar on a terminal (auto), always a bar, JSON Lines for
-    /// programs (json), or none.
+    /// How progress is shown on standard error while measuring.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto, value_name = "MODE")]
     pub progress: ProgressMode,
     /// Measure even when other processes use the GPU; the result is marked as taken on
@@ -137,9 +140,13 @@ pub struct MeasureArgs {
 pub struct RenderArgs {
     /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
     pub input: PathBuf,
-    /// Write FILE; the format follows the extension (.json, .toml, .md, .svg, .html,
-    /// .mt4g.json); `-`: standard output in --format (default JSON). Repeatable.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    // Help: the formats an extension names (`output_help`).
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "FILE",
+        help = output_help("the result", "standard output in --format (default JSON)")
+    )]
     pub output: Vec<PathBuf>,
     /// The format on standard output (without -o: default table; with `-o -`: default json).
     #[arg(long, short = 'f', value_enum)]
@@ -152,7 +159,8 @@ pub struct RenderArgs {
 /// `memtopo convert`.
 #[derive(Debug, Clone, Args)]
 pub struct ConvertArgs {
-    /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
+    /// The result: a .json or .toml file as written by `-o` (without an extension: by its
+    /// content), or `-` for standard input.
     pub input: PathBuf,
     /// The file to write, its format by its extension; `-`: standard output (--format,
     /// default JSON).
@@ -165,9 +173,9 @@ pub struct ConvertArgs {
 /// `memtopo diff`.
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
-    /// The first result (.json or .toml).
+    /// The first result (.json or .toml; without an extension, read by its content).
     pub before: PathBuf,
-    /// The second result (.json or .toml).
+    /// The second result (.json or .toml; without an extension, read by its content).
     pub after: PathBuf,
     /// The tolerances.
     #[command(flatten)]
@@ -194,23 +202,12 @@ pub struct ToleranceArgs {
     pub count_tolerance: u32,
 }
 
-impl ToleranceArgs {
-    /// The library's options.
-    pub fn options(&self) -> topology::diff::DiffOptions {
-        topology::diff::DiffOptions {
-            sigmas: self.sigmas,
-            relative_tolerance: self.latency_tolerance,
-            size_tolerance: self.size_tolerance,
-            count_tolerance: self.count_tolerance,
-        }
-    }
-}
-
 /// `memtopo merge`.
 #[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// Results (`-o x.json`), node summaries and fleet reports (.json; results also
-    /// .toml), or folders: every .json file in them and their subfolders.
+    /// .toml; without an extension, read by its content), or folders: every .json file
+    /// in them and their subfolders. A file given twice is read once.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Write the report: .json (the fleet document), .md or .html; `-`: JSON on
@@ -228,9 +225,21 @@ pub struct MergeArgs {
 /// `memtopo validate`.
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
-    /// The results (.json or .toml; `-` for standard input).
+    /// The results (.json or .toml; without an extension, read by its content; `-` for
+    /// standard input).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+}
+
+/// Whether the raw command line asks for `--progress json` (before any `--`), for the
+/// errors of a command line clap refuses.
+pub fn asks_for_json_progress(args: impl IntoIterator<Item = std::ffi::OsString>) -> bool {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let args = args.split(|a| a == "--").next().unwrap_or_default();
+    args.iter().enumerate().any(|(i, arg)| {
+        arg == "--progress=json"
+            || (arg == "--progress" && args.get(i + 1).is_some_and(|v| v == "json"))
+    })
 }
 
 /// A device index: a number from 0. Anything else (a negative number, a name) gets a
@@ -242,6 +251,31 @@ pub fn parse_device(text: &str) -> Result<u32, String> {
              with N CUDA devices (`nvidia-smi -L` lists them)"
         )
     })
+}
+
+/// `--device`: `all`, an index, or indices separated by commas.
+pub fn parse_devices(text: &str) -> Result<DeviceSelection, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(DeviceSelection::All);
+    }
+    if !text.contains(',') {
+        return parse_device(text).map(DeviceSelection::One);
+    }
+    let mut list = Vec::new();
+    for part in text.split(',') {
+        if part.trim().is_empty() {
+            return Err(format!(
+                "`{text}` has an empty entry: give indices separated by commas (`0,3`) or `all`"
+            ));
+        }
+        let index = parse_device(part)?;
+        if list.contains(&index) {
+            return Err(format!("`{text}` names device {index} twice"));
+        }
+        list.push(index);
+    }
+    Ok(DeviceSelection::List(list))
 }
 
 /// A percentage (`2`, `0.5`, `2%`) as a fraction (0.02).
@@ -260,33 +294,6 @@ pub fn parse_non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The benchmarks `--only` names (every registered one of the default run when it is
-/// empty), with the deep ones where `deep` (`--deep`); the plan adds what they need
-/// (`constant-l15` brings `constant-l1`). The one place that reads `--only` and `--deep`.
-pub fn only_benchmarks(only: &[String], deep: bool) -> Result<Selection, CliError> {
-    if only.is_empty() {
-        return Ok(if deep {
-            Selection::Deep
-        } else {
-            Selection::All
-        });
-    }
-    let mut names: Vec<&str> = only.iter().map(String::as_str).collect();
-    if deep {
-        names.extend(
-            pchase_runner::measure::bench::REGISTRY
-                .iter()
-                .filter(|b| b.info().deep)
-                .map(|b| b.info().name),
-        );
-    }
-    let selection = Selection::named(&names).map_err(|e| CliError::Usage(e.to_string()))?;
-    for (added, by) in selection.added() {
-        log::info!("--only {by} needs {added}: measuring {added} too");
-    }
-    Ok(selection)
-}
-
 /// The registered benchmarks, each with its summary, as `--only`'s values.
 fn benchmark_names() -> clap::builder::PossibleValuesParser {
     pchase_runner::measure::bench::REGISTRY
@@ -296,34 +303,84 @@ fn benchmark_names() -> clap::builder::PossibleValuesParser {
         .into()
 }
 
-/// Output formats a subcommand can name with `--format`.
+/// The `-o` help of a command writing `what`: every format an extension names, from
+/// [`Format::ALL`], and what `-` means.
+fn output_help(what: &str, dash: &str) -> String {
+    let formats: Vec<String> = Format::ALL
+        .iter()
+        .filter_map(|f| Some(format!("{} ({})", f.extension()?, f.describe())))
+        .collect();
+    format!(
+        "Write {what} to FILE in the format its extension names: {}; `-`: {dash}. Repeatable",
+        formats.join(", ")
+    )
+}
+
+/// The `--deep` help: the registry's deep benchmarks (with their summaries in the long
+/// help).
+fn deep_help(long: bool) -> String {
+    let deep: Vec<_> = pchase_runner::measure::bench::REGISTRY
+        .iter()
+        .map(|b| b.info())
+        .filter(|info| info.deep)
+        .collect();
+    let names: Vec<&str> = deep.iter().map(|info| info.name).collect();
+    let mut text = format!(
+        "Also run the deep benchmarks, too costly for the default run ({}); with --only, \
+         they join the named ones",
+        names.join(", ")
+    );
+    if long {
+        for info in deep {
+            let summary = info.summary.trim_end_matches(" (deep)");
+            text.push_str(&format!("\n  {}: {summary}", info.name));
+        }
+    }
+    text
+}
+
+/// The exit codes, for `--help`.
+fn exit_codes_help() -> String {
+    let mut text = String::from(
+        "Without a command memtopo measures (`memtopo measure`); the other commands work on \
+         saved results and need neither a GPU nor the CUDA driver.\n\nExit codes:",
+    );
+    for exit in Exit::ALL {
+        text.push_str(&format!("\n  {:>2}  {}", exit.code(), exit.meaning()));
+    }
+    text
+}
+
+/// Output formats a subcommand can name with `--format`: [`Format::ALL`].
 impl ValueEnum for Format {
     fn value_variants<'a>() -> &'a [Self] {
-        &[
-            Format::Table,
-            Format::Json,
-            Format::Toml,
-            Format::Markdown,
-            Format::Svg,
-            Format::Mt4g,
-            Format::Html,
-        ]
+        &Format::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.name()).help(self.describe());
+        Some(match self {
+            Format::Markdown => value.alias("markdown"),
+            Format::Mt4g => value.alias("mt4g.json"),
+            _ => value,
+        })
+    }
+}
+
+/// The modes of `--progress`.
+impl ValueEnum for ProgressMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[ProgressMode::Auto, ProgressMode::Json, ProgressMode::None]
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         use clap::builder::PossibleValue;
         Some(match self {
-            Format::Table => PossibleValue::new("table").help("the terminal table"),
-            Format::Json => PossibleValue::new("json").help("the topology document"),
-            Format::Toml => PossibleValue::new("toml").help("the topology document"),
-            Format::Markdown => PossibleValue::new("md")
-                .alias("markdown")
-                .help("the Markdown report"),
-            Format::Svg => PossibleValue::new("svg").help("the diagram"),
-            Format::Mt4g => PossibleValue::new("mt4g")
-                .alias("mt4g.json")
-                .help("MT4G v1.x's JSON layout"),
-            Format::Html => PossibleValue::new("html").help("the self-contained HTML report"),
+            ProgressMode::Auto => PossibleValue::new("auto")
+                .help("a bar while standard error is a terminal, else nothing"),
+            ProgressMode::Json => PossibleValue::new("json")
+                .help("JSON Lines events for programs, every message one of them"),
+            ProgressMode::None => PossibleValue::new("none").help("nothing"),
         })
     }
 }
@@ -352,18 +409,35 @@ mod tests {
     }
 
     #[test]
-    fn only_adds_dependencies_and_refuses_unknown_benchmarks() {
-        let selection = only_benchmarks(&["constant-l15".into()], false).unwrap();
-        assert_eq!(selection.added(), [("constant-l1", "constant-l15")]);
-        assert!(matches!(
-            only_benchmarks(&["l3".into()], false),
-            Err(CliError::Usage(_))
-        ));
-        assert_eq!(only_benchmarks(&[], false).unwrap(), Selection::All);
-        assert_eq!(only_benchmarks(&[], true).unwrap(), Selection::Deep);
-        assert_eq!(
-            only_benchmarks(&["l1".into()], true).unwrap(),
-            Selection::named(&["l1", "tlb", "mlp", "async-copy", "icache", "sets"]).unwrap()
-        );
+    fn json_progress_is_found_in_a_refused_command_line() {
+        let asks = |args: &[&str]| asks_for_json_progress(args.iter().map(|a| a.into()));
+        assert!(asks(&["memtopo", "--progress", "json", "--bogus"]));
+        assert!(asks(&["memtopo", "--bogus", "--progress=json"]));
+        assert!(!asks(&["memtopo", "--progress", "none", "json"]));
+        assert!(!asks(&["memtopo", "--", "--progress", "json"]));
+    }
+
+    #[test]
+    fn device_lists_parse() {
+        assert_eq!(parse_devices("all"), Ok(DeviceSelection::All));
+        assert_eq!(parse_devices("2"), Ok(DeviceSelection::One(2)));
+        assert_eq!(parse_devices("0,3"), Ok(DeviceSelection::List(vec![0, 3])));
+        assert!(parse_devices("0,0").unwrap_err().contains("twice"));
+        assert!(parse_devices("0,").unwrap_err().contains("empty"));
+        assert!(parse_devices("0,-1").unwrap_err().contains("0 to N-1"));
+    }
+
+    #[test]
+    fn help_names_every_format_and_deep_benchmark() {
+        let help = output_help("x", "y");
+        for format in Format::ALL {
+            if let Some(ext) = format.extension() {
+                assert!(help.contains(ext), "{ext}: {help}");
+            }
+        }
+        let deep = deep_help(false);
+        for name in ["tlb", "mlp", "icache", "sets", "async-copy"] {
+            assert!(deep.contains(name), "{name}: {deep}");
+        }
     }
 }

@@ -67,8 +67,8 @@ pub fn observe_before(source: &mut dyn StateSource) -> Result<(Observation, Vec<
     let mut observation = source.observe()?;
     let mut reasons = busy_reasons(&observation);
     let mut waited = Duration::ZERO;
-    // Looked at often, so that the wait ends soon after the reading falls: with 250 ms
-    // steps a default run right after another spent 250 ms here (session 11, H200).
+    // Looked at every 25 ms, so that the wait ends soon after the reading falls: a run
+    // right after another otherwise waits out a whole step for nothing.
     let step = Duration::from_millis(25);
     while observation.settles
         && !reasons.is_empty()

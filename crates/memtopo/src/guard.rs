@@ -6,27 +6,25 @@
 //! GPU, instead of seeing the first as a co-tenant), then the GPU's state is read and a
 //! busy GPU refused, and only then is the context created and the GPU measured.
 
-use std::{path::Path, time::Duration};
-
 use pchase_runner::{
-    measure::{sentinel, MeasureOptions, Measurements},
+    measure::{sentinel, MeasureOptions, Measurements, Session},
     sim::SimBackend,
     Backend,
 };
 use topology::{GpuProcess, GpuState, RunRecord};
 
 use crate::{
-    cli::MeasureArgs as Cli,
     conditions::{self, Observation, StateSource},
+    error::CliError,
     lock::{self, GpuLock, LockError},
+    plan::GuardPolicy,
     progress::Reporter,
-    run::CliError,
 };
 
-/// Takes the lock of the GPU named `key` (its UUID), waiting `--wait` seconds with a
+/// Takes the lock of the GPU named `key` (its UUID), waiting the policy's time with a
 /// message; records how it went. A lock that cannot be made is a warning, not an error.
 pub fn lock_gpu(
-    cli: &Cli,
+    policy: &GuardPolicy,
     key: Option<&str>,
     record: &mut RunRecord,
 ) -> Result<Option<GpuLock>, CliError> {
@@ -35,11 +33,11 @@ pub fn lock_gpu(
         return Ok(None);
     };
     let dir = lock::lock_dir();
-    let wait = Duration::from_secs_f64(cli.wait.max(0.0));
+    let wait = policy.wait;
     match lock::acquire(&dir, key, wait, |holder| {
         log::warn!(
             "{key} is being measured by {holder}; waiting up to {} s (--wait)",
-            cli.wait
+            wait.as_secs_f64()
         );
     }) {
         Ok(lock) => {
@@ -48,7 +46,7 @@ pub fn lock_gpu(
         }
         Err(LockError::Busy(holder)) => Err(CliError::Busy(format!(
             "{key} is being measured by {holder}; still busy after {} s (--wait SECONDS to wait longer)",
-            cli.wait
+            wait.as_secs_f64()
         ))),
         Err(LockError::Unavailable(reason)) => {
             log::warn!("measuring without the per-GPU lock: {reason}");
@@ -58,10 +56,10 @@ pub fn lock_gpu(
     }
 }
 
-/// Reads the GPU's state before measuring and refuses a busy GPU unless `--allow-busy`.
-/// `None` for the source: the state cannot be read (recorded, with a warning).
+/// Reads the GPU's state before measuring and refuses a busy GPU unless the policy
+/// allows it. `None` for the source: the state cannot be read (recorded, with a warning).
 pub fn check_busy(
-    cli: &Cli,
+    policy: &GuardPolicy,
     source: Option<&mut dyn StateSource>,
     record: &mut RunRecord,
 ) -> Result<Option<Observation>, CliError> {
@@ -79,7 +77,7 @@ pub fn check_busy(
     conditions::absorb(record, &observation);
     record.before = Some(observation.state.clone());
     if !reasons.is_empty() {
-        if !cli.allow_busy {
+        if !policy.allow_busy {
             return Err(CliError::Busy(format!(
                 "other work is on the GPU: {}; measuring now would report disturbed numbers \
                  (--allow-busy measures anyway and marks the result)",
@@ -129,7 +127,12 @@ pub fn watched<B: Backend>(
     options.watch = true;
     let (stride, replicas) = (options.search_stride, options.replicas);
     let before = sentinel::read(backend);
-    let mut measured = crate::run::measure(backend, options, progress)?;
+    progress.begin(backend.device(), &options);
+    let result = Session::new(backend, options)
+        .with_progress(|what| progress.benchmark(what))
+        .run();
+    progress.end();
+    let mut measured = result?;
     // A size the second probe does not confirm, again when probed once more, is a
     // disturbed benchmark of its element: the element is marked and the run exits 9, as
     // for the L2's edges below.
@@ -213,15 +216,6 @@ impl StateSource for SimState<'_> {
             driver_version: None,
             settles: false,
         })
-    }
-}
-
-/// The profile's name for the record: the bundled name, or the file's path.
-pub fn profile_label(spec: &str, name: &str) -> String {
-    if Path::new(spec).exists() {
-        format!("{name} ({spec})")
-    } else {
-        name.to_string()
     }
 }
 

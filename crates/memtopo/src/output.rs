@@ -1,17 +1,21 @@
 //! Output files and the terminal: checked before measuring, written without panics.
 //!
 //! - [`check_output`] refuses an `-o` path whose format is unknown, whose directory is
-//!   missing or not a directory, or where no file can be created, before any GPU work.
+//!   missing or not a directory, where no file can be created, or that names a read-only
+//!   file, before any GPU work. It never opens the path: opening a FIFO for writing waits
+//!   for its reader, and closing it again would end the reader's input.
 //! - [`write_file`] writes a regular file through a temporary file in the same directory
 //!   and a rename, so a full disk leaves the previous file (or none), never a truncated
-//!   one; a path that exists and is not a regular file (a device, a FIFO) is written in
-//!   place.
+//!   one; the new file keeps the permissions of the one it replaces, and a read-only file
+//!   is refused, as `cp` refuses it. A path that exists and is not a regular file (a
+//!   device, a FIFO) is written in place.
 //! - [`Stdout`] prints the table: a closed pipe (`memtopo | head -1`) ends the printing
 //!   quietly, any other error is reported once.
 
 use std::{
     fs,
     io::{self, Write},
+    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
 };
 
@@ -38,19 +42,64 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format `path` names by its extension.
+    /// Every format, in the order help lists them.
+    pub const ALL: [Format; 7] = [
+        Format::Table,
+        Format::Json,
+        Format::Toml,
+        Format::Markdown,
+        Format::Svg,
+        Format::Html,
+        Format::Mt4g,
+    ];
+
+    /// The extension that names the format of a file (`None`: standard output only).
+    pub fn extension(self) -> Option<&'static str> {
+        match self {
+            Format::Table => None,
+            Format::Json => Some(".json"),
+            Format::Toml => Some(".toml"),
+            Format::Markdown => Some(".md"),
+            Format::Svg => Some(".svg"),
+            Format::Html => Some(".html"),
+            Format::Mt4g => Some(".mt4g.json"),
+        }
+    }
+
+    /// Its name for `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Toml => "toml",
+            Format::Markdown => "md",
+            Format::Svg => "svg",
+            Format::Html => "html",
+            Format::Mt4g => "mt4g",
+        }
+    }
+
+    /// What the format holds, for help.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::Table => "the terminal table",
+            Format::Json | Format::Toml => "the topology document",
+            Format::Markdown => "the Markdown report",
+            Format::Svg => "the diagram",
+            Format::Html => "the self-contained HTML report",
+            Format::Mt4g => "MT4G v1.x's JSON layout",
+        }
+    }
+
+    /// The format `path` names by its extension (the longest that matches).
     pub fn of(path: &Path) -> Option<Format> {
-        if path.to_string_lossy().ends_with(".mt4g.json") {
-            return Some(Format::Mt4g);
-        }
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => Some(Format::Json),
-            Some("toml") => Some(Format::Toml),
-            Some("md") => Some(Format::Markdown),
-            Some("svg") => Some(Format::Svg),
-            Some("html") => Some(Format::Html),
-            _ => None,
-        }
+        let name = path.file_name()?.to_str()?;
+        Format::ALL
+            .into_iter()
+            .filter_map(|f| Some((f, f.extension()?)))
+            .filter(|(_, ext)| name.len() > ext.len() && name.ends_with(ext))
+            .max_by_key(|(_, ext)| ext.len())
+            .map(|(f, _)| f)
     }
 }
 
@@ -113,9 +162,11 @@ fn can_create_in(dir: &Path) -> Result<(), String> {
 
 /// The message for a file name whose extension names no format.
 pub fn unknown_format(path: &Path) -> String {
+    let extensions: Vec<&str> = Format::ALL.iter().filter_map(|f| f.extension()).collect();
     format!(
-        "{}: unknown output format; use .json, .toml, .md, .svg, .html or .mt4g.json",
-        path.display()
+        "{}: unknown output format; use {}",
+        path.display(),
+        extensions.join(", ")
     )
 }
 
@@ -130,14 +181,13 @@ pub fn check_output(path: &Path) -> Result<Format, Refusal> {
     match fs::metadata(path) {
         Ok(meta) if meta.is_dir() => return Err(unwritable("it is a directory".into())),
         Ok(meta) if !meta.is_file() => {
-            // A device or FIFO: written in place, so it must open for writing.
-            fs::OpenOptions::new()
-                .append(true)
-                .open(path)
-                .map_err(|e| unwritable(e.to_string()))?;
+            // A device or FIFO: written in place, so this process must be allowed to write
+            // it; asked without opening it.
+            may_write(path).map_err(unwritable)?;
             return Ok(format);
         }
-        _ => {}
+        Ok(meta) => read_only(path, &meta).map_err(unwritable)?,
+        Err(_) => {}
     }
     let dir = parent_dir(path);
     match fs::metadata(&dir) {
@@ -157,6 +207,25 @@ pub fn check_output(path: &Path) -> Result<Format, Refusal> {
     Ok(format)
 }
 
+/// Whether this process may write `path` (access(2) with W_OK), without opening it.
+fn may_write(path: &Path) -> Result<(), String> {
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK)
+        .map_err(|e| io::Error::from(e).to_string())
+}
+
+/// Refuses an existing regular file that is read-only: one without any write permission
+/// (which root could still write), or one this process may not write.
+fn read_only(path: &Path, meta: &fs::Metadata) -> Result<(), String> {
+    if meta.permissions().readonly() || may_write(path).is_err() {
+        return Err(format!(
+            "the file is read-only (mode {:o}); memtopo does not replace it: make it \
+             writable (chmod u+w) or remove it",
+            meta.permissions().mode() & 0o7777
+        ));
+    }
+    Ok(())
+}
+
 /// Checks `--keep-raw DIR`: creates it (and its parents) and checks files can be made there.
 pub fn check_raw_dir(dir: &Path) -> Result<(), Refusal> {
     let unwritable = |reason: String| Refusal::Unwritable {
@@ -171,11 +240,17 @@ pub fn check_raw_dir(dir: &Path) -> Result<(), Refusal> {
 /// beside it and renamed over it, so a failed write leaves no truncated file; anything
 /// else that exists (a device such as `/dev/full`, a FIFO) is written in place.
 pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Ok(meta) = fs::metadata(path) {
+    let existing = fs::metadata(path).ok();
+    if let Some(meta) = &existing {
         if !meta.is_file() && !meta.is_dir() {
+            // Opening a FIFO waits for its reader; the bytes then stream into it.
             let mut file = fs::OpenOptions::new().write(true).open(path)?;
             file.write_all(bytes)?;
             return file.flush();
+        }
+        if meta.is_file() {
+            read_only(path, meta)
+                .map_err(|reason| io::Error::new(io::ErrorKind::PermissionDenied, reason))?;
         }
     }
     let dir = parent_dir(path);
@@ -194,6 +269,10 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
             .truncate(true)
             .open(&temp)?;
         file.write_all(bytes)?;
+        if let Some(meta) = existing.as_ref().filter(|m| m.is_file()) {
+            // The replacement keeps the replaced file's permissions.
+            file.set_permissions(meta.permissions())?;
+        }
         file.sync_all()?;
         fs::rename(&temp, path)
     })();
@@ -304,6 +383,28 @@ mod tests {
             1,
             "no temporary file left"
         );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_read_only_file_is_refused_and_a_writable_one_keeps_its_mode() {
+        let dir = scratch("modes");
+        let path = dir.join("x.json");
+        fs::write(&path, "old").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+        let refused = check_output(&path).unwrap_err();
+        assert!(
+            matches!(&refused, Refusal::Unwritable { reason, .. } if reason.contains("read-only")),
+            "{refused:?}"
+        );
+        let err = write_file(&path, b"new").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        write_file(&path, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -3,10 +3,9 @@
 //! and its messages (`memtopo: error: …`), which become JSON events too in that mode, so
 //! that every line on standard error is one JSON object (schema: `docs/cli.md`).
 //!
-//! The number of steps is an estimate made before the first benchmark from the registry's
-//! planned benchmarks and the device's shared-memory configurations ([`estimate_steps`]); a run
-//! that takes more steps raises it as it goes. The time left is linear in the steps.
-// TODO(issue 19): take the plan from the runner's benchmark registry instead.
+//! The number of steps is the registry's estimate, made before the first benchmark from
+//! the benchmarks the run selects and the device ([`estimate_steps`]); a run that takes more
+//! steps raises it as it goes. The time left is linear in the steps.
 
 use std::{
     fmt,
@@ -18,13 +17,12 @@ use std::{
     time::{Duration, Instant},
 };
 
-use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use pchase_runner::{measure::MeasureOptions, DeviceInfo};
 use serde_json::{json, Value};
 
 /// How progress is shown while measuring.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
     /// A bar on a terminal; nothing when stderr is not a terminal.
     Auto,

@@ -1,102 +1,24 @@
-//! One run of memtopo: pick the backend, measure, print and write the results.
+//! The measurement of one GPU: pick the backend, measure, print and write the results.
+//! Several GPUs are `node`'s, which measures each through [`measure_gpu`] too.
 
-use std::{
-    fmt::Write as _,
-    path::{Path, PathBuf},
-    time::Instant,
-};
+use std::{fmt::Write as _, path::Path, time::Instant};
 
 use pchase_runner::{
-    measure::{report, MeasureOptions, Measurements, Session},
+    measure::{report, MeasureOptions, Measurements},
     sim::SimBackend,
-    Backend, RunnerError,
+    Backend,
 };
-use thiserror::Error;
 use topology::{RunRecord, Topology};
 
 use crate::{
-    cli::{self, MeasureArgs},
-    conditions, guard,
-    output::{self, Format, Refusal, Stdout},
+    conditions,
+    error::{CliError, Exit},
+    guard,
+    output::{self, Format, Stdout},
+    plan::{Gpu, GpuJob, GuardPolicy, Settings},
     progress::{self, Level, Reporter},
-    raw,
+    raw, simulate,
 };
-
-/// Why a run stopped, each with its exit code.
-#[derive(Debug, Error)]
-pub enum CliError {
-    /// The command line asks for something impossible.
-    #[error("{0}")]
-    Usage(String),
-    /// Anything the runner reports.
-    #[error("{0}")]
-    Runner(#[from] RunnerError),
-    /// Another process uses the GPU, or another memtopo holds its lock.
-    #[error("the GPU is busy: {0}")]
-    Busy(String),
-    /// An output could not be written.
-    #[error("cannot write {path}: {reason}")]
-    Output {
-        /// The file.
-        path: String,
-        /// Why.
-        reason: String,
-    },
-    /// A saved result cannot be read: missing, not JSON or TOML, against the schema, or
-    /// beyond the physical bounds.
-    #[error("cannot read {path}: {reason}")]
-    Input {
-        /// The file (`-`: standard input).
-        path: String,
-        /// Why (the field's path where one is at fault).
-        reason: String,
-    },
-}
-
-impl CliError {
-    /// The documented exit code.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            CliError::Usage(_) => 2,
-            CliError::Runner(RunnerError::NoDriver(_) | RunnerError::NoDevice) => 3,
-            CliError::Runner(RunnerError::BadDeviceIndex { .. }) => 4,
-            CliError::Runner(RunnerError::DeviceBusy(_)) | CliError::Busy(_) => 8,
-            CliError::Runner(RunnerError::Profile(_)) => 5,
-            CliError::Output { .. } => 6,
-            CliError::Runner(_) => 7,
-            CliError::Input { .. } => 11,
-        }
-    }
-}
-
-fn options(cli: &MeasureArgs) -> Result<MeasureOptions, CliError> {
-    let mut options = MeasureOptions {
-        only: cli::only_benchmarks(&cli.only, cli.deep)?,
-        ..MeasureOptions::default()
-    };
-    if !(64..=8192).contains(&cli.samples) {
-        return Err(CliError::Usage(format!(
-            "--samples {} is outside 64..=8192",
-            cli.samples
-        )));
-    }
-    options.samples = cli.samples;
-    Ok(options)
-}
-
-/// Runs the session on `backend`, telling `progress` each benchmark.
-pub(crate) fn measure<B: Backend>(
-    backend: &mut B,
-    options: MeasureOptions,
-    progress: &mut Reporter,
-) -> Result<Measurements, CliError> {
-    progress.begin(backend.device(), &options);
-    let result = Session::new(backend, options)
-        .with_progress(|what| progress.benchmark(what))
-        .run();
-    progress.end();
-    Ok(result?)
-}
 
 fn timings_text(measured: &Measurements, total: std::time::Duration) -> String {
     let mut out = String::from("\n");
@@ -133,42 +55,20 @@ fn timings_text(measured: &Measurements, total: std::time::Duration) -> String {
     out
 }
 
-/// Checks every output before any GPU work: formats, directories, permissions.
-fn preflight(cli: &MeasureArgs) -> Result<Vec<(PathBuf, Format)>, CliError> {
-    let refused = |refusal: Refusal| match refusal {
-        Refusal::UnknownFormat(message) => CliError::Usage(message),
-        Refusal::Unwritable { path, reason } => CliError::Output { path, reason },
-    };
-    if cli.output.iter().filter(|p| is_stdout(p)).count() > 1 {
-        return Err(CliError::Usage(
-            "`-o -` (JSON on standard output) may be given once".into(),
-        ));
+/// Checks every output before any GPU work: directories, permissions.
+fn preflight(job: &GpuJob) -> Result<(), CliError> {
+    for file in &job.outputs.files {
+        output::check_output(&file.path)?;
     }
-    let outputs = cli
-        .output
-        .iter()
-        .filter(|path| !is_stdout(path))
-        .map(|path| Ok((path.clone(), output::check_output(path).map_err(refused)?)))
-        .collect::<Result<Vec<_>, CliError>>()?;
-    if let Some(dir) = &cli.keep_raw {
-        output::check_raw_dir(dir).map_err(refused)?;
+    if let Some(dir) = &job.keep_raw {
+        output::check_raw_dir(dir)?;
     }
-    Ok(outputs)
-}
-
-/// `-o -`: the JSON document goes to standard output (and the table to standard error).
-fn is_stdout(path: &Path) -> bool {
-    path.as_os_str() == "-"
+    Ok(())
 }
 
 /// Writes every file; a failure is reported and the others are still written. Returns
 /// how many failed.
-fn write_files(
-    cli: &MeasureArgs,
-    outputs: &[(PathBuf, Format)],
-    topo: &Topology,
-    measured: &Measurements,
-) -> usize {
+fn write_files(job: &GpuJob, topo: &Topology, measured: &Measurements) -> usize {
     let mut failed = 0;
     let mut report = |path: &Path, reason: String| {
         progress::say(
@@ -177,19 +77,22 @@ fn write_files(
         );
         failed += 1;
     };
-    let raw_data = outputs
+    let raw_data = job
+        .outputs
+        .files
         .iter()
-        .any(|(_, format)| *format == Format::Html)
+        .any(|file| file.format == Format::Html)
         .then(|| raw::report_data(&measured.curves, measured.l2.as_ref()));
-    for (path, format) in outputs {
-        match output::text(topo, *format, raw_data.as_ref())
+    for file in &job.outputs.files {
+        let path = &file.path;
+        match output::text(topo, file.format, raw_data.as_ref())
             .and_then(|text| output::write_file(path, text.as_bytes()).map_err(|e| e.to_string()))
         {
             Ok(()) => log::info!("wrote {}", path.display()),
             Err(reason) => report(path, reason),
         }
     }
-    if let Some(dir) = &cli.keep_raw {
+    if let Some(dir) = &job.keep_raw {
         if let Err(reason) = raw::write_curves(dir, &measured.curves) {
             report(dir, reason);
         }
@@ -207,30 +110,19 @@ fn write_files(
     failed
 }
 
-/// Measures as `cli` asks; returns the exit code. Several GPUs (`--device all`, a list,
-/// or a simulated node) are [`crate::node::run`]'s.
-pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
-    if crate::node::is_node_run(cli) {
-        return crate::node::run(cli, progress);
-    }
-    measure_gpu(cli, progress).map(|(code, _)| code)
-}
-
-/// Measures the one GPU `cli` names; returns the exit code and the result.
-pub fn measure_gpu(cli: &MeasureArgs, progress: &mut Reporter) -> Result<(u8, Topology), CliError> {
-    let options = options(cli)?;
-    if !(cli.wait.is_finite() && cli.wait >= 0.0) {
-        return Err(CliError::Usage(format!(
-            "--wait {} is not a number of seconds",
-            cli.wait
-        )));
-    }
-    let outputs = preflight(cli)?;
+/// Measures the GPU of `job` as `settings` say; returns the exit code and the result.
+pub fn measure_gpu(
+    settings: &Settings,
+    job: &GpuJob,
+    progress: &mut Reporter,
+) -> Result<(Exit, Topology), CliError> {
+    preflight(job)?;
     let mut record = conditions::base_record();
     let started = Instant::now();
-    let (info, measured) = match &cli.simulate {
-        Some(spec) => simulated(cli, spec, options, &mut record, progress)?,
-        None => real_gpu(cli, options, &mut record, progress)?,
+    let options = settings.options.clone();
+    let (info, measured) = match &job.gpu {
+        Gpu::Simulated(spec) => simulated(&settings.guard, spec, options, &mut record, progress)?,
+        Gpu::Real(ordinal) => real_gpu(&settings.guard, *ordinal, options, &mut record, progress)?,
     };
     let total = started.elapsed();
     let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
@@ -247,7 +139,7 @@ pub fn measure_gpu(cli: &MeasureArgs, progress: &mut Reporter) -> Result<(u8, To
     guard::mark_benchmarks(&measured, &mut topo);
     let disturbances = topo.run.as_ref().map_or(&[][..], |r| &r.disturbances[..]);
     let disturbed = !disturbances.is_empty();
-    if cli.quiet {
+    if settings.quiet {
         // No table: what it would show as failed or doubtful goes to stderr.
         quiet_findings(&topo);
     } else {
@@ -256,9 +148,9 @@ pub fn measure_gpu(cli: &MeasureArgs, progress: &mut Reporter) -> Result<(u8, To
         }
     }
     // Files first: a closed terminal or pipe must not lose them.
-    let mut failed_outputs = write_files(cli, &outputs, &topo, &measured);
+    let mut failed_outputs = write_files(job, &topo, &measured);
     let mut stdout = Stdout::default();
-    let json_to_stdout = cli.output.iter().any(|p| is_stdout(p));
+    let json_to_stdout = job.outputs.stdout_json;
     // With `-o -` standard output carries the JSON alone; the table and timings go to
     // standard error (not with `--progress json`: there every line is an event).
     let mut human = |text: &str| {
@@ -268,10 +160,10 @@ pub fn measure_gpu(cli: &MeasureArgs, progress: &mut Reporter) -> Result<(u8, To
             eprint!("{text}");
         }
     };
-    if !cli.quiet {
+    if !settings.quiet {
         human(&topology::render::table(&topo));
     }
-    if cli.timings {
+    if settings.timings {
         human(&timings_text(&measured, total));
     }
     if json_to_stdout {
@@ -300,21 +192,21 @@ pub fn measure_gpu(cli: &MeasureArgs, progress: &mut Reporter) -> Result<(u8, To
         .collect();
     let failed = !progress.failed.is_empty();
     let unexplained = measured.self_check();
-    if cli.strict {
+    if settings.strict {
         for finding in &unexplained {
             progress::say(Level::SelfCheck, finding);
         }
     }
     let code = if failed_outputs > 0 {
-        6
+        Exit::Output
     } else if disturbed {
-        9
-    } else if cli.strict && !unexplained.is_empty() {
-        10
+        Exit::Disturbed
+    } else if settings.strict && !unexplained.is_empty() {
+        Exit::SelfCheck
     } else if failed {
-        1
+        Exit::Findings
     } else {
-        0
+        Exit::Success
     };
     Ok((code, topo))
 }
@@ -341,29 +233,21 @@ fn quiet_findings(topo: &Topology) {
     }
 }
 
-/// The simulated GPU: the profile's UUID (if any) is locked, its co-tenant checked as a
-/// real GPU's processes are.
+/// The simulated GPU of profile `spec`: its UUID (if the profile names one) is locked,
+/// its co-tenant checked as a real GPU's processes are.
 fn simulated(
-    cli: &MeasureArgs,
+    policy: &GuardPolicy,
     spec: &str,
     options: MeasureOptions,
     record: &mut RunRecord,
     progress: &mut Reporter,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
-    let specs = crate::node::simulated_specs(spec);
-    let index = cli.device.single().unwrap_or(0);
-    let spec = specs
-        .get(index as usize)
-        .ok_or(RunnerError::BadDeviceIndex {
-            index,
-            count: specs.len() as u32,
-        })?;
-    let profile = crate::node::load_profile(spec)?;
-    record.simulated_profile = Some(guard::profile_label(spec, &profile.name));
+    let profile = simulate::load_profile(spec)?;
+    record.simulated_profile = Some(simulate::profile_label(spec, &profile.name));
     record.gpu_uuid = profile.uuid.clone();
     let mut backend = SimBackend::new(profile)?;
-    let _lock = guard::lock_gpu(cli, record.gpu_uuid.clone().as_deref(), record)?;
-    let before = guard::check_busy(cli, Some(&mut guard::SimState(&backend)), record)?;
+    let _lock = guard::lock_gpu(policy, record.gpu_uuid.clone().as_deref(), record)?;
+    let before = guard::check_busy(policy, Some(&mut guard::SimState(&backend)), record)?;
     let info = backend.device().clone();
     let measured = guard::watched(&mut backend, options, progress, record)?;
     log::info!("the simulated GPU ran {} launches", backend.launches());
@@ -377,14 +261,12 @@ fn simulated(
 
 #[cfg(feature = "cuda")]
 fn real_gpu(
-    cli: &MeasureArgs,
+    policy: &GuardPolicy,
+    ordinal: u32,
     options: MeasureOptions,
     record: &mut RunRecord,
     progress: &mut Reporter,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
-    let ordinal = cli.device.single().ok_or_else(|| {
-        CliError::Usage("one GPU at a time here: several are measured by node::run".into())
-    })?;
     let started = Instant::now();
     let phase = |name: &str| {
         log::debug!(
@@ -398,7 +280,7 @@ fn real_gpu(
     record.pci_bus_id = identity.pci_bus_id.clone();
     record.cuda_driver_version = identity.cuda_driver_version;
     let key = identity.uuid.as_deref().or(identity.pci_bus_id.as_deref());
-    let _lock = guard::lock_gpu(cli, key, record)?;
+    let _lock = guard::lock_gpu(policy, key, record)?;
     let mut nvml = match crate::nvml::Nvml::open(
         identity.uuid.as_deref(),
         identity.pci_bus_id.as_deref(),
@@ -413,7 +295,7 @@ fn real_gpu(
         }
     };
     phase("lock and NVML");
-    let before = guard::check_busy(cli, source(&mut nvml), record)?;
+    let before = guard::check_busy(policy, source(&mut nvml), record)?;
     phase("busy check");
     let mut backend = pchase_runner::cuda::CudaBackend::new(ordinal)?;
     phase("context and modules");
@@ -437,7 +319,8 @@ fn source(nvml: &mut Option<crate::nvml::Nvml>) -> Option<&mut dyn conditions::S
 
 #[cfg(not(feature = "cuda"))]
 fn real_gpu(
-    _cli: &MeasureArgs,
+    _policy: &GuardPolicy,
+    _ordinal: u32,
     _options: MeasureOptions,
     _record: &mut RunRecord,
     _progress: &mut Reporter,

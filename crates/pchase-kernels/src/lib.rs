@@ -45,6 +45,7 @@ pub mod catalogue;
 mod error;
 mod kernel;
 mod path;
+pub mod probes;
 
 pub use capability::{ComputeCapability, PtxIsaVersion};
 pub use error::Error;

@@ -35,7 +35,8 @@ pub mod walk;
 pub use backend::{
     Backend, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest, ChaseRun,
     ListChaseRequest, LoadPath, PartitionMapRequest, PartitionMapRun, Phase, PinnedRequest,
-    PinnedRun, PinnedSlot, SmLineLatencies, TwoPhaseRequest, PINNED_MAX_SAMPLES,
+    PinnedRun, PinnedSlot, ProbeArg, ProbeLaunch, ProbeModel, ProbeRun, SimulatedGpu,
+    SimulatedProbe, SmLineLatencies, TwoPhaseRequest, PINNED_MAX_SAMPLES,
 };
 pub use device::{ComputeCapability, DeviceInfo};
 pub use error::RunnerError;

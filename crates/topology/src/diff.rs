@@ -22,7 +22,10 @@
 //!   compared;
 //! - copies (schema 1.6): each path's latency per size by the latency rule, its
 //!   bandwidth when it moved by more than 5 % (or the relative tolerance, if larger),
-//!   and a path that became applicable or not.
+//!   and a path that became applicable or not;
+//! - the benchmarks' sections (schema 1.8): each row by the rule of its kind, a number
+//!   when it moved by more than [`DiffOptions::sigmas`] combined standard errors and the
+//!   relative tolerance.
 //!
 //! ```
 //! use topology::*;
@@ -46,6 +49,7 @@ use std::fmt;
 mod copies;
 mod geometry;
 mod icache;
+mod sections;
 
 use crate::model::{ElementKind, Note, NoteSeverity, Topology};
 use crate::quantity::{Count, Latency, Provenance, Size, SizeBound};
@@ -425,6 +429,7 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
         &before.instruction_caches,
         &after.instruction_caches,
     );
+    sections::diff(&mut d, &before.sections, &after.sections);
     d.result.conditions = condition_changes(before, after);
     d.result.notes = note_changes(before, after);
     d.result

@@ -57,6 +57,7 @@ mod quantity;
 pub mod raw;
 pub mod render;
 mod run;
+mod section;
 mod units;
 mod validate;
 mod version;
@@ -75,5 +76,6 @@ pub use quantity::{
     ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,
 };
 pub use run::{GpuProcess, GpuState, RunRecord};
+pub use section::{Number, RowValue, Section, SectionRow};
 pub use units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};
 pub use version::SchemaVersion;

@@ -2,8 +2,8 @@
 
 use cpd::{estimate_noise_variance, CpdError};
 
-/// Replica 0 of the L1 size sweep of an H200 (`tests/fixtures/h200-l1-sweep.csv`, written
-/// by `memtopo --keep-raw`):
+/// Replica 0 of an L1 size sweep that memtopo measured on an H200
+/// (`tests/fixtures/h200-l1-sweep.csv`):
 /// 25 sizes at 38.757 cycles per load (one stray 38.7801), then the rise past the L1.
 fn h200_l1_sweep() -> Vec<f64> {
     let text = include_str!("../fixtures/h200-l1-sweep.csv");

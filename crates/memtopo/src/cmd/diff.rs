@@ -1,15 +1,33 @@
 //! `memtopo diff`: two results compared by `topology::diff` with the tolerances of the
 //! command line. Exit 0 when nothing differs beyond them, 1 when something does.
 
-use topology::diff::diff_with;
+use std::path::PathBuf;
 
-use crate::{cli::DiffArgs, output::Stdout, run::CliError};
+use topology::diff::{diff_with, DiffOptions};
+
+use crate::{
+    error::{CliError, Exit},
+    output::Stdout,
+};
+
+/// What `diff` is asked to compare.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The first result.
+    pub before: PathBuf,
+    /// The second result.
+    pub after: PathBuf,
+    /// The tolerances.
+    pub options: DiffOptions,
+    /// Notes on one side only do not count as differences.
+    pub ignore_notes: bool,
+}
 
 /// `memtopo diff`.
-pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
+pub fn diff(args: &Request) -> Result<Exit, CliError> {
     let before = super::render::load(&args.before)?;
     let after = super::render::load(&args.after)?;
-    let options = args.tolerances.options();
+    let options = args.options;
     let result = diff_with(&before, &after, options);
     let mut stdout = Stdout::default();
     stdout.print(&format!(
@@ -29,5 +47,9 @@ pub fn diff(args: &DiffArgs) -> Result<u8, CliError> {
         });
     }
     let differs = !result.changes.is_empty() || (!args.ignore_notes && !result.notes.is_empty());
-    Ok(u8::from(differs))
+    Ok(if differs {
+        Exit::Findings
+    } else {
+        Exit::Success
+    })
 }

@@ -8,11 +8,31 @@ use std::path::{Path, PathBuf};
 use topology::fleet::{self, Fleet, Input, SpreadOptions};
 
 use crate::{
-    cli::MergeArgs,
+    error::{CliError, Exit},
     output::{self, Stdout},
+    plan::SummaryFormat,
     progress::{self, Level},
-    run::CliError,
 };
+
+/// What `merge` is asked to join and write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Results, node summaries, fleet reports, and folders of them.
+    pub inputs: Vec<PathBuf>,
+    /// Where the report goes (none: the table on standard output).
+    pub outputs: Vec<Report>,
+    /// The tolerances of the flags.
+    pub options: SpreadOptions,
+}
+
+/// Where a fleet report goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// The fleet document on standard output.
+    Stdout,
+    /// A file in a format.
+    File(PathBuf, SummaryFormat),
+}
 
 /// Every `.json` file under `dir` (subfolders included), sorted.
 fn json_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -39,32 +59,42 @@ fn input_error(path: &Path, reason: String) -> CliError {
     }
 }
 
-/// Reads one input: a fleet document or a result (JSON), or a result (TOML).
+/// Reads one input: a fleet document or a result (JSON), or a result (TOML); a file
+/// without an extension by its content (JSON when it starts with `{`).
 fn read(path: &Path) -> Result<Input, CliError> {
-    let is_toml = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    if is_toml {
+    let extension = path.extension().map(|e| e.to_ascii_lowercase());
+    let json = match extension.as_ref().and_then(|e| e.to_str()) {
+        Some("toml") => false,
+        Some("json") => true,
+        None => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| input_error(path, e.to_string()))?;
+            text.trim_start().starts_with('{')
+        }
+        Some(_) => {
+            return Err(input_error(
+                path,
+                "use .json (results, node summaries, fleet reports) or .toml (results), or a \
+                 folder"
+                    .into(),
+            ))
+        }
+    };
+    if !json {
         return super::render::load(path).map(Input::Result);
-    }
-    if !path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
-    {
-        return Err(input_error(
-            path,
-            "use .json (results, node summaries, fleet reports) or .toml (results), or a folder"
-                .into(),
-        ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| input_error(path, e.to_string()))?;
     Input::from_json_str(&text).map_err(|e| input_error(path, super::render::reason(&e)))
 }
 
-/// The inputs, folders expanded.
-fn inputs(args: &MergeArgs) -> Result<Vec<PathBuf>, CliError> {
+/// The inputs, folders expanded; a missing path is an error, a file given twice (also
+/// through a folder) is read once, with a warning.
+fn inputs(args: &Request) -> Result<Vec<PathBuf>, CliError> {
     let mut files = Vec::new();
     for path in &args.inputs {
+        if !path.exists() {
+            return Err(input_error(path, "no such file or folder".into()));
+        }
         if path.is_dir() {
             let before = files.len();
             json_files(path, &mut files).map_err(|e| input_error(path, e.to_string()))?;
@@ -75,52 +105,73 @@ fn inputs(args: &MergeArgs) -> Result<Vec<PathBuf>, CliError> {
             files.push(path.clone());
         }
     }
-    Ok(files)
+    let mut seen = Vec::new();
+    let mut unique = Vec::new();
+    for file in files {
+        let key = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
+        if seen.contains(&key) {
+            progress::say(
+                Level::Warning,
+                format!("{} is given more than once: read once", file.display()),
+            );
+            continue;
+        }
+        seen.push(key);
+        unique.push(file);
+    }
+    Ok(unique)
 }
 
 /// `memtopo merge`.
-pub fn merge(args: &MergeArgs) -> Result<u8, CliError> {
+pub fn merge(args: &Request) -> Result<Exit, CliError> {
     let mut sources = Vec::new();
     for path in inputs(args)? {
         sources.push((path.display().to_string(), read(&path)?));
     }
-    let options = SpreadOptions::from_diff(args.tolerances.options(), args.mad);
-    let mut report = Fleet::merge(sources, options);
+    // The notes the inputs bring are theirs; what merging finds is said on stderr too.
+    let brought: Vec<String> = sources
+        .iter()
+        .filter_map(|(_, input)| match input {
+            Input::Fleet(doc) => Some(doc.notes.clone()),
+            Input::Result(_) => None,
+        })
+        .flatten()
+        .collect();
+    let mut report = Fleet::merge(sources, args.options);
+    for note in report.notes.iter().filter(|n| !brought.contains(n)) {
+        progress::say(Level::Warning, note);
+    }
     report.created_utc = crate::conditions::base_record().date_utc;
     report.tool_version = Some(env!("CARGO_PKG_VERSION").into());
     let mut stdout = Stdout::default();
     let mut failed = 0;
-    for path in &args.output {
-        let name = path.to_string_lossy().to_ascii_lowercase();
-        let text = if path.as_os_str() == "-" || name.ends_with(".json") {
-            report.to_json_string().map_err(|e| e.to_string())
-        } else if name.ends_with(".md") {
-            Ok(fleet::markdown(&report))
-        } else if name.ends_with(".html") {
-            Ok(fleet::html(&report))
-        } else {
-            return Err(CliError::Usage(format!(
-                "-o {}: use .json, .md or .html (or - for JSON on standard output)",
-                path.display()
-            )));
-        };
-        let written = text.and_then(|text| {
-            if path.as_os_str() == "-" {
-                stdout.print(&text);
-                Ok(())
-            } else {
-                output::write_file(path, text.as_bytes()).map_err(|e| e.to_string())
+    for target in &args.outputs {
+        let written = match target {
+            Report::Stdout => report
+                .to_json_string()
+                .map(|text| stdout.print(&text))
+                .map_err(|e| e.to_string()),
+            Report::File(path, format) => {
+                let text = match format {
+                    SummaryFormat::Json => report.to_json_string(),
+                    SummaryFormat::Markdown => Ok(fleet::markdown(&report)),
+                    SummaryFormat::Html => Ok(fleet::html(&report)),
+                };
+                text.map_err(|e| e.to_string()).and_then(|text| {
+                    output::write_file(path, text.as_bytes()).map_err(|e| e.to_string())
+                })
             }
-        });
+        };
         if let Err(reason) = written {
-            progress::say(
-                Level::Error,
-                format!("cannot write {}: {reason}", path.display()),
-            );
+            let name = match target {
+                Report::Stdout => "standard output".to_owned(),
+                Report::File(path, _) => path.display().to_string(),
+            };
+            progress::say(Level::Error, format!("cannot write {name}: {reason}"));
             failed += 1;
         }
     }
-    if args.output.is_empty() {
+    if args.outputs.is_empty() {
         stdout.print(&fleet::table(&report));
     }
     if let Some(e) = stdout.error() {
@@ -134,7 +185,7 @@ pub fn merge(args: &MergeArgs) -> Result<u8, CliError> {
             Level::Warning,
             format!(
                 "{} ({}): {}: {}",
-                flag.uuid.as_deref().unwrap_or("?"),
+                flag.label(),
                 flag.node.as_deref().unwrap_or("-"),
                 flag.path,
                 flag.reason
@@ -142,8 +193,10 @@ pub fn merge(args: &MergeArgs) -> Result<u8, CliError> {
         );
     }
     Ok(if failed > 0 {
-        6
+        Exit::Output
+    } else if !report.flags.is_empty() || !report.failures.is_empty() {
+        Exit::Findings
     } else {
-        u8::from(!report.flags.is_empty() || !report.failures.is_empty())
+        Exit::Success
     })
 }

@@ -13,38 +13,53 @@ use std::{
 use topology::Topology;
 
 use crate::{
-    cli::{ConvertArgs, RenderArgs},
+    error::{CliError, Exit},
     output::{self, Format, Stdout},
     progress::{self, Level},
-    run::CliError,
 };
+
+/// What `render` (and `convert`) is asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The result (`-`: standard input).
+    pub input: PathBuf,
+    /// Where it goes, each in its format.
+    pub targets: Vec<Target>,
+    /// A `--keep-raw` folder of the same run, for the HTML report's curves.
+    pub raw: Option<PathBuf>,
+}
 
 /// Where one rendering goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Target {
+pub enum Target {
     /// Standard output.
     Stdout(Format),
     /// A file.
     File(PathBuf, Format),
 }
 
-fn is_dash(path: &Path) -> bool {
+/// `-` names standard input or output.
+pub fn is_dash(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// Reads a result: a `.json` or `.toml` file, or `-` for standard input (JSON when it
-/// starts with `{`, else TOML). Checked as on every load: syntax, schema, bounds.
+/// Reads a result: a `.json` or `.toml` file, a file without an extension or `-` for
+/// standard input (JSON when it starts with `{`, else TOML). Checked as on every load:
+/// syntax, schema, bounds.
 pub fn read(path: &Path) -> Result<Topology, topology::Error> {
-    if !is_dash(path) {
+    let io = |source| topology::Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let text = if is_dash(path) {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(io)?;
+        text
+    } else if path.extension().is_none() {
+        std::fs::read_to_string(path).map_err(io)?
+    } else {
         return Topology::load(path);
-    }
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|source| topology::Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+    };
     if text.trim_start().starts_with('{') {
         Topology::from_json_str(&text)
     } else {
@@ -65,24 +80,17 @@ pub fn reason(error: &topology::Error) -> String {
     match error {
         topology::Error::Io { source, .. } => source.to_string(),
         topology::Error::UnknownExtension { .. } => {
-            "cannot tell the format from the extension; use .json or .toml (or `-` for \
-             standard input)"
+            "cannot tell the format from the extension; use .json or .toml (a file without \
+             an extension is read by its content, `-` is standard input)"
                 .into()
         }
         other => other.to_string(),
     }
 }
 
-/// The format of the file `path`: `format` if given, else its extension's.
-fn file_format(path: &Path, format: Option<Format>) -> Result<Format, CliError> {
-    format
-        .or_else(|| Format::of(path))
-        .ok_or_else(|| CliError::Usage(output::unknown_format(path)))
-}
-
 /// Writes `topo` to every target; a target that fails is reported and the others are
 /// still written. Exit 0, or 6 when one failed.
-fn write(topo: &Topology, targets: &[Target], raw: Option<&topology::raw::RawData>) -> u8 {
+fn write(topo: &Topology, targets: &[Target], raw: Option<&topology::raw::RawData>) -> Exit {
     let mut stdout = Stdout::default();
     let mut failed = false;
     for target in targets {
@@ -105,58 +113,21 @@ fn write(topo: &Topology, targets: &[Target], raw: Option<&topology::raw::RawDat
         }
     }
     if failed {
-        6
+        Exit::Output
     } else {
-        0
+        Exit::Success
     }
 }
 
-/// `memtopo render`.
-pub fn render(args: &RenderArgs) -> Result<u8, CliError> {
-    if args.output.iter().filter(|p| is_dash(p)).count() > 1 {
-        return Err(CliError::Usage(
-            "`-o -` (standard output) may be given once".into(),
-        ));
-    }
-    let targets = if args.output.is_empty() {
-        vec![Target::Stdout(args.format.unwrap_or(Format::Table))]
-    } else {
-        if args.format.is_some() && !args.output.iter().any(|p| is_dash(p)) {
-            return Err(CliError::Usage(
-                "--format names the format of standard output: add `-o -`, or name the \
-                 format of a file by its extension"
-                    .into(),
-            ));
-        }
-        args.output
-            .iter()
-            .map(|path| {
-                Ok(if is_dash(path) {
-                    Target::Stdout(args.format.unwrap_or(Format::Json))
-                } else {
-                    Target::File(path.clone(), file_format(path, None)?)
-                })
-            })
-            .collect::<Result<Vec<_>, CliError>>()?
-    };
-    let topo = load(&args.input)?;
-    let raw = match &args.raw {
+/// `memtopo render` and `memtopo convert`.
+pub fn render(request: &Request) -> Result<Exit, CliError> {
+    let topo = load(&request.input)?;
+    let raw = match &request.raw {
         Some(dir) => Some(topology::raw::load_dir(dir).map_err(|e| CliError::Input {
             path: dir.display().to_string(),
             reason: e.to_string(),
         })?),
         None => None,
     };
-    Ok(write(&topo, &targets, raw.as_ref()))
-}
-
-/// `memtopo convert`.
-pub fn convert(args: &ConvertArgs) -> Result<u8, CliError> {
-    let target = if is_dash(&args.output) {
-        Target::Stdout(args.format.unwrap_or(Format::Json))
-    } else {
-        Target::File(args.output.clone(), file_format(&args.output, args.format)?)
-    };
-    let topo = load(&args.input)?;
-    Ok(write(&topo, &[target], None))
+    Ok(write(&topo, &request.targets, raw.as_ref()))
 }

@@ -2,13 +2,14 @@
 //! version, every field's type and unit, then the physical bounds and contradictions
 //! `Topology::validate` checks), one line per file, every reason listed.
 
+use std::path::PathBuf;
+
 use topology::Topology;
 
 use crate::{
-    cli::ValidateArgs,
+    error::{CliError, Exit},
     output::Stdout,
     progress::{self, Level},
-    run::CliError,
 };
 
 /// One line for a valid result.
@@ -34,10 +35,10 @@ fn reasons(error: &topology::Error) -> Vec<String> {
 }
 
 /// `memtopo validate`: exit 0 when every file is valid, 11 when one is not.
-pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
+pub fn validate(files: &[PathBuf]) -> Result<Exit, CliError> {
     let mut stdout = Stdout::default();
     let mut invalid = false;
-    for path in &args.files {
+    for path in files {
         let name = path.display();
         match super::render::read(path) {
             Ok(topo) => stdout.print(&format!("{name}: {}\n", summary(&topo))),
@@ -54,5 +55,5 @@ pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
             }
         }
     }
-    Ok(if invalid { 11 } else { 0 })
+    Ok(if invalid { Exit::Input } else { Exit::Success })
 }

@@ -1,10 +1,10 @@
 //! Several GPUs of one node: `memtopo --device all` (or a list, or a simulated node).
 //!
 //! Each GPU is measured as a single run would measure it ([`crate::run::measure_gpu`]:
-//! its own lock, busy check, sentinels and files), one after another: whether two GPUs
-//! measured at once disturb each other (shared PCIe root, host memory, CPU for the
-//! change-point analysis, the power budget of the board) has not been shown on a
-//! multi-GPU machine yet, so there is no concurrent mode (docs/fleet.md). A GPU that
+//! its own lock, busy check, sentinels and files), one after another: two GPUs measured
+//! at once may disturb each other (shared PCIe root, host memory, CPU for the
+//! change-point analysis, the power budget of the board), and how much is not measured,
+//! so there is no concurrent mode (docs/fleet.md). A GPU that
 //! fails is recorded with its exit code and error and the next one is measured. After
 //! the GPUs, the links between the measured ones (peer access, a chase into the other's
 //! memory, a peer copy; [`peers`]), then the node summary: a [`topology::fleet::Fleet`]
@@ -13,30 +13,18 @@
 mod peers;
 mod select;
 
-use std::path::{Path, PathBuf};
-
 use topology::fleet::{Fleet, FleetKind, GpuEntry, GpuFailure, Node, SpreadOptions};
 
-pub use select::{load_profile, parse_devices, simulated_specs, simulated_uuid, DeviceSelection};
-
 use crate::{
-    cli::MeasureArgs,
+    error::{CliError, Exit},
     output::{self, Stdout},
+    plan::{
+        self, Devices, Gpu, GpuJob, GpuOutputs, NodeFile, NodeOutputs, NodePlan, OutputFile,
+        Settings, SummaryFile, SummaryFormat,
+    },
     progress::{self, Level, Reporter},
-    run::CliError,
+    simulate::{load_profile, simulated_uuid},
 };
-
-/// Whether `cli` is a node run: several GPUs (a list or `all`), or one GPU whose files are
-/// named per GPU (`{uuid}`, `{index}`, `-o DIR/`) or with a node summary (`--summary`).
-/// `--device N` with plain file names is the single run it always was.
-pub fn is_node_run(cli: &MeasureArgs) -> bool {
-    cli.device.single().is_none()
-        || !cli.summary.is_empty()
-        || cli
-            .output
-            .iter()
-            .any(|p| select::is_per_gpu(p) || select::per_gpu_in(p).is_some())
-}
 
 /// One GPU that was measured: what the links and the summary need.
 #[derive(Debug, Clone)]
@@ -51,85 +39,64 @@ pub(crate) struct Measured {
     pub pci_bus_id: Option<String>,
 }
 
-/// The summary formats `--summary` may name.
-fn summary_format(path: &Path) -> Option<&'static str> {
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    ["json", "md", "html"]
-        .into_iter()
-        .find(|ext| name.ends_with(&format!(".{ext}")))
+/// The node's files with `{node}` expanded, checked before anything is measured.
+struct NodeFiles {
+    /// Per-GPU templates (`{uuid}`, `{index}` still in them).
+    per_gpu: Vec<OutputFile>,
+    /// Summary files.
+    summaries: Vec<SummaryFile>,
 }
 
-/// Where each GPU's files and the summary go, checked before anything is measured.
-struct Plan {
-    /// Per-GPU output templates.
-    per_gpu: Vec<PathBuf>,
-    /// Summary files (`{node}` expanded).
-    summaries: Vec<PathBuf>,
-}
-
-impl Plan {
-    fn new(cli: &MeasureArgs, node: &str) -> Result<Plan, CliError> {
+impl NodeFiles {
+    fn new(outputs: &NodeOutputs, node: &str) -> Result<NodeFiles, CliError> {
         let mut per_gpu = Vec::new();
-        let mut summaries: Vec<PathBuf> = cli
-            .summary
+        let mut summaries: Vec<SummaryFile> = outputs
+            .summaries
             .iter()
-            .map(|p| select::expand(p, "", 0, node))
+            .map(|s| SummaryFile {
+                path: select::expand(&s.path, "", 0, node),
+                format: s.format,
+            })
             .collect();
-        for path in &cli.output {
-            // `{node}` is known now (a folder per node of a shared directory).
-            let path = &select::expand_node(path, node);
-            if path.as_os_str() == "-" {
-                return Err(CliError::Usage(
-                    "`-o -` writes one document; with several GPUs use -o DIR/ or a path \
-                     with {uuid} (docs/fleet.md)"
-                        .into(),
-                ));
-            }
-            if let Some(template) = select::per_gpu_in(path) {
-                std::fs::create_dir_all(path).map_err(|e| CliError::Output {
-                    path: path.display().to_string(),
-                    reason: e.to_string(),
-                })?;
-                per_gpu.push(template);
-                if cli.summary.is_empty() {
-                    summaries.push(path.join(format!("node-{node}.json")));
+        for file in &outputs.files {
+            match file {
+                NodeFile::Folder(dir) => {
+                    // `{node}` is known now (a folder per node of a shared directory).
+                    let dir = select::expand_node(dir, node);
+                    std::fs::create_dir_all(&dir).map_err(|e| CliError::Output {
+                        path: dir.display().to_string(),
+                        reason: e.to_string(),
+                    })?;
+                    per_gpu.push(OutputFile {
+                        path: dir.join("{uuid}.json"),
+                        format: output::Format::Json,
+                    });
+                    if outputs.summaries.is_empty() {
+                        summaries.push(SummaryFile {
+                            path: dir.join(format!("node-{node}.json")),
+                            format: SummaryFormat::Json,
+                        });
+                    }
                 }
-            } else if select::is_per_gpu(path) {
-                per_gpu.push(path.clone());
-            } else {
-                return Err(CliError::Usage(format!(
-                    "-o {}: with several GPUs every output needs {{uuid}} or {{index}} in its \
-                     name (one file per GPU), or is a folder (-o DIR/)",
-                    path.display()
-                )));
+                NodeFile::Template(template) => per_gpu.push(OutputFile {
+                    path: select::expand_node(&template.path, node),
+                    format: template.format,
+                }),
             }
         }
-        for path in &per_gpu {
-            let probe = select::expand(path, "GPU-preflight", 0, node);
+        for file in &per_gpu {
+            let probe = select::expand(&file.path, "GPU-preflight", 0, node);
             if let Some(dir) = probe.parent().filter(|d| !d.as_os_str().is_empty()) {
                 // `{node}` in a folder name: the folder is this node's to make.
                 let _ = std::fs::create_dir_all(dir);
             }
-            output::check_output(&probe).map_err(refusal)?;
+            output::check_output(&probe)?;
         }
-        for path in &summaries {
-            if summary_format(path).is_none() {
-                return Err(CliError::Usage(format!(
-                    "--summary {}: use .json, .md or .html",
-                    path.display()
-                )));
-            }
+        for summary in &summaries {
             // The summary is written after every GPU: make sure it can be, first.
-            output::check_output(path).map_err(refusal)?;
+            output::check_output(&summary.path)?;
         }
-        Ok(Plan { per_gpu, summaries })
-    }
-}
-
-fn refusal(refusal: output::Refusal) -> CliError {
-    match refusal {
-        output::Refusal::UnknownFormat(message) => CliError::Usage(message),
-        output::Refusal::Unwritable { path, reason } => CliError::Output { path, reason },
+        Ok(NodeFiles { per_gpu, summaries })
     }
 }
 
@@ -165,59 +132,73 @@ fn identify(_index: u32) -> Result<(String, Option<String>), CliError> {
     )))
 }
 
-/// The arguments of one GPU's run: its device (or simulated profile with its UUID) and
-/// its files.
-fn gpu_args(cli: &MeasureArgs, plan: &Plan, gpu: &Measured, node: &str) -> MeasureArgs {
-    let mut args = cli.clone();
-    args.device = DeviceSelection::One(if gpu.spec.is_some() { 0 } else { gpu.index });
-    args.simulate = gpu.spec.clone();
-    args.output = plan
-        .per_gpu
-        .iter()
-        .map(|p| select::expand(p, &gpu.uuid, gpu.index, node))
-        .collect();
-    args.keep_raw = cli.keep_raw.as_ref().map(|dir| {
-        if select::is_per_gpu(dir) {
-            select::expand(dir, &gpu.uuid, gpu.index, node)
-        } else {
-            dir.join(&gpu.uuid)
-        }
-    });
-    args.summary = Vec::new();
-    args
+/// One GPU's measurement: its device (or simulated profile with its UUID) and its files.
+fn gpu_job(plan: &NodePlan, files: &NodeFiles, gpu: &Measured, node: &str) -> GpuJob {
+    GpuJob {
+        gpu: match &gpu.spec {
+            Some(spec) => Gpu::Simulated(spec.clone()),
+            None => Gpu::Real(gpu.index),
+        },
+        outputs: GpuOutputs {
+            files: files
+                .per_gpu
+                .iter()
+                .map(|f| OutputFile {
+                    path: select::expand(&f.path, &gpu.uuid, gpu.index, node),
+                    format: f.format,
+                })
+                .collect(),
+            stdout_json: false,
+        },
+        keep_raw: plan.keep_raw.as_ref().map(|dir| {
+            if plan::is_per_gpu(dir) {
+                select::expand(dir, &gpu.uuid, gpu.index, node)
+            } else {
+                dir.join(&gpu.uuid)
+            }
+        }),
+    }
 }
 
 /// The GPU's JSON file as the summary names it: relative to the summary's folder where
 /// it lies below it.
-fn file_for_summary(outputs: &[PathBuf], summaries: &[PathBuf]) -> Option<String> {
-    let json = outputs.iter().find(|p| {
-        p.to_string_lossy().ends_with(".json") && !p.to_string_lossy().ends_with(".mt4g.json")
-    })?;
-    let base = summaries.first().and_then(|s| s.parent());
+fn file_for_summary(outputs: &[OutputFile], summaries: &[SummaryFile]) -> Option<String> {
+    let json = outputs
+        .iter()
+        .find(|f| f.format == output::Format::Json)
+        .map(|f| &f.path)?;
+    let base = summaries.first().and_then(|s| s.path.parent());
     let shown = base
         .and_then(|b| json.strip_prefix(b).ok())
         .unwrap_or(json.as_path());
     Some(shown.display().to_string())
 }
 
-/// Measures the GPUs `cli` names, one after another, then their links; writes the
+/// Measures the GPUs `plan` names, one after another, then their links; writes the
 /// summary. The exit code: 0 when every GPU's run gave 0; when a GPU could not be
 /// measured while others were, 12; when none was measured, the first GPU's code; else the
 /// first of 6, 9, 10, 1 among the GPUs' codes (as a single run orders them). A summary
 /// that cannot be written is 6.
-pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
+pub fn run(
+    settings: &Settings,
+    plan: &NodePlan,
+    progress: &mut Reporter,
+) -> Result<Exit, CliError> {
     let node = select::node_name();
-    let specs = cli.simulate.as_deref().map(simulated_specs);
-    let count = match &specs {
+    let specs = match &plan.devices {
+        Devices::Simulated { specs, .. } => Some(specs),
+        Devices::Real(_) => None,
+    };
+    let count = match specs {
         Some(specs) => specs.len() as u32,
         None => device_count()?,
     };
-    let indices = cli.device.resolve(count)?;
+    let indices = plan.devices.resolve(count)?;
     // A bad profile is the command line's fault, not one GPU's: refused before measuring.
-    for spec in specs.iter().flatten() {
+    for spec in specs.into_iter().flatten() {
         load_profile(spec)?;
     }
-    let plan = Plan::new(cli, &node)?;
+    let files = NodeFiles::new(&plan.outputs, &node)?;
     let mut gpus: Vec<GpuEntry> = Vec::new();
     let mut failures = Vec::new();
     let mut measured = Vec::new();
@@ -230,7 +211,7 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
                 serde_json::json!({"device": index, "node": node}),
             );
         }
-        let identified = match &specs {
+        let identified = match specs {
             Some(specs) => simulated_gpu(&specs[index as usize], &node, index),
             None => identify(index).map(|(uuid, pci)| (uuid, None, pci)),
         };
@@ -246,15 +227,15 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
                 continue;
             }
         };
-        let args = gpu_args(cli, &plan, &gpu, &node);
+        let job = gpu_job(plan, &files, &gpu, &node);
         progress.failed.clear();
-        match crate::run::measure_gpu(&args, progress) {
+        match crate::run::measure_gpu(settings, &job, progress) {
             Ok((code, topo)) => {
                 let mut entry =
                     GpuEntry::from_topology(&topo, Some(gpu.uuid.clone()), Some(node.clone()));
                 entry.device_index = Some(index);
-                entry.exit_code = Some(code);
-                entry.file = file_for_summary(&args.output, &plan.summaries);
+                entry.exit_code = Some(code.code());
+                entry.file = file_for_summary(&job.outputs.files, &files.summaries);
                 gpus.push(entry);
                 codes.push(code);
                 failed_benchmarks
@@ -266,7 +247,7 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
         if progress::json_mode() {
             progress::event(
                 "device_finished",
-                serde_json::json!({"device": index, "exit_code": codes.last()}),
+                serde_json::json!({"device": index, "exit_code": codes.last().map(|c: &Exit| c.code())}),
             );
         }
     }
@@ -274,16 +255,16 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
     let mut entry = Node {
         name: node.clone(),
         host: crate::conditions::base_record().host.filter(|h| *h != node),
-        devices_requested: Some(cli.device.to_string()),
+        devices_requested: Some(plan.devices.selection().to_string()),
         device_count: Some(count),
         schedule: Some("sequential".into()),
         links: Vec::new(),
         notes: Vec::new(),
     };
-    if cli.no_peers {
+    if !plan.peers {
         entry.notes.push("links not measured (--no-peers)".into());
     } else if measured.len() >= 2 {
-        peers::measure(cli, &measured, &mut entry);
+        peers::measure(&settings.guard, &measured, &mut entry);
     } else if indices.len() >= 2 {
         entry
             .notes
@@ -298,23 +279,28 @@ pub fn run(cli: &MeasureArgs, progress: &mut Reporter) -> Result<u8, CliError> {
     );
     summary.created_utc = crate::conditions::base_record().date_utc;
     summary.tool_version = Some(env!("CARGO_PKG_VERSION").into());
-    let written = write_summaries(&summary, &plan.summaries);
-    if !cli.quiet {
+    let written = write_summaries(&summary, &files.summaries);
+    if !settings.quiet {
         let mut stdout = Stdout::default();
         stdout.print(&format!("\n{}", topology::fleet::table(&summary)));
     }
     let none_measured = summary.gpus.is_empty();
     Ok(if !written {
-        6
+        Exit::Output
     } else if !summary.failures.is_empty() && !none_measured {
-        12
+        Exit::SomeGpus
     } else if none_measured {
-        codes.first().copied().unwrap_or(3)
+        codes.first().copied().unwrap_or(Exit::NoGpu)
     } else {
-        [6, 9, 10, 1]
-            .into_iter()
-            .find(|c| codes.contains(c))
-            .unwrap_or(0)
+        [
+            Exit::Output,
+            Exit::Disturbed,
+            Exit::SelfCheck,
+            Exit::Findings,
+        ]
+        .into_iter()
+        .find(|c| codes.contains(c))
+        .unwrap_or(Exit::Success)
     })
 }
 
@@ -339,7 +325,7 @@ fn simulated_gpu(
 /// Records a GPU that was not measured.
 fn fail(
     failures: &mut Vec<GpuFailure>,
-    codes: &mut Vec<u8>,
+    codes: &mut Vec<Exit>,
     node: &str,
     index: u32,
     uuid: Option<String>,
@@ -350,24 +336,25 @@ fn fail(
         None => format!("GPU {index}"),
     };
     progress::say(Level::Error, format!("{who}: not measured: {error}"));
-    codes.push(error.exit_code());
+    codes.push(error.exit());
     failures.push(GpuFailure {
         node: Some(node.to_owned()),
         device_index: Some(index),
         uuid,
-        exit_code: error.exit_code(),
+        exit_code: error.exit().code(),
         error: error.to_string(),
     });
 }
 
 /// Writes the summary in each format; false when one failed (each failure reported).
-fn write_summaries(summary: &Fleet, paths: &[PathBuf]) -> bool {
+fn write_summaries(summary: &Fleet, files: &[SummaryFile]) -> bool {
     let mut ok = true;
-    for path in paths {
-        let text = match summary_format(path) {
-            Some("md") => Ok(topology::fleet::markdown(summary)),
-            Some("html") => Ok(topology::fleet::html(summary)),
-            _ => summary.to_json_string().map_err(|e| e.to_string()),
+    for file in files {
+        let path = &file.path;
+        let text = match file.format {
+            SummaryFormat::Markdown => Ok(topology::fleet::markdown(summary)),
+            SummaryFormat::Html => Ok(topology::fleet::html(summary)),
+            SummaryFormat::Json => summary.to_json_string().map_err(|e| e.to_string()),
         };
         let written =
             text.and_then(|t| output::write_file(path, t.as_bytes()).map_err(|e| e.to_string()));

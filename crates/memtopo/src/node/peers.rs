@@ -9,15 +9,15 @@
 use pchase_runner::peer::{measure_link, PeerBackend, PeerOptions, SimNode};
 use topology::{fleet::Node, RunRecord};
 
-use super::{load_profile, Measured};
-use crate::{cli::MeasureArgs, guard, run::CliError};
+use super::Measured;
+use crate::{error::CliError, guard, plan::GuardPolicy, simulate::load_profile};
 
 /// Measures every ordered pair of `gpus` into `node.links`; what fails is a note.
-pub(super) fn measure(cli: &MeasureArgs, gpus: &[Measured], node: &mut Node) {
+pub(super) fn measure(policy: &GuardPolicy, gpus: &[Measured], node: &mut Node) {
     let mut record = RunRecord::default();
     let mut locks = Vec::new();
     for gpu in gpus {
-        match guard::lock_gpu(cli, Some(&gpu.uuid), &mut record) {
+        match guard::lock_gpu(policy, Some(&gpu.uuid), &mut record) {
             Ok(lock) => locks.push(lock),
             Err(e) => {
                 node.notes.push(format!("links not measured: {e}"));

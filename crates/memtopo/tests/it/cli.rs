@@ -89,6 +89,24 @@ fn bad_device_index_is_exit_code_4_or_no_gpu() {
     assert!(matches!(out.status.code(), Some(3 | 4)), "{:?}", out.status);
 }
 
+#[test]
+fn a_simulated_device_past_the_last_speaks_of_the_simulation() {
+    let out = memtopo()
+        .args(["--simulate", "h100", "--device", "99", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("device 99 does not exist: the simulated GPU is one device"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("CUDA") && !stderr.contains("nvidia-smi"),
+        "{stderr}"
+    );
+}
+
 /// Runs memtopo with `args` and `-o -`, expects exit 0, and returns the JSON document it
 /// printed on standard output and what it wrote to standard error.
 fn json_run(args: &[&str]) -> (topology::Topology, String) {
@@ -157,4 +175,30 @@ fn dash_writes_json_to_stdout() {
         .output()
         .unwrap();
     assert_eq!(twice.status.code(), Some(2));
+}
+
+/// The simulated H200's far side does not fit beside its near partition (a warning says
+/// so); the table's far-partition row says "not reported" too, instead of a size.
+#[test]
+fn a_far_side_not_reported_is_not_shown_with_a_size() {
+    let out = memtopo()
+        .args(["--simulate", "h200", "--only", "l2", "-o", "-"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{table}");
+    let topo = topology::Topology::from_json_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let partitions = topo
+        .element(topology::ElementKind::L2)
+        .and_then(|l2| l2.partitions.as_ref())
+        .expect("the L2's partitions");
+    assert!(partitions.far_size.is_none());
+    let warnings = table.matches("far side not reported").count();
+    assert_eq!(warnings, 1, "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("far partition"))
+        .expect("a far-partition row");
+    assert!(row.contains("not reported"), "{row}");
+    assert!(!row.contains("MiB"), "{row}");
 }

@@ -119,7 +119,7 @@ fn a_device_that_does_not_exist_is_exit_4_before_anything_is_measured() {
     let out = node_run(&dir, "volta,volta", &["--device", "0,5"]);
     assert_eq!(code(&out), Some(4), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("device 5 does not exist: this machine has 2"),
+        text(&out.stderr).contains("device 5 does not exist: the simulated node has 2 GPUs"),
         "{}",
         text(&out.stderr)
     );
@@ -392,4 +392,130 @@ fn real_gpus_on_the_stand_in_driver_index_and_failure() {
     assert_eq!(node.failures.len(), 1);
     assert_eq!(node.failures[0].exit_code, 8);
     assert_eq!(node.failures[0].device_index, Some(0));
+}
+
+#[test]
+fn an_existing_folder_without_its_slash_is_refused() {
+    let dir = scratch("folder-slash");
+    let folder = dir.join("fleet");
+    std::fs::create_dir_all(&folder).unwrap();
+    let out = memtopo(&dir)
+        .args(["--simulate", "volta", "--only", "shared", "-q", "-o"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("add a slash"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(&folder).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
+/// One simulated GPU of `spec` measured with `--only shared` into `file`.
+fn one_result(dir: &Path, spec: &str, file: &Path) {
+    let out = memtopo(dir)
+        .args(["--simulate", spec, "--only", "shared", "-q", "-o"])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn merge_tells_apart_results_without_a_uuid_and_counts_each_gpu_once() {
+    let dir = scratch("merge-names");
+    let files: Vec<PathBuf> = ["a.json", "b.json", "c.json", "d.json"]
+        .iter()
+        .map(|f| dir.join(f))
+        .collect();
+    for (file, spec) in files
+        .iter()
+        .zip(["volta", "volta", "volta", "volta:clock=-25%"])
+    {
+        one_result(&dir, spec, file);
+    }
+    let out = memtopo(&dir).arg("merge").args(&files).output().unwrap();
+    let (table, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(code(&out), Some(1), "a flag: {stderr}");
+    assert!(table.starts_with("Fleet: 4 GPU(s)"), "{table}");
+    let gpu_rows: Vec<&str> = table.lines().filter(|l| l.contains(".json ")).collect();
+    assert!(gpu_rows.len() >= 4, "{table}");
+    let flagged_rows = table.lines().filter(|l| l.contains('⚑')).count();
+    let flags = Fleet::from_json_str(&text(
+        &memtopo(&dir)
+            .arg("merge")
+            .args(&files)
+            .args(["-o", "-"])
+            .output()
+            .unwrap()
+            .stdout,
+    ))
+    .unwrap()
+    .flags;
+    assert!(!flags.is_empty());
+    assert!(
+        flags.iter().all(|f| f.file.as_deref() == files[3].to_str()),
+        "{flags:?}"
+    );
+    // Every flag of d.json is one ⚑ in d.json's row, none in the others.
+    assert_eq!(flagged_rows, 1, "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("d.json") && l.contains('⚑')),
+        "{table}"
+    );
+    assert!(!table.contains(" ? "), "{table}");
+    assert!(stderr.contains("d.json"), "{stderr}");
+
+    // One file twice, by name or through its folder: read once, said so.
+    let twice = memtopo(&dir)
+        .args(["merge", "-o", "-"])
+        .arg(&files[0])
+        .arg(&files[0])
+        .output()
+        .unwrap();
+    let fleet = Fleet::from_json_str(&text(&twice.stdout)).unwrap();
+    assert_eq!(fleet.gpus.len(), 1, "{}", text(&twice.stderr));
+    assert!(
+        text(&twice.stderr).contains("given more than once"),
+        "{}",
+        text(&twice.stderr)
+    );
+
+    // One GPU in two results: counted once, said so.
+    let (x, y) = (dir.join("x.json"), dir.join("y.json"));
+    one_result(&dir, "volta:uuid=GPU-same", &x);
+    std::fs::copy(&x, &y).unwrap();
+    let same = memtopo(&dir)
+        .args(["merge", "-o", "-"])
+        .arg(&x)
+        .arg(&y)
+        .output()
+        .unwrap();
+    let fleet = Fleet::from_json_str(&text(&same.stdout)).unwrap();
+    assert_eq!(fleet.gpus.len(), 1);
+    assert!(
+        text(&same.stderr).contains("GPU-same is the GPU of two results"),
+        "{}",
+        text(&same.stderr)
+    );
+
+    // A missing input says so.
+    let missing = memtopo(&dir)
+        .args(["merge", "nosuchdir/"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&missing), Some(11));
+    assert!(
+        text(&missing.stderr).contains("nosuchdir/: no such file or folder"),
+        "{}",
+        text(&missing.stderr)
+    );
 }

@@ -164,3 +164,104 @@ fn an_html_report_carries_the_runs_curves_and_their_change_points() {
         "{text}"
     );
 }
+
+/// Waits up to `limit` for `child`; kills it when it runs longer. `None`: it had to be
+/// killed.
+fn wait_for(child: &mut std::process::Child, limit: std::time::Duration) -> Option<i32> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_named_pipe_receives_the_whole_result() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("result.json");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let mut child = memtopo()
+        .args(["--simulate", "volta", "--only", "shared", "-q", "-o"])
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader, as `cat fifo` would read it: everything until the writer closes it.
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let code = wait_for(&mut child, std::time::Duration::from_secs(120));
+    if code.is_none() {
+        // Unblock the reader if memtopo never opened the pipe.
+        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+    }
+    let bytes = reader.join().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(code, Some(0), "memtopo ended? {err}");
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(
+        topology::Topology::from_json_str(&text).is_ok(),
+        "{} bytes through the pipe: {text}",
+        text.len()
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_read_only_output_is_refused_before_measuring() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("read-only");
+    let kept = dir.join("kept.json");
+    std::fs::write(&kept, "kept").unwrap();
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = memtopo()
+        .args([
+            "--simulate",
+            "volta",
+            "--only",
+            "shared",
+            "-q",
+            "--progress",
+            "json",
+        ])
+        .arg("-o")
+        .arg(&kept)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(6), "{err}");
+    assert!(err.contains("read-only"), "{err}");
+    assert!(
+        !err.contains("measure_started"),
+        "refused before measuring: {err}"
+    );
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "kept");
+    // A writable file is replaced and keeps its permissions.
+    let private = dir.join("private.json");
+    std::fs::write(&private, "old").unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = memtopo()
+        .args(["--simulate", "volta", "--only", "shared", "-q", "-o"])
+        .arg(&private)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(topology::Topology::load(&private).is_ok());
+    let mode = std::fs::metadata(&private).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -107,8 +107,6 @@ fn json_progress_reports_an_early_error_in_the_summary() {
 #[test]
 fn quiet_still_prints_failures_and_warnings() {
     // A Volta whose L1 does not serve texture loads: the texture benchmark fails (exit 1).
-    // (This used the Maxwell profile's constant-L1 copies probe, which failed until issue
-    // 12.6 made the probe decide in caches of low associativity.)
     let volta =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/profiles/volta.toml");
     let text = std::fs::read_to_string(volta).unwrap().replace(
@@ -175,4 +173,28 @@ fn a_device_index_past_the_last_is_exit_4_with_the_count() {
         "{err}"
     );
     assert!(err.contains("numbered 0 to N-1"), "{err}");
+}
+
+#[test]
+fn usage_errors_under_json_progress_are_events_ending_in_the_summary() {
+    for args in [
+        &["--simulate", "volta", "--progress", "json", "--bogus"][..],
+        &["--progress=json", "--samples", "many"],
+        &["--progress", "json", "--device", "-1"],
+    ] {
+        let out = memtopo().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let events = events(&out);
+        let messages = of_kind(&events, "message");
+        assert_eq!(messages.len(), 1, "{args:?}: {events:?}");
+        assert_eq!(messages[0]["level"], "error");
+        let last = events.last().unwrap();
+        assert_eq!(last["event"], "summary", "{last}");
+        assert_eq!(last["exit_code"], 2);
+        assert_eq!(last["error"], messages[0]["message"]);
+    }
+    // Without json progress: clap's own text.
+    let out = memtopo().args(["--bogus"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("Usage:"), "{}", stderr(&out));
 }

@@ -328,8 +328,8 @@ fn a_benchmark_disturbed_after_its_repeat_is_marked_on_its_element() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// Schema 1.5: the disturbed element itself is marked, in every output and in `diff`,
-/// so its values are never written plain (issue 13.3).
+/// The disturbed element itself is marked, in every output and in `diff`, so its values
+/// are never written plain.
 #[test]
 fn a_disturbed_value_is_never_written_plain() {
     let dir = scratch("plain");

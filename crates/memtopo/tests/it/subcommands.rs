@@ -140,6 +140,31 @@ fn render_of_a_missing_or_malformed_file_is_exit_11() {
 }
 
 #[test]
+fn results_without_an_extension_are_read_by_their_content() {
+    let dir = scratch("no-extension");
+    let (json, toml) = (dir.join("result"), dir.join("result-toml"));
+    std::fs::copy(example("json"), &json).unwrap();
+    std::fs::copy(example("toml"), &toml).unwrap();
+    let out = run(&["render", path(&json)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("L1 data"));
+    let out = run(&["validate", path(&json), path(&toml)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run(&["diff", path(&json), path(&toml)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let back = dir.join("back.json");
+    assert_eq!(
+        run(&["convert", path(&toml), path(&back)]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        Topology::load(&back).unwrap(),
+        Topology::load(example("json")).unwrap()
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn convert_round_trips_and_refuses_what_render_refuses() {
     let dir = scratch("convert");
     let toml = dir.join("r.toml");

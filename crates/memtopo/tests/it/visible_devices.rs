@@ -1,4 +1,4 @@
-//! `CUDA_VISIBLE_DEVICES` renumbers CUDA devices (issue 13.2): the lock must follow the
+//! `CUDA_VISIBLE_DEVICES` renumbers CUDA devices: the lock must follow the
 //! physical GPU, by its UUID, whatever index this process sees it under. The stand-in
 //! driver (`docs/building.md`) plays a machine of `MEMTOPO_STAND_IN_GPUS` GPUs whose UUIDs
 //! end in their physical index, and renumbers them by `CUDA_VISIBLE_DEVICES` as the real

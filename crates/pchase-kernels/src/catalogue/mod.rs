@@ -59,7 +59,7 @@ static L2MAP: Module = Module {
         "the L2 partition map: every SM times its own array after a reference SM loaded them all",
 };
 
-static MODULES: [&Module; 7] = [
+static MODULES: [&Module; 8] = [
     &PCHASE,
     &HOPPER,
     &L2MAP,
@@ -67,6 +67,7 @@ static MODULES: [&Module; 7] = [
     &crate::kernel::copy::ASYNC_COPY,
     &crate::kernel::copy::TMA,
     &crate::kernel::icache::ICACHE,
+    &crate::probes::PROBES,
 ];
 
 /// The 64 KiB constant array the constant-path chases read.
@@ -312,14 +313,14 @@ pub fn modules() -> &'static [&'static Module] {
 /// (first, second) path, `two_phase_block_global_cg`, `chase_pinned_global_cg`, `chase_fine_dsmem`, `l2_partition_map`,
 /// `dsmem_cluster_chase`, `dsmem_cluster_stream`), the pinned chases with 2, 4 and 8 chains
 /// per warp, the line-indexed chases and `init_chain_lines`, then the bandwidth kernels
-/// ([`crate::kernel::bandwidth::kernels`]), then the copy kernels ([`crate::kernel::copy::kernels`]), then
-/// `icache_ffma` ([`crate::icache`]).
+/// ([`crate::bandwidth::kernels`]), then the copy kernels ([`crate::copy::kernels`]), then
+/// `icache_ffma` ([`crate::icache`]), then the probes ([`crate::probes::kernels`]).
 ///
 /// ```
-/// use pchase_kernels::{bandwidth, catalogue, copy};
+/// use pchase_kernels::{bandwidth, catalogue, copy, probes};
 /// assert_eq!(
 ///     catalogue::kernels().count(),
-///     53 + bandwidth::kernels().count() + copy::kernels().count()
+///     53 + bandwidth::kernels().count() + copy::kernels().count() + probes::kernels().count()
 /// );
 /// ```
 pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
@@ -341,6 +342,7 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
         .chain(crate::kernel::bandwidth::kernels())
         .chain(crate::kernel::copy::kernels())
         .chain([&crate::kernel::icache::ICACHE_FFMA])
+        .chain(crate::probes::kernels())
 }
 
 /// The kernel with this entry name, if the catalogue has one (for tools that read names

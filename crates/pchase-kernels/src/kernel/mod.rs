@@ -73,6 +73,7 @@ impl Module {
             || std::ptr::eq(self, copy::async_copy_module())
             || std::ptr::eq(self, copy::tma_module())
             || std::ptr::eq(self, icache::module())
+            || std::ptr::eq(self, crate::probes::module())
     }
 
     /// Whether a device of compute capability `device` can load the module.
@@ -248,6 +249,9 @@ pub enum KernelKind {
     /// Straight-line multiply-adds entered at a chosen segment and run in a loop, one warp
     /// (`crate::icache`): the instruction caches.
     InstructionFetch,
+    /// A probe of module `probes` (`crate::probes`): a kernel of one benchmark, whose PTX
+    /// template `cargo xtask ptx` finds by its entry name.
+    Probe,
 }
 
 /// How a kernel's dynamic shared memory is laid out; every array holds `u32`.

@@ -38,7 +38,7 @@ fn every_shape_has_one_kernel_and_only_the_bandwidth_and_copy_modules_load_on_de
     for module in catalogue::modules() {
         assert_eq!(
             module.loaded_on_demand(),
-            ["bandwidth", "asynccopy", "tma", "icache"].contains(&module.name()),
+            ["bandwidth", "asynccopy", "tma", "icache", "probes"].contains(&module.name()),
             "{}",
             module.name()
         );

@@ -225,7 +225,7 @@ fn capability_checks_use_the_kernel_minimum() {
 #[test]
 fn modules_list_covers_every_kernel_module() {
     let modules = catalogue::modules();
-    assert_eq!(modules.len(), 7);
+    assert_eq!(modules.len(), 8);
     for kernel in catalogue::kernels() {
         assert!(modules.iter().any(|m| std::ptr::eq(*m, kernel.module())));
     }

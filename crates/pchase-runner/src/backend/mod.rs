@@ -11,9 +11,11 @@ pub use pchase_kernels::LoadPath;
 pub use crate::chain::ChainSpec;
 
 mod checks;
+mod probe;
 pub use checks::{
     check_list_chase, check_partition_map, check_pinned, check_two_phase, check_written,
 };
+pub use probe::{ProbeArg, ProbeLaunch, ProbeModel, ProbeRun, SimulatedGpu, SimulatedProbe};
 
 use pchase_kernels::{catalogue, Granularity, Kernel};
 
@@ -511,5 +513,27 @@ pub trait Backend {
     /// chunks ([`crate::walk`]); `None` where the backend has none.
     fn walks(&mut self) -> Option<&mut dyn crate::walk::WalkBackend> {
         None
+    }
+
+    /// Runs a probe ([`ProbeLaunch`]): the CUDA backend launches its kernel, the simulated
+    /// GPU runs `model` instead. The default, for a backend that has neither, is
+    /// [`RunnerError::Unsupported`].
+    ///
+    /// # Errors
+    /// [`RunnerError::InvalidRequest`] for a launch that does not match the catalogue;
+    /// [`RunnerError::Unsupported`] where the device cannot run the kernel; a launch
+    /// failure.
+    fn probe(
+        &mut self,
+        launch: &ProbeLaunch,
+        model: &dyn ProbeModel,
+    ) -> Result<ProbeRun, RunnerError> {
+        let _ = model;
+        launch.check()?;
+        Err(RunnerError::Unsupported {
+            kernel: launch.kernel.entry(),
+            needed: "a backend that runs probes".into(),
+            found: "none".into(),
+        })
     }
 }

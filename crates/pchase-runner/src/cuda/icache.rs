@@ -4,7 +4,7 @@
 //!
 //! With `MEMTOPO_DUMP_PTX=DIR` in the environment the generated PTX is also written to
 //! `DIR/icache_<segments>.ptx`, so that a GPU script can assemble it with `ptxas` and count
-//! the SASS with `cuobjdump` (docs/measurement.md, the instruction caches).
+//! the SASS with `cuobjdump` (`docs/evidence/2026-11-25-h100-icache-code-size/`).
 
 use std::time::Instant;
 

@@ -7,7 +7,8 @@
 //! settings), `chains` (laying out, writing and verifying chains; the L2 flush),
 //! `chase` (the chase and two-phase launches, texture binding included), `pinned` (the
 //! SM-pinned chase and the partition map), `clock` (clock overhead and SM clock),
-//! `icache` (the instruction-fetch kernel, generated at the size asked for),
+//! `icache` (the instruction-fetch kernel, generated at the size asked for), `probe` (the
+//! probes, launched from their arguments),
 //! `cluster` (the thread-block-cluster requests), `cluster_driver` (`cuLaunchKernelEx`
 //! and `cuOccupancyMaxActiveClusters`, looked up through `cuGetProcAddress`), `copy` (copies
 //! from global to shared memory), `tensor_map` (`cuTensorMapEncodeTiled`, looked up the
@@ -31,6 +32,7 @@ mod launch;
 mod list;
 mod peer;
 mod pinned;
+mod probe;
 mod scratch;
 mod tensor_map;
 pub mod vmm;
@@ -75,6 +77,8 @@ pub struct CudaBackend {
     copy: copy::CopyState,
     /// The instruction-fetch module loaded last, by its segment count.
     icache: Option<(u32, LoadedModule)>,
+    /// Module `probes`, once a probe has been launched.
+    probes: Option<LoadedModule>,
     /// The TLB walks' region and its memory (before the context, which drops last).
     walk: Option<(crate::walk::WalkRegion, walk::WalkMemory)>,
     chain_buffer: Option<DeviceBuffer<u32>>,
@@ -152,6 +156,7 @@ impl CudaBackend {
             bandwidth: bandwidth::BandwidthState::default(),
             copy: copy::CopyState::default(),
             icache: None,
+            probes: None,
             walk: None,
             chain_buffer: None,
             outputs: scratch::Scratch::default(),
@@ -281,6 +286,14 @@ impl Backend for CudaBackend {
 
     fn walks(&mut self) -> Option<&mut dyn crate::walk::WalkBackend> {
         Some(self)
+    }
+
+    fn probe(
+        &mut self,
+        launch: &crate::backend::ProbeLaunch,
+        _model: &dyn crate::backend::ProbeModel,
+    ) -> Result<crate::backend::ProbeRun, RunnerError> {
+        self.run_probe(launch)
     }
 
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {

@@ -6,8 +6,8 @@
 //! its L2) with its own init kernel, then the reader, with peer access to the owner's
 //! context enabled, runs the fine-grained `.cg` chase kernel on the owner's pointer
 //! (unified addressing makes it valid in the reader's context). Copies are
-//! `cuMemcpyPeerAsync` on the reader's stream, timed with its events. On two H100s
-//! joined by NVLink it measured both directions (docs/fleet.md).
+//! `cuMemcpyPeerAsync` on the reader's stream, timed with its events. On two NVLinked
+//! H100s: `docs/evidence/2026-11-25-h100x2-node/`.
 
 use std::{
     os::raw::{c_int, c_uint},

@@ -7,9 +7,10 @@
 //! one from the kernel's preferred carveout *and* the shared memory its blocks need, the
 //! dynamic bytes plus 1 KiB the system reserves per block. Asking for carveout 0 % with
 //! `C − reserve` dynamic bytes leaves it one choice: the smallest configuration holding
-//! `C`, which is `C` itself. Measured on the H100 and H200 (`scripts/gpu/smem_configs.cu`):
-//! at carveout 0 % the driver picks exactly that, and a kernel without shared memory gets
-//! the 32 KiB configuration, not 0 (every block reserves 1 KiB, so no kernel runs with 0).
+//! `C`, which is `C` itself. Measured on the H100 and H200
+//! (`docs/evidence/2026-11-25-h100-h200-shared-memory-configurations/`): at
+//! carveout 0 % the driver picks exactly that, and a kernel without shared memory gets the
+//! 32 KiB configuration, not 0 (every block reserves 1 KiB, so no kernel runs with 0).
 //!
 //! The search proves each row's configuration twice: from below by the bytes its blocks
 //! need, and from the measured sizes, whose steps between neighbouring configurations

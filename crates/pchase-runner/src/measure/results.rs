@@ -1,7 +1,7 @@
 //! What a session measured: per-element results, relations, the L2, timings and
 //! disturbances.
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 use topology::ElementKind;
 
@@ -132,6 +132,9 @@ pub struct Measurements {
     pub bandwidth: Vec<super::bandwidth::BandwidthFinding>,
     /// Levels whose bandwidth could not be measured, with the reason.
     pub bandwidth_failures: Vec<(super::bandwidth::BandwidthLevel, String)>,
+    /// What each benchmark that reports a [`topology::Section`] found, by the benchmark's
+    /// name, or why it found nothing.
+    pub sections: BTreeMap<&'static str, Result<topology::Section, String>>,
 }
 
 /// A benchmark after which the sentinels had moved from their first reading.
@@ -174,6 +177,13 @@ impl Measurements {
             );
         }
         found
+    }
+
+    /// The section benchmark `name` reported, if it found one.
+    pub fn section(&self, name: &str) -> Option<&topology::Section> {
+        self.sections
+            .get(name)
+            .and_then(|found| found.as_ref().ok())
     }
 
     /// The result of `element`, if it was measured.

@@ -52,13 +52,17 @@ mod copy;
 mod icache;
 mod mlp;
 mod model;
+mod probe;
 mod profile;
 mod requests;
 mod tenant;
 mod tlb;
 mod walk;
 
-use std::{collections::BTreeSet, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
@@ -104,6 +108,13 @@ pub struct SimBackend {
     tenant_in_l2: bool,
     /// Entry names of the catalogue kernels the requests so far would launch.
     kernels_used: BTreeSet<&'static str>,
+    /// The random numbers of each probe's noise, by entry name, and the probe running: a
+    /// probe draws from its own stream, so that adding one changes no other benchmark's
+    /// simulated values.
+    probe_noise: (
+        BTreeMap<&'static str, Xoshiro256PlusPlus>,
+        Option<&'static str>,
+    ),
 }
 
 impl SimBackend {
@@ -155,6 +166,7 @@ impl SimBackend {
             launches: 0,
             tenant_in_l2: false,
             kernels_used: BTreeSet::new(),
+            probe_noise: (BTreeMap::new(), None),
             profile,
         })
     }

@@ -156,6 +156,14 @@ impl Backend for SimBackend {
         self.run_instruction_fetch(request)
     }
 
+    fn probe(
+        &mut self,
+        launch: &crate::backend::ProbeLaunch,
+        model: &dyn crate::backend::ProbeModel,
+    ) -> Result<crate::backend::ProbeRun, RunnerError> {
+        self.run_probe(launch, model)
+    }
+
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
         check_pinned(request, self.profile.device.sm_count)?;
         self.kernels_used.insert(request.kernel()?.entry());

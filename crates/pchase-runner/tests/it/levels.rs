@@ -1,5 +1,5 @@
 //! The mixture decomposition on real per-load samples of an H100 and an H200
-//! (`tests/data/`, from `memtopo --keep-raw` runs of the L2 sweep on each GPU): one
+//! (`tests/data/`, taken by `scripts/gpu/l2_levels.cu`; the files name their source): one
 //! level inside the near partition, far hits and memory between the near capacity and the
 //! L2, memory through the near and the far partition beyond the L2.
 

@@ -13,6 +13,7 @@ mod l2_report;
 mod levels;
 mod mlp;
 mod pipeline;
+mod probes;
 mod search;
 mod sets;
 mod sim;

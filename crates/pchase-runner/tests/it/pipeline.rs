@@ -86,6 +86,7 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
                 m.icache = None;
                 m.icache_failure = None;
                 m.sets.clear();
+                m.sections.clear();
             }
         },
     }

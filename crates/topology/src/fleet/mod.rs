@@ -50,7 +50,7 @@ use crate::quantity::Latency;
 use crate::version::SchemaVersion;
 
 /// The version of the fleet document this crate writes.
-pub const FLEET_SCHEMA_VERSION: SchemaVersion = SchemaVersion { major: 1, minor: 0 };
+pub const FLEET_SCHEMA_VERSION: SchemaVersion = SchemaVersion { major: 1, minor: 1 };
 
 /// What a fleet document covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -124,14 +124,27 @@ impl GpuEntry {
         }
     }
 
-    /// How the GPU is named in reports: its UUID, else `node:index`, else `?`.
+    /// How the GPU is named in reports: its UUID, else `node:index`, else its result
+    /// file, else `?`.
     pub fn label(&self) -> String {
-        match (&self.uuid, &self.node, self.device_index) {
-            (Some(uuid), _, _) => uuid.clone(),
-            (None, Some(node), Some(i)) => format!("{node}:{i}"),
-            (None, None, Some(i)) => format!("device {i}"),
-            _ => "?".into(),
-        }
+        label(
+            self.uuid.as_deref(),
+            self.node.as_deref(),
+            self.device_index,
+            self.file.as_deref(),
+        )
+    }
+}
+
+/// A GPU's name in reports: its UUID, else `node:index`, else `device index`, else its
+/// result file (the one name that tells apart results without a UUID), else `?`.
+fn label(uuid: Option<&str>, node: Option<&str>, index: Option<u32>, file: Option<&str>) -> String {
+    match (uuid, node, index, file) {
+        (Some(uuid), ..) => uuid.to_owned(),
+        (None, Some(node), Some(i), _) => format!("{node}:{i}"),
+        (None, None, Some(i), _) => format!("device {i}"),
+        (None, _, None, Some(file)) => file.to_owned(),
+        _ => "?".into(),
     }
 }
 
@@ -288,6 +301,9 @@ pub struct Flag {
     /// Its device index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_index: Option<u32>,
+    /// Its result file (what tells apart GPUs without a UUID).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// The quantity.
     pub path: String,
     /// Its kind.
@@ -302,6 +318,26 @@ pub struct Flag {
     pub siblings: Vec<SiblingValue>,
     /// Why, in words.
     pub reason: String,
+}
+
+impl Flag {
+    /// The flagged GPU's name in reports, as [`GpuEntry::label`] names it.
+    pub fn label(&self) -> String {
+        label(
+            self.uuid.as_deref(),
+            self.node.as_deref(),
+            self.device_index,
+            self.file.as_deref(),
+        )
+    }
+
+    /// Whether the flag is about `gpu`.
+    pub fn is_about(&self, gpu: &GpuEntry) -> bool {
+        self.uuid == gpu.uuid
+            && self.node == gpu.node
+            && self.device_index == gpu.device_index
+            && (self.file.is_none() || self.file == gpu.file)
+    }
 }
 
 /// A node's summary or a fleet's report (see the [module](self)).

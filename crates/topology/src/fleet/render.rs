@@ -100,12 +100,10 @@ fn cell(fleet: &Fleet, gpu: &GpuEntry, path: &str) -> String {
     let Some(value) = gpu.values.get(path) else {
         return "-".into();
     };
-    let flagged = fleet.flags.iter().any(|f| {
-        f.path == path
-            && f.uuid == gpu.uuid
-            && f.node == gpu.node
-            && f.device_index == gpu.device_index
-    });
+    let flagged = fleet
+        .flags
+        .iter()
+        .any(|f| f.path == path && f.is_about(gpu));
     if flagged {
         format!("{} ⚑", value.display())
     } else {
@@ -217,7 +215,7 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
     for f in &fleet.flags {
         let others: Vec<String> = f.siblings.iter().map(|s| plain(f.kind, s.value)).collect();
         flags.rows.push(vec![
-            f.uuid.clone().unwrap_or_else(|| "?".into()),
+            f.label(),
             f.node.clone().unwrap_or_else(|| "-".into()),
             f.path.clone(),
             plain(f.kind, f.value),

@@ -138,23 +138,46 @@ impl Fleet {
     /// holds): a result becomes one GPU whose `file` is its name; a document brings its
     /// nodes, GPUs and failures. A GPU (by UUID) given twice is kept once, its missing
     /// fields filled from the other (a node's document names the node and device index
-    /// over a result's host name); a note says so where their values differ. The
-    /// spreads and flags are computed afresh with `options`.
+    /// over a result's host name); a note says so where their values differ, and where
+    /// two results hold the same GPU. The spreads and flags are computed afresh with
+    /// `options`.
     pub fn merge(sources: Vec<(String, Input)>, options: SpreadOptions) -> Fleet {
         let mut gpus: Vec<GpuEntry> = Vec::new();
         let mut nodes: Vec<Node> = Vec::new();
         let mut failures = Vec::new();
         let mut notes = Vec::new();
+        // The UUIDs read from results (not from a node's document), with the first file.
+        let mut results: Vec<(String, String)> = Vec::new();
         // `placed`: the entry comes from a node's document, which knows the node and index
         // better than a result's host name does.
         let mut add = |gpu: GpuEntry, source: &str, placed: bool, notes: &mut Vec<String>| {
+            // A GPU in two results: two runs of one GPU, or one file given twice. Counted
+            // once, and said so (a node's document and its own result files name the same
+            // GPUs without that being news).
             let same = gpu
                 .uuid
                 .as_ref()
                 .and_then(|u| gpus.iter_mut().find(|g| g.uuid.as_ref() == Some(u)));
+            let mut twice = false;
+            if let (Some(uuid), false) = (&gpu.uuid, placed) {
+                match results.iter().find(|(u, _)| u == uuid) {
+                    Some((_, first)) => {
+                        twice = true;
+                        let values = match &same {
+                            Some(kept) if kept.values != gpu.values => "different values",
+                            _ => "the same values",
+                        };
+                        notes.push(format!(
+                            "{uuid} is the GPU of two results, {first} and {source}, with \
+                             {values}: it is counted once, with the values of {first}"
+                        ));
+                    }
+                    None => results.push((uuid.clone(), source.to_owned())),
+                }
+            }
             match same {
                 Some(kept) => {
-                    if kept.values != gpu.values {
+                    if kept.values != gpu.values && !twice {
                         notes.push(format!(
                             "{} is in more than one input with different values; the first \
                              (not {source}) is kept",
@@ -332,6 +355,7 @@ fn compare_model(
                 uuid: gpu.uuid.clone(),
                 node: gpu.node.clone(),
                 device_index: gpu.device_index,
+                file: gpu.file.clone(),
                 path: path.clone(),
                 kind,
                 value: value.value,
@@ -343,4 +367,69 @@ fn compare_model(
         }
     }
     (spread, flags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ComputeCapability, DeviceInfo, ElementKind, Latency, LatencySummary, Topology};
+
+    /// A result of an H100 with this L2 latency, with or without a UUID in its record.
+    fn result(l2: f64, uuid: Option<&str>) -> Input {
+        let mut topo = Topology::new(DeviceInfo::new(
+            "NVIDIA H100",
+            ComputeCapability::new(9, 0),
+            132,
+        ));
+        let latency = LatencySummary::from_samples(&[l2 - 1.0, l2, l2 + 1.0]).unwrap();
+        topo.element_mut(ElementKind::L2)
+            .set_latency(Latency::measured(latency));
+        if let Some(uuid) = uuid {
+            topo.run = Some(crate::RunRecord {
+                gpu_uuid: Some(uuid.into()),
+                ..crate::RunRecord::default()
+            });
+        }
+        Input::Result(topo)
+    }
+
+    #[test]
+    fn results_without_a_uuid_are_told_apart_by_their_file() {
+        let sources = vec![
+            ("a.json".to_owned(), result(283.0, None)),
+            ("b.json".to_owned(), result(284.0, None)),
+            ("c.json".to_owned(), result(283.5, None)),
+            ("d.json".to_owned(), result(340.0, None)),
+        ];
+        let fleet = Fleet::merge(sources, SpreadOptions::default());
+        let labels: Vec<String> = fleet.gpus.iter().map(GpuEntry::label).collect();
+        assert_eq!(labels, ["a.json", "b.json", "c.json", "d.json"]);
+        assert_eq!(fleet.flags.len(), 1);
+        assert_eq!(fleet.flags[0].label(), "d.json");
+        let about: Vec<bool> = fleet
+            .gpus
+            .iter()
+            .map(|g| fleet.flags[0].is_about(g))
+            .collect();
+        assert_eq!(about, [false, false, false, true]);
+        let table = super::super::table(&fleet);
+        assert_eq!(table.matches('⚑').count(), 1, "{table}");
+        assert!(!table.contains('?'), "{table}");
+    }
+
+    #[test]
+    fn a_gpu_in_two_results_is_counted_once_and_said_so() {
+        let sources = vec![
+            ("one.json".to_owned(), result(283.0, Some("GPU-a"))),
+            ("two.json".to_owned(), result(283.0, Some("GPU-a"))),
+        ];
+        let fleet = Fleet::merge(sources, SpreadOptions::default());
+        assert_eq!(fleet.gpus.len(), 1);
+        assert_eq!(fleet.notes.len(), 1, "{:?}", fleet.notes);
+        assert!(
+            fleet.notes[0].contains("GPU-a is the GPU of two results, one.json and two.json"),
+            "{:?}",
+            fleet.notes
+        );
+    }
 }

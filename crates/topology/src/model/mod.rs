@@ -8,6 +8,8 @@ mod element;
 mod geometry;
 mod icache;
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +23,7 @@ pub use geometry::{CacheGeometry, ReplacementPolicy, SetMapping};
 pub use icache::InstructionCacheLevel;
 
 use crate::quantity::{Conditions, Latency};
+use crate::section::Section;
 use crate::units::{Megahertz, Nanoseconds};
 use crate::version::SchemaVersion;
 
@@ -111,6 +114,10 @@ pub struct Topology {
     /// plain loads, per size (schema 1.6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies_to_shared: Option<CopiesToShared>,
+    /// What benchmarks without a dedicated field measured, keyed by the benchmark's name
+    /// ([`Section`], schema 1.8).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sections: BTreeMap<String, Section>,
 }
 
 impl Topology {
@@ -128,6 +135,7 @@ impl Topology {
             run: None,
             clusters: None,
             copies_to_shared: None,
+            sections: BTreeMap::new(),
         }
     }
 

@@ -121,6 +121,18 @@ pub fn html(topo: &Topology, raw: Option<&RawData>) -> String {
         }
         let _ = writeln!(out, "</ul>");
     }
+    for (title, method, rows) in super::sections::html_tables(topo) {
+        let _ = writeln!(out, "<h2>{}</h2>", escape(title));
+        if let Some(method) = method {
+            let _ = writeln!(out, "<p>{}</p>", escape(method));
+        }
+        table(
+            &mut out,
+            &["quantity", "value", "provenance"],
+            &[1],
+            rows.into_iter(),
+        );
+    }
     let _ = writeln!(out, "<h2>Sizes and their evidence</h2>");
     let head = [
         "element",

@@ -200,6 +200,7 @@ pub fn markdown(topo: &Topology) -> String {
             let _ = writeln!(out, "- {}", md_escape(&line));
         }
     }
+    super::sections::markdown(topo, &mut out, md_escape);
     let general = general_notes(topo);
     if !general.is_empty() {
         let _ = writeln!(out, "\n## Notes\n");

@@ -16,6 +16,7 @@ mod icache;
 mod markdown;
 mod number;
 mod plot;
+mod sections;
 mod store;
 mod svg;
 mod svg_blocks;
@@ -207,7 +208,12 @@ fn rows(topo: &Topology, notes: &mut Footnotes) -> Vec<Row> {
                     Some(n) if n > 1 => format!("  far partition ×{}", n - 1),
                     _ => "  far partition".to_owned(),
                 },
-                size: partitions.far_size.as_ref().map_or(each, Size::to_string),
+                // No far size where the run reported none (its warning says why), rather
+                // than the near partition's size standing in for it.
+                size: partitions
+                    .far_size
+                    .as_ref()
+                    .map_or_else(|| "not reported".to_owned(), Size::to_string),
                 line: dash(),
                 latency_cycles: partitions
                     .far_latency
@@ -314,6 +320,7 @@ pub fn table(topo: &Topology) -> String {
     for line in geometry_lines(topo) {
         let _ = writeln!(out, "sets: {line}");
     }
+    out.push_str(&sections::text(topo));
     for note in general_notes(topo) {
         let _ = writeln!(out, "{note}");
     }

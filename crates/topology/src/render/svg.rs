@@ -325,8 +325,12 @@ pub fn svg(topo: &Topology) -> String {
     // The instruction-fetch levels (schema 1.6).
     y += super::icache::svg_levels(&mut body, topo, MARGIN, y, inner_width);
 
-    // Sets, ways and replacement (schema 1.6), one line per cache.
-    for line in super::geometry_lines(topo) {
+    // Sets, ways and replacement (schema 1.6), one line per cache; then one line per
+    // benchmark section (schema 1.8).
+    for line in super::geometry_lines(topo)
+        .into_iter()
+        .chain(super::sections::svg_lines(topo))
+    {
         let _ = writeln!(
             body,
             r##"<text x="{:.1}" y="{:.1}" font-size="12" fill="#374151">{}</text>"##,

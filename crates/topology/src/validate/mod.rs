@@ -8,6 +8,7 @@ use crate::model::{Element, ElementKind, Topology};
 use crate::version::SchemaVersion;
 
 mod quantity;
+mod sections;
 
 impl Topology {
     /// Checks every invariant of the model; the error lists each violation with
@@ -396,6 +397,7 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
         }
     }
     check.conditions("conditions", &topology.conditions);
+    check.sections(&topology.sections);
     for (kind, element) in topology.elements.iter() {
         check.element(topology, kind, element);
     }

@@ -5,8 +5,8 @@ use topology::{raw, render, Topology};
 
 use crate::fixtures::{check_golden, h200_illustrative};
 
-/// A default run on an H100 with `--keep-raw`: its result and its raw curves.
-const H100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/data");
+/// A default run on an H100 (schema 1.3) and the raw curves `--keep-raw` wrote beside it.
+const H100: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 
 #[test]
 fn html_of_h200_matches_golden() {
@@ -28,10 +28,10 @@ fn assert_self_contained(html: &str) {
 
 #[test]
 fn a_real_h100_result_renders_with_every_raw_curve() {
-    let topo = Topology::load(format!("{H100}/h100-run.json")).expect("the H100 result loads");
-    let data = raw::load_dir(format!("{H100}/h100-raw")).expect("the raw curves load");
-    // Every curve of the directory (l2-line.csv is the line probe, not a curve).
-    let csv_files = std::fs::read_dir(format!("{H100}/h100-raw"))
+    let topo = Topology::load(format!("{H100}/h100-result.json")).expect("the H100 result loads");
+    let data = raw::load_dir(format!("{H100}/h100-raw-curves")).expect("the raw curves load");
+    // Every curve of the directory (an l2-line.csv would be the line probe, not a curve).
+    let csv_files = std::fs::read_dir(format!("{H100}/h100-raw-curves"))
         .unwrap()
         .filter(|e| {
             let name = e.as_ref().unwrap().file_name();

@@ -13,4 +13,5 @@ mod proptests;
 mod raw;
 mod run_record;
 mod schema;
+mod sections;
 mod validation;

@@ -6,7 +6,7 @@ use topology::raw::{load_curve_csv, read_curve_csv, RawCsvError, CURVE_CSV_HEADE
 fn a_curve_measured_on_an_h200_reads_back() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/it/data/h200-l1-size-8_KiB_shared_config.csv"
+        "/tests/data/h200-l1-size-curve.csv"
     );
     let points = load_curve_csv(path).expect("a memtopo curve");
     assert_eq!(points.len(), 312);

@@ -13,7 +13,7 @@
 //! why: from 8 B × 8 × 1024 threads (10.1 TB/s) every single move lowered the bytes in
 //! flight or raised them past what helps, so the search stopped there in some runs, while
 //! 16 B × 8 × 512 threads, the same bytes in flight with more of them per thread, reached
-//! 12.7–13.3 TB/s in the others (docs/results/h100.md).
+//! 12.7–13.3 TB/s in the others.
 
 use crate::bandwidth::{BandwidthOp, BandwidthShape};
 use crate::error::RunnerError;

@@ -20,6 +20,7 @@
 
 mod async_copy;
 mod bandwidth;
+mod banks;
 mod dsmem;
 mod element;
 mod gpc;
@@ -36,7 +37,7 @@ mod tlb;
 use std::{collections::BTreeSet, fmt};
 
 use pchase_kernels::Kernel;
-use topology::{ElementKind, Topology};
+use topology::{ElementKind, Note, NoteSeverity, Topology};
 
 use super::{MeasureOptions, Measurements, Session};
 use crate::{device::DeviceInfo, error::RunnerError, sim::SimProfile};
@@ -75,8 +76,24 @@ pub trait Benchmark: Sync {
     /// never returned, so the benchmarks after it still run.
     fn run(&self, session: &mut Session<'_>);
 
-    /// Writes what it measured into `topo` (values and notes).
-    fn report(&self, measured: &Measurements, topo: &mut Topology);
+    /// Writes what it measured into `topo` (values and notes). The default writes the
+    /// benchmark's [`topology::Section`] from [`Measurements::sections`], or a note of why it
+    /// has none: a benchmark that reports a section needs nothing more.
+    fn report(&self, measured: &Measurements, topo: &mut Topology) {
+        let name = self.info().name;
+        match measured.sections.get(name) {
+            Some(Ok(section)) => {
+                topo.sections.insert(name.to_owned(), section.clone());
+            }
+            Some(Err(why)) => topo.notes.push(Note {
+                severity: NoteSeverity::NotMeasured,
+                element: None,
+                quantity: None,
+                message: format!("{name}: {why}"),
+            }),
+            None => {}
+        }
+    }
 
     /// Whether `measured` agrees with `profile`'s truth for this benchmark, within the
     /// resolution the method promises; `Err` says what differs. Every registered benchmark
@@ -123,6 +140,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &sm_cache::CONSTANT_L1,
     &sm_cache::CONSTANT_L15,
     &shared::SHARED,
+    &banks::SHARED_BANKS,
     &l2::L2,
     &memory::MEMORY,
     &tlb::TLB,

@@ -111,8 +111,7 @@ pub(super) fn line_unit(runs: &[(usize, usize)]) -> (usize, f64) {
 /// largest power-of-two multiple of the fetch unit on which at least 90 % of the runs start
 /// and end (two evicted lines side by side make a run of twice the line, still aligned to
 /// it). A cyclic chase over an array that only partly fits is no substitute: on the H200
-/// it evicts whole 256-byte partition chunks at once, or misses everything
-/// (docs/results/h200-sets-a-to-i.md).
+/// it evicts whole 256-byte partition chunks at once, or misses everything.
 ///
 /// A load counts as a miss above `threshold` cycles. B starts with one node per 4 lines
 /// of A (at least 8) and grows (fourfold, or at most 2.5-fold where a launch showed some
@@ -462,7 +461,8 @@ mod tests {
 
     #[test]
     fn isolated_runs_of_one_line_outvote_pairs_of_lines() {
-        // An H100's line probe in miniature: most evictions
+        // An H100's line probe (GPU-05420eb4, docs/evidence/2026-11-25-h100-l2-line-probes/)
+        // in miniature: most evictions
         // take two neighbouring 128-byte lines (runs of 4 units of 64 B, aligned to 4),
         // 14 of 180 take one (runs of 2): the line is 2 units, not 4.
         let mut runs: Vec<(usize, usize)> = (0..166).map(|i| (8 * i, 4)).collect();
@@ -481,7 +481,7 @@ mod tests {
         noisy.extend((0..8).map(|i| (4001 + 8 * i, 1)));
         assert_eq!(aligned_unit(&noisy).0, 4);
         assert_eq!(line_unit(&noisy).0, 4);
-        // The line probe of an H100, GPU-74b75669 (the l2-line.csv of `--keep-raw`), in its
+        // GPU-74b75669's line probe (docs/evidence/2026-11-25-h100-l2-line-probes/) in its
         // proportions: 228 pairs, 10 lone lines, nothing shorter.
         let mut few: Vec<(usize, usize)> = (0..228).map(|i| (8 * i, 4)).collect();
         few.extend((0..10).map(|i| (5000 + 8 * i + 2, 2)));

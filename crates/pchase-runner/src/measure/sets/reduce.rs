@@ -1,7 +1,7 @@
 //! The reduction to one set, for a cache whose first overflow names no fixed set: the
 //! search's step 3 found conflicts that do not repeat, or a set whose lines do not all miss
 //! on every pass (a victim chosen with randomness). The H100's and H200's L1 are such
-//! caches (docs/results/h100.md, docs/results/h200.md).
+//! caches (`docs/evidence/2026-11-26-h100-h200-l1-sets/`).
 //!
 //! 1. **One set.** From a chase a little past the first overflow, every line whose absence
 //!    leaves the chase missing ([`BUSY_PER_PASS`] misses a pass or more) is dropped, in

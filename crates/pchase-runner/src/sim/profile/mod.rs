@@ -99,6 +99,11 @@ pub struct SimProfile {
     /// device's compute capability has paths, and is "not applicable" where it has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies: Option<CopySpec>,
+    /// The truth of benchmarks that keep their own model of their probe (`[benchmarks.<name>]`,
+    /// `crate::backend::ProbeModel`), keyed by the benchmark's name; each benchmark reads
+    /// and checks its own table. Absent: those benchmarks have nothing to find and say so.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub benchmarks: BTreeMap<String, toml::Value>,
 }
 
 /// The SM clock and the cost of reading it.
@@ -218,7 +223,7 @@ pub enum Replacement {
     /// A victim drawn uniformly among the `candidates` least recently used lines of the set:
     /// between LRU (`candidates` = 1) and uniformly random (= the ways). A cyclic chase one
     /// line over the ways misses on about `2 / candidates` of its loads; the H100's and
-    /// H200's L1 miss on 2.3–2.9 % (docs/results/h100.md, docs/results/h200.md).
+    /// H200's L1 miss on 2.3–2.9 % (`docs/evidence/2026-11-26-h100-h200-l1-sets/`).
     RandomOldest {
         /// How many of the oldest lines the victim is drawn from (≥ 1; more than the ways
         /// draw among all of them).

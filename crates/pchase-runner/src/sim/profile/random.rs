@@ -177,6 +177,7 @@ impl SimProfile {
             bandwidth: Some(crate::sim::bandwidth::random_spec(&mut rng)),
             clusters: None,
             copies: None,
+            benchmarks: Default::default(),
         }
     }
 }

@@ -31,6 +31,9 @@ impl SimProfile {
         if let Some(icache) = &self.icache {
             icache.validate()?;
         }
+        if let Some((name, _)) = self.benchmarks.iter().find(|(_, truth)| !truth.is_table()) {
+            return err(format!("benchmarks.{name}: must be a table"));
+        }
         let d = &self.device;
         if d.sm_count == 0 {
             return err("device.sm_count: must be at least 1".into());

@@ -1,0 +1,106 @@
+//! Probes on the simulated GPU: the benchmark's own [`ProbeModel`] says what the kernel
+//! would have written, from what the simulation knows ([`SimulatedGpu`]): the profile's
+//! truth for the benchmark (`[benchmarks.<name>]`), the first cache of a load path, the
+//! noise of a timed load. The simulator checks the model's buffers against the launch's.
+
+use std::time::Duration;
+
+use pchase_kernels::LoadPath;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::SeedableRng;
+
+use crate::backend::{ProbeLaunch, ProbeModel, ProbeRun, SimulatedGpu};
+use crate::device::DeviceInfo;
+use crate::error::RunnerError;
+
+use super::SimBackend;
+
+impl SimulatedGpu for SimBackend {
+    fn device(&self) -> &DeviceInfo {
+        &self.profile.device
+    }
+
+    fn truth(&self, benchmark: &str) -> Option<&toml::Value> {
+        self.profile.benchmarks.get(benchmark)
+    }
+
+    fn hit_latency(&self, path: LoadPath) -> Option<u32> {
+        if path == LoadPath::Shared {
+            return Some(self.profile.shared_memory.latency);
+        }
+        self.profile
+            .caches
+            .iter()
+            .find(|c| c.paths.contains(&path))
+            .map(|c| {
+                c.hit_latency
+                    + self
+                        .profile
+                        .path_extra_latency
+                        .get(&path)
+                        .copied()
+                        .unwrap_or(0)
+            })
+    }
+
+    fn noise(&mut self) -> i64 {
+        let noise = self.profile.noise;
+        let seed = self.profile.seed;
+        let (streams, running) = &mut self.probe_noise;
+        let entry = running.unwrap_or_default();
+        let rng = streams.entry(entry).or_insert_with(|| {
+            // FNV-1a of the entry name: each probe's stream is fixed by the profile's seed
+            // and its own name.
+            let name = entry.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            Xoshiro256PlusPlus::seed_from_u64(seed ^ name)
+        });
+        Self::noise(
+            rng,
+            self.jitter.as_ref(),
+            noise.outlier_probability,
+            noise.outlier_extra_cycles,
+        )
+    }
+}
+
+impl SimBackend {
+    /// Runs `launch` on `model` (`Backend::probe`).
+    pub(super) fn run_probe(
+        &mut self,
+        launch: &ProbeLaunch,
+        model: &dyn ProbeModel,
+    ) -> Result<ProbeRun, RunnerError> {
+        launch.check()?;
+        let kernel = launch.kernel;
+        let cc = self.profile.device.compute_capability;
+        kernel
+            .check_supported(cc.into())
+            .map_err(|_| RunnerError::Unsupported {
+                kernel: kernel.entry(),
+                needed: kernel.min_capability().to_string(),
+                found: cc.to_string(),
+            })?;
+        self.kernels_used.insert(kernel.entry());
+        self.count_launch();
+        self.probe_noise.1 = Some(kernel.entry());
+        let run = model.simulate(self, launch);
+        self.probe_noise.1 = None;
+        let run = run?;
+        let given: Vec<usize> = launch.buffers().iter().map(|b| b.len()).collect();
+        let written: Vec<usize> = run.buffers.iter().map(Vec::len).collect();
+        if given != written {
+            return Err(RunnerError::WrongResult(format!(
+                "the model of probe `{}` wrote buffers of {written:?} words for buffers of {given:?}",
+                kernel.entry()
+            )));
+        }
+        Ok(ProbeRun {
+            buffers: run.buffers,
+            gpu_time: Duration::from_secs_f64(
+                run.cycles as f64 / (self.profile.clock.sm_mhz * 1e6),
+            ),
+        })
+    }
+}
