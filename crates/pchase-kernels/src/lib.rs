@@ -43,13 +43,14 @@
 mod capability;
 pub mod catalogue;
 mod error;
+pub mod icache;
 mod kernel;
 mod path;
 pub mod probes;
 
 pub use capability::{ComputeCapability, PtxIsaVersion};
 pub use error::Error;
-pub use kernel::{bandwidth, copy, icache};
+pub use kernel::{bandwidth, copy};
 pub use kernel::{
     Granularity, Kernel, KernelKind, Module, ModuleGlobal, Param, ParamType, SharedLayout,
 };

@@ -7,7 +7,7 @@
 //! (`xtask/src/ptx/probes.rs`), which finds the template by the entry name. The module is
 //! loaded when a probe is first launched ([`Module::loaded_on_demand`]), so a benchmark that
 //! does not run costs no JIT time. Adding a probe adds one `static` and one line of
-//! [`KERNELS`] here; `docs/architecture.md` ("Adding a benchmark") walks through it.
+//! `KERNELS` here; `docs/architecture.md` ("Adding a benchmark") walks through it.
 //!
 //! ```
 //! use pchase_kernels::{catalogue, probes, KernelKind};
@@ -32,6 +32,7 @@ pub(crate) static PROBES: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_50,
     min_driver_version: 11000,
+    on_demand: true,
     description: "small kernels of one benchmark each, launched through the generic probe request",
 };
 

@@ -37,6 +37,7 @@ pub(crate) static BANDWIDTH: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_50,
     min_driver_version: 11000,
+    on_demand: true,
     description: "streaming reads, writes and copies of global memory and reads of shared memory, for the bandwidth benchmarks",
 };
 

@@ -55,6 +55,7 @@ pub(crate) static ASYNC_COPY: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_80,
     min_driver_version: 11000,
+    on_demand: true,
     description: "copies from global to shared memory by cp.async (.ca at 4, 8 and 16 bytes, .cg at 16) and by plain loads and stores, for the copy benchmark",
 };
 
@@ -68,6 +69,7 @@ pub(crate) static TMA: Module = Module {
     ptx_isa: PtxIsaVersion::new(8, 0),
     min_capability: ComputeCapability::SM_90,
     min_driver_version: 12000,
+    on_demand: true,
     description: "bulk copies from global to shared memory by the tensor memory accelerator (cp.async.bulk, cp.async.bulk.tensor.2d), completed through an mbarrier, for the copy benchmark",
 };
 

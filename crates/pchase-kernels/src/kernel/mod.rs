@@ -1,11 +1,11 @@
 //! The typed description of PTX modules, kernels and their parameters, and the kernel
-//! families whose descriptions carry a shape of their own: [`bandwidth`], [`copy`] and
-//! [`icache`]. A [`KernelKind`] names those shapes, and each family builds its kernels
-//! from the types here, so they live together, under the types they extend.
+//! families whose descriptions carry a shape of their own: [`bandwidth`] and [`copy`]. A
+//! [`KernelKind`] names those shapes, and each family builds its kernels from the types
+//! here, so they live together, under the types they extend. The other families
+//! (`icache`, `probes`) and the catalogue only use these types.
 
 pub mod bandwidth;
 pub mod copy;
-pub mod icache;
 
 use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
 use bandwidth::BandwidthKernel;
@@ -19,6 +19,8 @@ pub struct Module {
     pub(crate) ptx_isa: PtxIsaVersion,
     pub(crate) min_capability: ComputeCapability,
     pub(crate) min_driver_version: u32,
+    /// See [`Module::loaded_on_demand`].
+    pub(crate) on_demand: bool,
     pub(crate) description: &'static str,
 }
 
@@ -67,13 +69,10 @@ impl Module {
     /// The copy modules (`asynccopy`, `tma`) are loaded whole, the first time one of their
     /// kernels is launched, for the same reason: only the copy benchmark needs them. The
     /// instruction-fetch module too: the runner generates it at the size it needs
-    /// ([`icache::module_ptx`]) and loads that when the benchmark first launches it.
+    /// ([`crate::icache::module_ptx`]) and loads that when the benchmark first launches it.
+    /// The probes are loaded whole on first use too: each belongs to one benchmark.
     pub fn loaded_on_demand(&self) -> bool {
-        std::ptr::eq(self, bandwidth::module())
-            || std::ptr::eq(self, copy::async_copy_module())
-            || std::ptr::eq(self, copy::tma_module())
-            || std::ptr::eq(self, icache::module())
-            || std::ptr::eq(self, crate::probes::module())
+        self.on_demand
     }
 
     /// Whether a device of compute capability `device` can load the module.

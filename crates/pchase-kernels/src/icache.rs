@@ -49,12 +49,13 @@ pub const OUT_BYTES: u32 = 8 + 32 * 4 * ACCUMULATORS;
 pub(crate) static ICACHE: Module = Module {
     name: "icache",
     file_name: "icache.ptx",
-    ptx: include_str!("../../../../ptx/icache.ptx"),
+    ptx: include_str!("../../../ptx/icache.ptx"),
     // brx.idx and .branchtargets arrived in ISA 6.0; 7.0 keeps CUDA 11.0 drivers able to
     // JIT it. sm_70: the benchmark counts 16-byte instructions, Volta's encoding.
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_70,
     min_driver_version: 11000,
+    on_demand: true,
     description: "straight-line multiply-adds entered at a chosen segment and run in a loop, for the instruction caches (a small instance; the runner generates the size it needs)",
 };
 
