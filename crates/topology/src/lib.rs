@@ -53,6 +53,7 @@ pub mod fleet;
 mod format;
 mod model;
 pub mod mt4g;
+mod number;
 mod quantity;
 pub mod raw;
 pub mod render;
