@@ -11,6 +11,7 @@
 //! cargo xtask ptxas            assemble every PTX module with ptxas 12.9 for sm_50..sm_90
 //! cargo xtask shim [--check]   regenerate the CUDA driver entry points of crates/cuda-shim
 //! cargo xtask cargo ARGS       any cargo command (kept for old scripts; plain cargo works)
+//! cargo xtask sys-sage [--source DIR]  sys-sage loads memtopo's MT4G exports (docs/clients.md)
 //! cargo xtask ci               everything .ci/run runs
 //! ```
 
@@ -23,6 +24,7 @@ mod ptx;
 mod ptxas;
 #[cfg(test)]
 mod scratch;
+mod sys_sage;
 #[cfg(test)]
 mod walkthrough;
 mod words;
@@ -167,6 +169,7 @@ fn main() -> ExitCode {
         "ptx" => ptx::run_ptx(rest),
         "ptxas" => ptxas::run_ptxas(rest),
         "shim" => cuda_shim::run_shim(&workspace_root(), rest),
+        "sys-sage" => sys_sage::run_sys_sage(&workspace_root(), rest),
         "cargo" => rest
             .split_first()
             .ok_or_else(|| "usage: cargo xtask cargo <cargo arguments>".to_string())

@@ -94,3 +94,8 @@ pub use search::{
     Segmentation, SingleChangePoint,
 };
 pub use signal::series_to_signal;
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

@@ -78,8 +78,35 @@ def test_bad_files_raise_a_typed_error_naming_the_field():
         memtopo.loads("{", format="json")
     with pytest.raises(ValueError, match="unknown format"):
         memtopo.loads("x", format="yaml")
-    with pytest.raises(memtopo.TopologyError):
+    # A file that is not there is the built-in error, with the file name set.
+    with pytest.raises(FileNotFoundError) as missing:
         memtopo.load(ROOT / "no-such-result.json")
+    assert missing.value.filename.endswith("no-such-result.json")
+    assert not isinstance(missing.value, memtopo.TopologyError)
+    with pytest.raises(IsADirectoryError):
+        memtopo.load(_a_folder_named_json())
+
+
+def _a_folder_named_json():
+    import tempfile
+
+    folder = pathlib.Path(tempfile.mkdtemp()) / "folder.json"
+    folder.mkdir()
+    return folder
+
+
+def test_load_errors_name_the_file_the_line_and_the_field(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{\n  "schema_version": "1.0",\n  "device": 7\n}\n')
+    with pytest.raises(memtopo.TopologyError) as error:
+        memtopo.load(broken)
+    message = str(error.value)
+    assert "broken.json, line 3, column" in message and "device" in message
+    newer = tmp_path / "newer.json"
+    newer.write_text(ILLUSTRATIVE_JSON.read_text().replace(
+        '"schema_version": "%s"' % memtopo.SCHEMA_VERSION, '"schema_version": "1.99"'))
+    with pytest.raises(memtopo.TopologyError, match="1.99 is newer"):
+        memtopo.load(newer)
 
 
 def test_diff_finds_what_differs_and_agrees_with_itself():
@@ -113,3 +140,45 @@ def test_renders():
     with pytest.raises(ValueError):
         topo.render("pdf")
     assert str(topo) == topo.render("table")
+
+
+def test_rows_are_one_per_value_with_unit_statistic_and_provenance():
+    topo = memtopo.load(H100)
+    rows = topo.to_rows()
+    assert rows and all(
+        set(r) == {"path", "quantity", "statistic", "value", "unit", "provenance"} for r in rows
+    )
+    assert all(isinstance(r["value"], float) for r in rows)
+    by_key = {(r["path"], r["quantity"], r["statistic"], r["unit"]): r for r in rows}
+    l1 = by_key[("l1_data", "size", "value", "B")]
+    assert l1["value"] == 246_784 and l1["provenance"] == "benchmark"
+    assert 0 < by_key[("l1_data", "size", "p_value", "fraction")]["value"] < 1e-6
+    assert by_key[("l1_data", "latency", "p50", "cycles")]["value"] == 34.0
+    assert by_key[("l1_data", "latency", "p50", "ns")]["value"] == pytest.approx(34.0 / 1.98)
+    assert by_key[("constant_l15", "size", "at_least", "B")]["value"] >= 65536
+    assert by_key[("device", "sm_count", "value", "count")]["value"] == 132
+    # The plain dict is the JSON document.
+    document = topo.to_dict()
+    assert document["elements"]["l1_data"]["size"]["value"] == l1["value"]
+    schema = memtopo.json_schema()
+    assert memtopo.SCHEMA_VERSION in schema["properties"]["schema_version"]["enum"]
+
+
+def test_rows_make_a_dataframe_when_pandas_is_installed():
+    pandas = pytest.importorskip("pandas")
+    topo = memtopo.load(ILLUSTRATIVE_JSON)
+    frame = topo.to_dataframe()
+    assert list(frame.columns) == ["path", "quantity", "statistic", "value", "unit", "provenance"]
+    assert len(frame) == len(topo.to_rows())
+    p50 = frame[(frame.quantity == "latency") & (frame.statistic == "p50") & (frame.unit == "cycles")]
+    latencies = p50.set_index("path")["value"]
+    assert latencies["l1_data"] < latencies["l2"] < latencies["device_memory"]
+
+
+def test_dataframe_without_pandas_says_what_to_install(monkeypatch):
+    import sys
+
+    # `None` in sys.modules makes `import pandas` fail, as where it is not installed.
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        memtopo.load(ILLUSTRATIVE_JSON).to_dataframe()

@@ -3,10 +3,14 @@
 //! pandas-friendly tables (lists of flat dicts), render it, and diff two results.
 //!
 //! Every function is a thin layer over the `topology` crate; `docs/python.md` documents
-//! the Python API. Errors are `memtopo.TopologyError` (a `ValueError`) with the crate's
-//! message, which names the offending field.
+//! the Python API. A file that cannot be read raises the built-in `OSError` of its kind
+//! (`FileNotFoundError`, `PermissionError`, …); a file that does not load raises
+//! `memtopo.TopologyError` (a `ValueError`) with the crate's message, which names the file,
+//! the line and the offending field.
 
 #![deny(missing_docs)]
+
+mod diff;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -22,6 +26,30 @@ create_exception!(
 
 fn error(e: impl std::fmt::Display) -> PyErr {
     TopologyError::new_err(e.to_string())
+}
+
+/// A load error as Python raises it: a file that cannot be read as the built-in `OSError`
+/// of its kind (`FileNotFoundError`, `PermissionError`, `IsADirectoryError`, else
+/// `OSError`) with `errno`, `strerror` and `filename` set; anything else `TopologyError`.
+fn load_error(e: topology::Error) -> PyErr {
+    use pyo3::exceptions::{
+        PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
+    };
+    use std::io::ErrorKind;
+    let topology::Error::Io { path, source } = e.without_file() else {
+        return error(e);
+    };
+    let args = (
+        source.raw_os_error().unwrap_or(0),
+        source.to_string(),
+        path.display().to_string(),
+    );
+    match source.kind() {
+        ErrorKind::NotFound => PyFileNotFoundError::new_err(args),
+        ErrorKind::PermissionDenied => PyPermissionError::new_err(args),
+        ErrorKind::IsADirectory => PyIsADirectoryError::new_err(args),
+        _ => PyOSError::new_err(args),
+    }
 }
 
 /// A size in bytes with what is known about it.
@@ -321,6 +349,37 @@ impl Topology {
         Ok(list)
     }
 
+    /// Every value of the result, one flat dict per value (`topology::quantities`):
+    /// `path` (where: `l1_data`, `l2.partitions`, `device`, …), `quantity` (`size`,
+    /// `latency`, `bandwidth.read`, …), `statistic` (`value`, `p50`, `mean`,
+    /// `confidence`, …), `value` (a float), `unit` and `provenance`. The same rows as
+    /// `memtopo render x.json -o x.csv`.
+    fn to_rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for row in topology::quantities(&self.inner) {
+            let dict = PyDict::new(py);
+            dict.set_item("path", row.path)?;
+            dict.set_item("quantity", row.quantity)?;
+            dict.set_item("statistic", row.statistic)?;
+            dict.set_item("value", row.value)?;
+            dict.set_item("unit", row.unit)?;
+            dict.set_item("provenance", row.provenance)?;
+            list.append(dict)?;
+        }
+        Ok(list)
+    }
+
+    /// [`to_rows`](Self::to_rows) as a `pandas.DataFrame`, one row per value; raises
+    /// `ImportError` where pandas is not installed (`pip install memtopo[pandas]`).
+    fn to_dataframe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let pandas = py.import("pandas").map_err(|e| {
+            pyo3::exceptions::PyImportError::new_err(format!(
+                "to_dataframe needs pandas (pip install pandas): {e}"
+            ))
+        })?;
+        pandas.call_method1("DataFrame", (self.to_rows(py)?,))
+    }
+
     /// The result as JSON text (validated, as the Rust crate writes it).
     fn to_json(&self) -> PyResult<String> {
         self.inner.to_json_string().map_err(error)
@@ -410,64 +469,12 @@ fn latency_columns(row: &Bound<'_, PyDict>, latency: Option<&Latency>) -> PyResu
     Ok(())
 }
 
-/// What differs between two results beyond their uncertainty.
-#[pyclass(module = "memtopo", frozen, get_all)]
-struct Diff {
-    /// Each difference: a dict with `path`, `before`, `after`.
-    changes: Vec<(String, String, String)>,
-    /// Run conditions that differ (not counted as differences).
-    conditions: Vec<(String, String, String)>,
-    /// How many compared values differed only within their uncertainty.
-    within_uncertainty: usize,
-    text: String,
-}
-
-#[pymethods]
-impl Diff {
-    /// Whether the two results agree within their uncertainty.
-    fn is_empty(&self) -> bool {
-        self.changes.is_empty()
-    }
-
-    /// The differences as flat dicts (`pandas.DataFrame(d.to_records())`), conditions
-    /// marked by `kind`.
-    fn to_records<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        for (kind, rows) in [
-            ("difference", &self.changes),
-            ("condition", &self.conditions),
-        ] {
-            for (path, before, after) in rows {
-                let row = PyDict::new(py);
-                row.set_item("kind", kind)?;
-                row.set_item("path", path)?;
-                row.set_item("before", before)?;
-                row.set_item("after", after)?;
-                list.append(row)?;
-            }
-        }
-        Ok(list)
-    }
-
-    fn __bool__(&self) -> bool {
-        !self.changes.is_empty()
-    }
-
-    fn __len__(&self) -> usize {
-        self.changes.len()
-    }
-
-    fn __str__(&self) -> String {
-        self.text.clone()
-    }
-}
-
 /// Loads a `.json` or `.toml` result file.
 #[pyfunction]
 fn load(path: std::path::PathBuf) -> PyResult<Topology> {
     topology::Topology::load(path)
         .map(|inner| Topology { inner })
-        .map_err(error)
+        .map_err(load_error)
 }
 
 /// Loads a result from text; `format` is `"json"` or `"toml"`.
@@ -486,41 +493,11 @@ fn loads(text: &str, format: &str) -> PyResult<Topology> {
     inner.map(|inner| Topology { inner }).map_err(error)
 }
 
-/// Compares two results (`topology::diff`): latencies further apart than `sigmas`
-/// combined standard errors and `relative_tolerance` of the larger; sizes whose
-/// intervals do not overlap; presence, identity and sharing changes.
+/// The JSON Schema of a result document (draft 2020-12), as a dict.
 #[pyfunction]
-#[pyo3(signature = (before, after, sigmas = 3.0, relative_tolerance = 0.02))]
-fn diff(
-    before: &Topology,
-    after: &Topology,
-    sigmas: f64,
-    relative_tolerance: f64,
-) -> PyResult<Diff> {
-    let valid = |v: f64| v.is_finite() && v >= 0.0;
-    if !(valid(sigmas) && valid(relative_tolerance)) {
-        return Err(PyValueError::new_err(
-            "sigmas and relative_tolerance must be finite and ≥ 0",
-        ));
-    }
-    let options = topology::diff::DiffOptions {
-        sigmas,
-        relative_tolerance,
-        ..topology::diff::DiffOptions::default()
-    };
-    let d = topology::diff::diff_with(&before.inner, &after.inner, options);
-    let rows = |changes: &[topology::diff::Change]| {
-        changes
-            .iter()
-            .map(|c| (c.path.clone(), c.before.clone(), c.after.clone()))
-            .collect()
-    };
-    Ok(Diff {
-        changes: rows(&d.changes),
-        conditions: rows(&d.conditions),
-        within_uncertainty: d.within_uncertainty,
-        text: d.to_string(),
-    })
+fn json_schema<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("json")?
+        .call_method1("loads", (topology::schema::TOPOLOGY,))
 }
 
 /// The `memtopo` Python module.
@@ -535,11 +512,12 @@ fn memtopo_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TopologyError", m.py().get_type::<TopologyError>())?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
-    m.add_function(wrap_pyfunction!(diff, m)?)?;
+    m.add_function(wrap_pyfunction!(diff::diff, m)?)?;
+    m.add_function(wrap_pyfunction!(json_schema, m)?)?;
     m.add_class::<Topology>()?;
     m.add_class::<Element>()?;
     m.add_class::<Size>()?;
     m.add_class::<Latency>()?;
-    m.add_class::<Diff>()?;
+    m.add_class::<diff::Diff>()?;
     Ok(())
 }

@@ -53,6 +53,9 @@ pub enum Command {
     Merge(MergeArgs),
     /// Check saved results against the schema and the physical bounds: exit 0 when valid.
     Validate(ValidateArgs),
+    /// Write a simulator's configuration from a saved result: `gpgpusim`, the
+    /// memory-system options of GPGPU-Sim's gpgpusim.config (docs/clients.md).
+    Export(ExportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         /// The shell.
@@ -220,6 +223,31 @@ pub struct MergeArgs {
     /// How many scaled median absolute deviations from the median a value may lie.
     #[arg(long, default_value_t = 3.5, value_name = "K", value_parser = parse_non_negative)]
     pub mad: f64,
+}
+
+/// `memtopo export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// What to write.
+    #[arg(value_enum)]
+    pub target: ExportTarget,
+    /// The result: a .json or .toml file as written by `-o`, or `-` for standard input.
+    pub input: PathBuf,
+    /// The file to write; `-` or none: standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// A configuration to start from (e.g. GPGPU-Sim's tested SM90_H100/gpgpusim.config):
+    /// its lines are kept, the options memtopo measures replace its own, and the fields
+    /// memtopo does not measure (policies, MSHRs, memory channels) come from it.
+    #[arg(long, value_name = "FILE")]
+    pub base: Option<PathBuf>,
+}
+
+/// What `memtopo export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportTarget {
+    /// GPGPU-Sim's gpgpusim.config (also read by Accel-Sim): the memory-system options.
+    Gpgpusim,
 }
 
 /// `memtopo validate`.

@@ -92,6 +92,7 @@ fn main() -> ExitCode {
         Some(Command::Diff(args)) => cmd::diff::diff(&args.request()),
         Some(Command::Merge(args)) => args.request().and_then(|r| cmd::merge::merge(&r)),
         Some(Command::Validate(args)) => cmd::validate::validate(&args.files),
+        Some(Command::Export(args)) => cmd::export::export(&args.request()),
         Some(Command::Completions { shell }) => cmd::docs::completions(*shell),
         Some(Command::Man) => cmd::docs::man(),
         Some(Command::Measure(args)) => {

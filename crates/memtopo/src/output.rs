@@ -39,11 +39,13 @@ pub enum Format {
     Mt4g,
     /// `.html`: the self-contained HTML report (with the run's raw curves).
     Html,
+    /// `.csv`: one row per value (`topology::quantities`), RFC 4180.
+    Csv,
 }
 
 impl Format {
     /// Every format, in the order help lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Table,
         Format::Json,
         Format::Toml,
@@ -51,6 +53,7 @@ impl Format {
         Format::Svg,
         Format::Html,
         Format::Mt4g,
+        Format::Csv,
     ];
 
     /// The extension that names the format of a file (`None`: standard output only).
@@ -63,6 +66,7 @@ impl Format {
             Format::Svg => Some(".svg"),
             Format::Html => Some(".html"),
             Format::Mt4g => Some(".mt4g.json"),
+            Format::Csv => Some(".csv"),
         }
     }
 
@@ -76,6 +80,7 @@ impl Format {
             Format::Svg => "svg",
             Format::Html => "html",
             Format::Mt4g => "mt4g",
+            Format::Csv => "csv",
         }
     }
 
@@ -88,6 +93,7 @@ impl Format {
             Format::Svg => "the diagram",
             Format::Html => "the self-contained HTML report",
             Format::Mt4g => "MT4G v1.x's JSON layout",
+            Format::Csv => "one row per value (RFC 4180)",
         }
     }
 
@@ -118,6 +124,7 @@ pub fn text(
         Format::Toml => topo.to_toml_string().map_err(|e| e.to_string())?,
         Format::Markdown => topology::render::markdown(topo),
         Format::Svg => topology::render::svg(topo),
+        Format::Csv => topology::quantities_csv(&topology::quantities(topo)),
     })
 }
 

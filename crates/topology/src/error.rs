@@ -75,6 +75,18 @@ pub enum Error {
         /// The major version this crate reads.
         supported: u32,
     },
+    /// The document's minor version is newer than this reader's: it may hold fields this
+    /// reader does not know and would drop, so it is refused rather than read in part.
+    #[error(
+        "schema_version: {found} is newer than {supported}, the newest this reader knows; \
+         read it with a newer memtopo (a newer minor version may add fields this one would drop)"
+    )]
+    NewerSchemaVersion {
+        /// The version in the document.
+        found: SchemaVersion,
+        /// The newest version this crate reads (and writes).
+        supported: SchemaVersion,
+    },
     /// A field is missing or has the wrong type or unit.
     #[error("{path}: {message}")]
     Field {
@@ -111,18 +123,58 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A file was read but its content does not load ([`crate::Topology::load`]): the
+    /// file, the position of a field of the wrong type (a syntax error's message has its
+    /// own), and the error.
+    #[error("{}{}: {source}", path.display(), position(*line, *column))]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The line (from 1) of the field at fault, where the parser can tell.
+        line: Option<usize>,
+        /// The column (from 1) on that line.
+        column: Option<usize>,
+        /// What is wrong.
+        source: Box<Error>,
+    },
+}
+
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(", line {line}, column {column}"),
+        (Some(line), None) => format!(", line {line}"),
+        _ => String::new(),
+    }
 }
 
 impl Error {
     /// The paths of the fields this error is about (empty for syntax and I/O errors).
     pub fn field_paths(&self) -> Vec<&str> {
         match self {
-            Error::MissingSchemaVersion | Error::UnsupportedSchemaVersion { .. } => {
-                vec!["schema_version"]
-            }
+            Error::MissingSchemaVersion
+            | Error::UnsupportedSchemaVersion { .. }
+            | Error::NewerSchemaVersion { .. } => vec!["schema_version"],
+            Error::File { source, .. } => source.field_paths(),
             Error::Field { path, .. } => vec![path.as_str()],
             Error::Invalid { violations } => violations.iter().map(|v| v.path.as_str()).collect(),
             _ => Vec::new(),
+        }
+    }
+
+    /// The error without the file it was read from: the error inside
+    /// [`Error::File`], else this one.
+    pub fn without_file(&self) -> &Error {
+        match self {
+            Error::File { source, .. } => source.without_file(),
+            other => other,
+        }
+    }
+
+    /// The I/O error's kind, for errors that are one (a missing file, no permission).
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self.without_file() {
+            Error::Io { source, .. } => Some(source.kind()),
+            _ => None,
         }
     }
 }

@@ -43,6 +43,22 @@ impl Topology {
     }
 
     /// Reads a `.json` or `.toml` file.
+    ///
+    /// A file that cannot be read is [`Error::Io`]; one whose content does not load is
+    /// [`Error::File`]: the file, the line and column of a field of the wrong type (a
+    /// syntax error's message has its own), and the error, which names the field.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("topology-load-doc-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("broken.json");
+    /// std::fs::write(&path, "{\n  \"schema_version\": \"1.0\",\n  \"device\": 7\n}\n").unwrap();
+    /// let err = topology::Topology::load(&path).unwrap_err();
+    /// let message = err.to_string();
+    /// assert!(message.contains("broken.json, line 3, column"), "{message}");
+    /// assert!(message.contains("device: invalid type"), "{message}");
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Topology, Error> {
         let path = path.as_ref();
         let format = format_of(path)?;
@@ -50,10 +66,11 @@ impl Topology {
             path: path.to_owned(),
             source,
         })?;
-        match format {
+        let loaded = match format {
             Format::Json => Topology::from_json_str(&text),
             Format::Toml => Topology::from_toml_str(&text),
-        }
+        };
+        loaded.map_err(|error| in_file(path, &text, format, error))
     }
 
     /// Writes a `.json` or `.toml` file.
@@ -98,15 +115,63 @@ fn from_tree(tree: serde_json::Value) -> Result<Topology, Error> {
             path: "schema_version".into(),
             message,
         })?;
+    check_version(version)?;
+    let topology: Topology = typed(tree)?;
+    topology.validate()?;
+    Ok(topology)
+}
+
+/// The version rule: the current major only, and no minor newer than the current one (a
+/// newer minor may add fields this reader would silently drop).
+pub(crate) fn check_version(version: SchemaVersion) -> Result<(), Error> {
     if version.major != SchemaVersion::CURRENT.major {
         return Err(Error::UnsupportedSchemaVersion {
             found: version,
             supported: SchemaVersion::CURRENT.major,
         });
     }
-    let topology: Topology = typed(tree)?;
-    topology.validate()?;
-    Ok(topology)
+    if version > SchemaVersion::CURRENT {
+        return Err(Error::NewerSchemaVersion {
+            found: version,
+            supported: SchemaVersion::CURRENT,
+        });
+    }
+    Ok(())
+}
+
+/// `error`, read from the file `path` holding `text`, as [`Error::File`]; for a field of
+/// the wrong type with the line and column a direct parse of the text reports (the loader
+/// reads a tree first, which has no positions; a syntax error's message has its own).
+fn in_file(path: &Path, text: &str, format: Format, error: Error) -> Error {
+    let position = match (&error, format) {
+        (Error::Field { .. }, Format::Json) => {
+            let mut parser = serde_json::Deserializer::from_str(text);
+            serde_path_to_error::deserialize::<_, Topology>(&mut parser)
+                .err()
+                .map(|e| (e.inner().line(), e.inner().column()))
+                .filter(|(line, _)| *line > 0)
+        }
+        (Error::Field { .. }, Format::Toml) => toml::from_str::<Topology>(text)
+            .err()
+            .and_then(|e| e.span())
+            .map(|span| line_column(text, span.start)),
+        _ => None,
+    };
+    Error::File {
+        path: path.to_owned(),
+        line: position.map(|(line, _)| line),
+        column: position.map(|(_, column)| column),
+        source: Box::new(error),
+    }
+}
+
+/// The line and column (both from 1, the column in characters) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    // A parser's span starts on a character boundary; anything else counts the whole text.
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
 }
 
 /// Parses JSON into a tree; a syntax error is cut to what a person reads.
@@ -136,12 +201,14 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(tree: serde_json::Value) -> 
 }
 
 /// The JSON Schema (draft 2020-12) of the topology file format, generated from
-/// the types; `docs/schema/topology.schema.json` is this document.
+/// the types; [`crate::schema::TOPOLOGY`] (`crates/topology/schema/topology.schema.json`,
+/// copied to `docs/schema/`) is this document.
 ///
 /// The schema checks structure, types and units; the contradictions that
 /// [`Topology::validate`] finds (a line larger than its cache) are beyond it.
 pub fn json_schema() -> serde_json::Value {
     let mut schema = schemars::schema_for!(Topology);
+    crate::schema::pin_version(&mut schema, "schema_version", SchemaVersion::CURRENT);
     schema.insert(
         "$id".into(),
         "https://example.invalid/memtopo/topology.schema.json".into(),

@@ -12,9 +12,12 @@
 //!
 //! The crate knows nothing about CUDA or measurement. It reads and writes JSON
 //! and TOML with a `schema_version` and validates what it loads (errors name the
-//! field); it exports the JSON layout of MT4G v1.x ([`mt4g`]); it renders a
-//! terminal table, a Markdown report and an SVG diagram ([`render`]); and it
-//! diffs two topologies beyond their uncertainty ([`diff`]).
+//! file, line and field) against the published JSON Schema ([`schema`]); it exports the
+//! JSON layout of MT4G v1.x that sys-sage loads ([`mt4g`]), the memory-system options of
+//! a GPGPU-Sim configuration ([`gpgpusim`]) and one row per value ([`quantities()`], CSV);
+//! it renders a terminal table, a Markdown report and an SVG diagram ([`render`]); and it
+//! diffs two topologies beyond their uncertainty ([`diff`]). The README's examples run
+//! as doc tests too.
 //!
 //! ```
 //! use topology::*;
@@ -28,9 +31,17 @@
 //! topo.not_measured(ElementKind::Texture, None, "texture benchmark failed: launch timeout");
 //!
 //! // Files round-trip and are validated on load.
-//! let json = topo.to_json_string()?;
-//! let back = Topology::from_json_str(&json)?;
+//! # let dir = std::env::temp_dir().join(format!("topology-crate-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! let path = dir.join("example.json");
+//! topo.save(&path)?;
+//! let back = Topology::load(&path)?;
 //! assert_eq!(back, topo);
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//!
+//! // Quantities read as the file writes them.
+//! assert_eq!(back.size(ElementKind::ConstantL15).unwrap().value(), Bytes::kib(64));
+//! assert_eq!(back.latency(ElementKind::ConstantL15).unwrap().p50, Cycles(114.0));
 //!
 //! // Renderers.
 //! let table = render::table(&back);
@@ -38,6 +49,7 @@
 //! assert!(table.contains("not measured"));
 //!
 //! // Loading rejects contradictions and says which field is wrong.
+//! let json = topo.to_json_string()?;
 //! let broken = json.replace("\"value\": 65536", "\"value\": 0");
 //! let err = Topology::from_json_str(&broken).unwrap_err();
 //! assert!(err.to_string().contains("elements.constant_l15.size.value"), "{err}");
@@ -51,13 +63,16 @@ pub mod diff;
 mod error;
 pub mod fleet;
 mod format;
+pub mod gpgpusim;
 mod model;
 pub mod mt4g;
 mod number;
+mod quantities;
 mod quantity;
 pub mod raw;
 pub mod render;
 mod run;
+pub mod schema;
 mod section;
 mod units;
 mod validate;
@@ -73,6 +88,7 @@ pub use model::{
     InstructionCacheLevel, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, RankLatency,
     ReplacementPolicy, SetMapping, SharedPhysicalCache, TlbLevel, Topology,
 };
+pub use quantities::{quantities, quantities_csv, QuantityRow};
 pub use quantity::{
     ChangePointEvidence, Conditions, Count, Latency, LatencySummary, Provenance, Size, SizeBound,
 };
@@ -80,3 +96,8 @@ pub use run::{GpuProcess, GpuState, RunRecord};
 pub use section::{Number, RowValue, Section, SectionRow};
 pub use units::{ByteUnit, Bytes, CycleUnit, Cycles, GibPerSecondUnit, Megahertz, Nanoseconds};
 pub use version::SchemaVersion;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExamples;

@@ -8,21 +8,41 @@
 //! an API value `{"value", "unit"}`, a latency
 //! `{"mean", "p50", "p95", "stdev", "measurements", "sampleSize", "method", "unit"}`.
 //!
+//! - `confidence` carries the statistic behind each value ([`confidence()`]: 1 for the
+//!   driver's values, the detector's confidence or agreement share, 1 − p of a test, 0
+//!   for a bound or where no statistic was recorded).
+//! - `missPenalty` is, as MT4G defines it, the latency of a miss served by the next level
+//!   minus this level's hit latency: here the next level's measured latency (the L2 for the
+//!   L1, texture and read-only caches, the constant L1.5 for the constant L1, device memory
+//!   for the L2, or the level `backed_by` names) minus this one's, written where positive.
+//! - `compute.numberOfCoresPerMultiProcessor` and `maxBlocksPerMultiProcessor`, which no
+//!   measurement gives, come from the device record or, as MT4G derives them, from the
+//!   compute capability.
+//! - Every key sys-sage's parser requires is written; where memtopo has no value the key
+//!   holds what MT4G writes for a value it could not establish (size 0 with confidence 0, a
+//!   latency over 0 samples, 0 for an API value) and `meta.memtopoNotMeasured` lists it
+//!   with the reason.
+//!
 //! What the layout cannot express, and how the export degrades:
 //! - bounds: MT4G has no "at least"; a bound is exported as its value with
 //!   confidence 0, which is how MT4G itself marks the constant L1.5 size it
 //!   cannot bracket (a range exports its lower end);
-//! - provenance beyond "p-chase" vs API, test statistics and p-values (only a
-//!   confidence field exists; it is 0 when absent);
+//! - provenance beyond "p-chase" vs API, test statistics and p-values (folded into the
+//!   confidence);
 //! - measurement conditions (carveout, measured SM clock) and nanoseconds;
 //! - L2 partitions: only `segmentSize` (the size of one) exists; the count and
 //!   the near/far latencies are dropped, `latency` is the near one if no
 //!   overall L2 latency was measured;
-//! - the L1 size per carveout, geometry, TLB levels, instruction caches (schema 1.6:
-//!   MT4G has no instruction-cache object), notes and not-measured
-//!   reasons, and the backing relation (used only to derive `missPenalty`);
+//! - the L1 size per carveout, TLB levels, instruction caches (MT4G has no
+//!   instruction-cache object), notes and not-measured reasons (beyond
+//!   `meta.memtopoNotMeasured`);
 //! - `sampleSize` (samples taken) vs `measurements` (samples kept): memtopo
 //!   keeps one count, written to both.
+
+mod confidence;
+mod required;
+
+pub use confidence::confidence;
 
 use serde_json::{json, Map, Value};
 
@@ -34,28 +54,32 @@ fn api_value(value: impl Into<Value>, unit: &str) -> Value {
     json!({ "unit": unit, "value": value.into() })
 }
 
+/// A size in a slot where MT4G writes a benchmarked size (`{size, confidence, …}`):
+/// the driver's values too, with method `api` and confidence 1.
 fn size_value(size: &Size) -> Value {
-    let value = size.bound.lower().0;
-    match size.provenance {
-        Provenance::Api => api_value(value, "bytes"),
-        Provenance::Benchmark | Provenance::Derived => {
-            let confidence = match size.bound.exact() {
-                Some(_) => size
-                    .evidence
-                    .as_ref()
-                    .and_then(|e| e.confidence)
-                    .unwrap_or(0.0),
-                None => 0.0,
-            };
-            json!({
-                "confidence": confidence,
-                "method": "p-chase",
-                "randomized": false,
-                "size": value,
-                "unit": "bytes",
-            })
-        }
-    }
+    let method = match size.provenance {
+        Provenance::Api => "api",
+        Provenance::Benchmark | Provenance::Derived => "p-chase",
+    };
+    json!({
+        "confidence": confidence(size),
+        "method": method,
+        "randomized": false,
+        "size": size.bound.lower().0,
+        "unit": "bytes",
+    })
+}
+
+/// The level whose hits serve `kind`'s misses: `backed_by` where the result names it,
+/// else the hierarchy every NVIDIA GPU memtopo measures has.
+fn next_level(kind: ElementKind, element: &Element) -> Option<ElementKind> {
+    element.backed_by.or(match kind {
+        ElementKind::L1Data | ElementKind::Texture | ElementKind::ReadOnly => Some(ElementKind::L2),
+        ElementKind::ConstantL1 => Some(ElementKind::ConstantL15),
+        ElementKind::ConstantL15 => Some(ElementKind::L2),
+        ElementKind::L2 => Some(ElementKind::DeviceMemory),
+        ElementKind::SharedMemory | ElementKind::DeviceMemory => None,
+    })
 }
 
 fn latency_value(latency: &Latency) -> Value {
@@ -110,16 +134,14 @@ fn cache_object(topo: &Topology, kind: ElementKind, element: &Element) -> Map<St
     });
     if let Some(latency) = latency {
         object.insert("latency".into(), latency_value(latency));
-        // MT4G's miss penalty is the latency of the next level minus this one's.
-        let next = element
-            .backed_by
+        // MT4G's miss penalty: a miss's latency (the next level's) minus a hit's.
+        let next = next_level(kind, element)
             .and_then(|next| topo.element(next))
             .and_then(|next| next.latency.as_ref());
-        if let Some(next) = next {
-            object.insert(
-                "missPenalty".into(),
-                api_value(next.mean.0 - latency.mean.0, "cycles"),
-            );
+        if let Some(penalty) = next.map(|next| next.mean.0 - latency.mean.0) {
+            if penalty > 0.0 {
+                object.insert("missPenalty".into(), api_value(penalty, "cycles"));
+            }
         }
     }
     if let Some(line) = &element.line_size {
@@ -155,7 +177,10 @@ fn cache_object(topo: &Topology, kind: ElementKind, element: &Element) -> Map<St
     }
     let shared = topo.shared_with(kind);
     if !shared.is_empty() {
-        let names: Vec<Value> = shared.iter().map(|k| mt4g_name(*k).into()).collect();
+        // In MT4G's order: sorted by name.
+        let mut names: Vec<&str> = shared.iter().map(|k| mt4g_name(*k)).collect();
+        names.sort_unstable();
+        let names: Vec<Value> = names.into_iter().map(Into::into).collect();
         object.insert("sharedWith".into(), names.into());
     }
     if let Some(size) = &element.size {
@@ -196,11 +221,25 @@ pub fn export(topo: &Topology) -> Value {
 
     let mut compute = Map::new();
     compute.insert("multiProcessorCount".into(), d.sm_count.into());
-    insert_some(
-        &mut compute,
-        "maxBlocksPerMultiProcessor",
-        l.max_blocks_per_sm.map(Into::into),
-    );
+    let mut derived = Map::new();
+    let cc = d.compute_capability;
+    let from_cc = |key: &str, value: Option<u32>, derived: &mut Map<String, Value>| {
+        let reason = match value {
+            Some(_) => format!("derived from the compute capability {cc}, as MT4G derives it"),
+            None => format!("not reported, and the compute capability {cc} is not in the table"),
+        };
+        derived.insert(format!("compute.{key}"), reason.into());
+        value.unwrap_or(0)
+    };
+    let blocks = match l.max_blocks_per_sm {
+        Some(blocks) => blocks,
+        None => from_cc(
+            "maxBlocksPerMultiProcessor",
+            confidence::max_blocks_per_sm(cc),
+            &mut derived,
+        ),
+    };
+    compute.insert("maxBlocksPerMultiProcessor".into(), blocks.into());
     insert_some(
         &mut compute,
         "maxThreadsPerBlock",
@@ -211,11 +250,15 @@ pub fn export(topo: &Topology) -> Value {
         "maxThreadsPerMultiProcessor",
         l.max_threads_per_sm.map(Into::into),
     );
-    insert_some(
-        &mut compute,
-        "numberOfCoresPerMultiProcessor",
-        d.cores_per_sm.map(Into::into),
-    );
+    let cores = match d.cores_per_sm {
+        Some(cores) => cores,
+        None => from_cc(
+            "numberOfCoresPerMultiProcessor",
+            confidence::cores_per_sm(cc),
+            &mut derived,
+        ),
+    };
+    compute.insert("numberOfCoresPerMultiProcessor".into(), cores.into());
     insert_some(
         &mut compute,
         "regsPerBlock",
@@ -411,12 +454,17 @@ pub fn export(topo: &Topology) -> Value {
         );
         meta.insert("memtopoRun".into(), memtopo.into());
     }
-    json!({
-        "compute": compute,
-        "general": general,
-        "memory": memory,
-        "meta": meta,
-    })
+    let mut document = Map::new();
+    document.insert("compute".into(), compute.into());
+    document.insert("general".into(), general.into());
+    document.insert("memory".into(), memory.into());
+    let mut filled = required::fill(&mut document);
+    filled.extend(derived);
+    if !filled.is_empty() {
+        meta.insert("memtopoNotMeasured".into(), filled.into());
+    }
+    document.insert("meta".into(), meta.into());
+    Value::Object(document)
 }
 
 /// [`export`] as pretty-printed JSON text (four-space indent, as MT4G writes).

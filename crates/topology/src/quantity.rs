@@ -279,6 +279,42 @@ impl Size {
         }
     }
 
+    /// The size as the file writes it in `value`: the exact size, the bound of an
+    /// `at_least` or `at_most`, the lower end of a `between` (which [`Size::upper`] closes).
+    /// The same number JSON, CSV and Python show.
+    ///
+    /// ```
+    /// use topology::{Bytes, Provenance, Size};
+    /// assert_eq!(Size::at_most(Bytes(512), Provenance::Benchmark).value(), Bytes(512));
+    /// assert_eq!(Size::between(Bytes(38), Bytes(46), Provenance::Benchmark).value(), Bytes(38));
+    /// ```
+    pub fn value(&self) -> Bytes {
+        match self.bound {
+            SizeBound::Exact(v)
+            | SizeBound::AtLeast(v)
+            | SizeBound::AtMost(v)
+            | SizeBound::Between(v, _) => v,
+        }
+    }
+
+    /// The upper end of a `between` range (the file's `upper`).
+    pub fn upper(&self) -> Option<Bytes> {
+        match self.bound {
+            SizeBound::Between(_, high) => Some(high),
+            _ => None,
+        }
+    }
+
+    /// Whether the size is known exactly (no bound).
+    pub fn is_exact(&self) -> bool {
+        matches!(self.bound, SizeBound::Exact(_))
+    }
+
+    /// The exact size, where it is known exactly.
+    pub fn exact_value(&self) -> Option<Bytes> {
+        self.bound.exact()
+    }
+
     /// The same size with its evidence set.
     pub fn with_evidence(mut self, evidence: ChangePointEvidence) -> Self {
         self.evidence = Some(evidence);

@@ -7,9 +7,12 @@ use std::{path::Path, time::Duration};
 use pchase_runner::measure::{bench::REGISTRY, MeasureOptions, Selection};
 use topology::{diff::DiffOptions, fleet::SpreadOptions};
 
-use super::{ConvertArgs, DiffArgs, MeasureArgs, MergeArgs, RenderArgs, ToleranceArgs};
+use super::{
+    ConvertArgs, DiffArgs, ExportArgs, ExportTarget, MeasureArgs, MergeArgs, RenderArgs,
+    ToleranceArgs,
+};
 use crate::{
-    cmd::{diff, merge, render},
+    cmd::{diff, export, merge, render},
     error::CliError,
     output::{self, Format},
     plan::{
@@ -283,6 +286,20 @@ impl ConvertArgs {
             targets: vec![target],
             raw: None,
         })
+    }
+}
+
+impl ExportArgs {
+    /// What `export` writes where (`-o -` is standard output).
+    pub fn request(&self) -> export::Request {
+        export::Request {
+            target: match self.target {
+                ExportTarget::Gpgpusim => export::Target::Gpgpusim,
+            },
+            input: self.input.clone(),
+            output: self.output.clone().filter(|p| !render::is_dash(p)),
+            base: self.base.clone(),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod diff;
 pub mod docs;
+pub mod export;
 pub mod merge;
 pub mod render;
 pub mod validate;

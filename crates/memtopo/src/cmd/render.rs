@@ -79,6 +79,16 @@ pub fn load(path: &Path) -> Result<Topology, CliError> {
 pub fn reason(error: &topology::Error) -> String {
     match error {
         topology::Error::Io { source, .. } => source.to_string(),
+        topology::Error::File {
+            source,
+            line: Some(line),
+            column,
+            ..
+        } => match column {
+            Some(column) => format!("line {line}, column {column}: {}", reason(source)),
+            None => format!("line {line}: {}", reason(source)),
+        },
+        topology::Error::File { source, .. } => reason(source),
         topology::Error::UnknownExtension { .. } => {
             "cannot tell the format from the extension; use .json or .toml (a file without \
              an extension is read by its content, `-` is standard input)"

@@ -26,11 +26,11 @@ fn summary(topo: &Topology) -> String {
 
 /// Every reason `error` gives, one per entry.
 fn reasons(error: &topology::Error) -> Vec<String> {
-    match error {
+    match error.without_file() {
         topology::Error::Invalid { violations } => {
             violations.iter().map(ToString::to_string).collect()
         }
-        other => vec![super::render::reason(other)],
+        _ => vec![super::render::reason(error)],
     }
 }
 

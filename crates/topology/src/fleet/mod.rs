@@ -401,6 +401,16 @@ impl Fleet {
                 ),
             });
         }
+        if version > FLEET_SCHEMA_VERSION {
+            return Err(Error::Field {
+                path: "fleet_schema_version".into(),
+                message: format!(
+                    "{version} is newer than {FLEET_SCHEMA_VERSION}, the newest this reader \
+                     knows; read it with a newer memtopo (a newer minor version may add \
+                     fields this one would drop)"
+                ),
+            });
+        }
         let fleet: Fleet = crate::format::typed(tree)?;
         fleet.check()?;
         Ok(fleet)
@@ -465,9 +475,11 @@ impl Input {
 }
 
 /// The JSON Schema (draft 2020-12) of the fleet document, generated from the types;
-/// `docs/schema/fleet.schema.json` is this document.
+/// [`crate::schema::FLEET`] (`crates/topology/schema/fleet.schema.json`, copied to
+/// `docs/schema/`) is this document.
 pub fn json_schema() -> serde_json::Value {
     let mut schema = schemars::schema_for!(Fleet);
+    crate::schema::pin_version(&mut schema, "fleet_schema_version", FLEET_SCHEMA_VERSION);
     schema.insert(
         "$id".into(),
         "https://example.invalid/memtopo/fleet.schema.json".into(),

@@ -144,6 +144,21 @@ impl Topology {
         self.elements.get(kind)
     }
 
+    /// The size of `kind`, if measured: `topo.size(ElementKind::L2)?.value()`.
+    pub fn size(&self, kind: ElementKind) -> Option<&crate::quantity::Size> {
+        self.element(kind)?.size.as_ref()
+    }
+
+    /// The hit latency of `kind`, if measured: `topo.latency(ElementKind::L1Data)?.p50`.
+    pub fn latency(&self, kind: ElementKind) -> Option<&Latency> {
+        self.element(kind)?.latency.as_ref()
+    }
+
+    /// The line size of `kind`, if measured.
+    pub fn line_size(&self, kind: ElementKind) -> Option<&crate::quantity::Size> {
+        self.element(kind)?.line_size.as_ref()
+    }
+
     /// The element of `kind` for updating, created empty if absent.
     pub fn element_mut(&mut self, kind: ElementKind) -> &mut Element {
         self.elements.get_or_insert(kind)

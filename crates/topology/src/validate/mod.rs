@@ -363,6 +363,18 @@ pub(crate) fn violations(topology: &Topology) -> Vec<Violation> {
             ),
         );
     }
+    if topology.schema_version.major == SchemaVersion::CURRENT.major
+        && topology.schema_version > SchemaVersion::CURRENT
+    {
+        check.fail(
+            "schema_version",
+            format!(
+                "{} is newer than {}, the newest this version knows",
+                topology.schema_version,
+                SchemaVersion::CURRENT
+            ),
+        );
+    }
     if let Some(Err(message)) = topology.clusters.as_ref().map(|c| c.check()) {
         check.fail("clusters", message);
     }

@@ -16,9 +16,18 @@ pub fn results_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data")
 }
 
-/// `docs/schema/topology.schema.json` of the workspace.
+/// `crates/topology/schema/topology.schema.json`, the schema published with the crate.
 pub fn schema_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/topology.schema.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/topology.schema.json")
+}
+
+/// The copies of a published schema file `name`: the crate's and `docs/schema/`'s.
+pub fn schema_copies(name: &str) -> [PathBuf; 2] {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    [
+        crate_dir.join("schema").join(name),
+        crate_dir.join("../../docs/schema").join(name),
+    ]
 }
 
 /// Compares `actual` with the committed file `path`; with `MEMTOPO_BLESS=1`

@@ -1,8 +1,6 @@
 //! Fleet documents: key values, the spread and its flags, merging, the file format and its
 //! schema.
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 use topology::fleet::*;
 use topology::*;
@@ -257,15 +255,14 @@ fn documents_round_trip_and_bad_ones_name_the_field() {
     assert!(Fleet::from_json_str("{\"gpus\": [").is_err());
 }
 
-fn fleet_schema_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/fleet.schema.json")
-}
-
 #[test]
 fn committed_fleet_schema_is_the_generated_one_and_documents_validate() {
     let mut text = serde_json::to_string_pretty(&topology::fleet::json_schema()).unwrap();
     text.push('\n');
-    check_golden_file(fleet_schema_path(), &text);
+    for copy in crate::fixtures::schema_copies("fleet.schema.json") {
+        check_golden_file(copy, &text);
+    }
+    assert_eq!(topology::schema::FLEET, text);
     let schema: Value = serde_json::from_str(&text).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let fleet = build(vec![

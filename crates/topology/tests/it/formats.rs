@@ -166,3 +166,30 @@ fn latency_summary_from_samples_matches_hand_computation() {
     assert!(LatencySummary::from_samples(&[]).is_none());
     assert!(LatencySummary::from_samples(&[1.0, f64::INFINITY]).is_none());
 }
+
+/// The committed results: every float reads back and writes out to the same bits, through
+/// TOML too (serde_json's default float parser can be an ulp off; `float_roundtrip` is on).
+#[test]
+fn committed_results_convert_without_changing_a_float() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut checked = 0;
+    for path in [
+        root.join("examples/results/h200-illustrative.json"),
+        root.join("crates/memtopo-py/pytests/data/h100-run1.json"),
+        root.join("crates/memtopo-py/pytests/data/h100-run2.json"),
+    ] {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let topo = Topology::from_json_str(&text).unwrap();
+        let via_toml = Topology::from_toml_str(&topo.to_toml_string().unwrap()).unwrap();
+        for written in [
+            topo.to_json_string().unwrap(),
+            via_toml.to_json_string().unwrap(),
+        ] {
+            let written: serde_json::Value = serde_json::from_str(&written).unwrap();
+            assert_eq!(written, original, "{}", path.display());
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
+}

@@ -7,6 +7,7 @@ mod fixtures;
 mod fleet;
 mod formats;
 mod golden;
+mod gpgpusim;
 mod html;
 mod mt4g;
 mod proptests;

@@ -287,3 +287,51 @@ proptest! {
         prop_assert_eq!(render::median_iqr(&l), render::number(l.p50.0));
     }
 }
+
+/// Every float of a JSON tree, in document order, as bits.
+fn float_bits(tree: &Value, out: &mut Vec<u64>) {
+    match tree {
+        Value::Number(n) if n.is_f64() => out.push(n.as_f64().expect("an f64").to_bits()),
+        Value::Array(items) => items.iter().for_each(|v| float_bits(v, out)),
+        Value::Object(map) => map.values().for_each(|v| float_bits(v, out)),
+        _ => {}
+    }
+}
+
+proptest! {
+    /// JSON → JSON and JSON → TOML → JSON keep every float to the bit: the latency
+    /// statistics and a p-value drawn from the whole range of doubles.
+    #[test]
+    fn floats_survive_conversion_bit_exact(
+        mean in 1e-3f64..1e6,
+        spread in 0.0f64..1e3,
+        p_value in prop_oneof![0.0f64..=1.0, f64::MIN_POSITIVE..1e-200],
+        statistic in 0.0f64..=1.0,
+    ) {
+        let mut topo = h200_illustrative();
+        let latency = topo.element_mut(ElementKind::L2).latency.as_mut().unwrap();
+        latency.mean = Cycles(mean);
+        latency.p25 = Some(Cycles(mean));
+        latency.p50 = Cycles(mean + spread / 3.0);
+        latency.p75 = Some(Cycles(mean + spread / 2.0));
+        latency.p95 = Cycles(mean + spread);
+        latency.stdev = Cycles(spread / 7.0);
+        let size = topo.element_mut(ElementKind::L1Data).size.as_mut().unwrap();
+        let evidence = size.evidence.get_or_insert_with(Default::default);
+        evidence.p_value = Some(p_value);
+        evidence.statistic = Some(statistic);
+        let json = topo.to_json_string().unwrap();
+        let mut before = Vec::new();
+        float_bits(&serde_json::from_str(&json).unwrap(), &mut before);
+        let again = Topology::from_json_str(&json).unwrap().to_json_string().unwrap();
+        prop_assert_eq!(&again, &json);
+        let toml = Topology::from_json_str(&json).unwrap().to_toml_string().unwrap();
+        let back = Topology::from_toml_str(&toml).unwrap();
+        prop_assert_eq!(&back, &topo);
+        let round = back.to_json_string().unwrap();
+        let mut after = Vec::new();
+        float_bits(&serde_json::from_str(&round).unwrap(), &mut after);
+        prop_assert_eq!(before, after);
+        prop_assert_eq!(round, json);
+    }
+}

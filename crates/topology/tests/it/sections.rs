@@ -176,3 +176,32 @@ fn every_renderer_shows_every_row() {
         "{markdown}"
     );
 }
+
+#[test]
+fn the_quantity_table_has_every_row_of_every_section() {
+    let rows = quantities(&with_section(banks(2.0, 32, 128)));
+    let of = |key: &str, statistic: &str| {
+        rows.iter()
+            .find(|r| {
+                r.path == "sections.bank-probe" && r.quantity == key && r.statistic == statistic
+            })
+            .unwrap_or_else(|| panic!("no row {key} {statistic}"))
+    };
+    assert_eq!(
+        (
+            of("cost_per_way", "value").value,
+            of("cost_per_way", "value").unit.as_str()
+        ),
+        (2.0, "cycles")
+    );
+    assert_eq!(of("cost_per_way", "standard_error").value, 0.01);
+    assert_eq!(of("conflict_free", "p50").value, 29.0);
+    assert_eq!(
+        (
+            of("period", "value").value,
+            of("period", "value").unit.as_str()
+        ),
+        (128.0, "B")
+    );
+    assert_eq!(of("ways_at_period", "value").value, 32.0);
+}

@@ -9,7 +9,9 @@ use topology::{
 
 use crate::{
     backend::Carveout,
-    measure::{carveout::Role, ElementResult, Measurements, SizeAtCarveout, SizeFinding},
+    measure::{
+        carveout::Role, ElementResult, LineFinding, Measurements, SizeAtCarveout, SizeFinding,
+    },
 };
 
 fn carveout_percent(carveout: Carveout) -> Option<u8> {
@@ -175,11 +177,25 @@ pub(crate) fn write_element(
             ));
         }
     }
+    // The share of observations that agreed with the value is its confidence.
+    let agreed = |line: &LineFinding, method: &str| {
+        Size::exact(Bytes(line.bytes), Provenance::Benchmark).with_evidence(ChangePointEvidence {
+            method: Some(method.into()),
+            confidence: Some(line.agreement),
+            ..ChangePointEvidence::default()
+        })
+    };
     if let Some(line) = &result.line {
-        entry.set_fetch_granularity(Size::exact(Bytes(line.bytes), Provenance::Benchmark));
+        entry.set_fetch_granularity(agreed(
+            line,
+            "spacing of misses in a 4-byte-stride chase (confidence: share of spacings equal to it)",
+        ));
     }
     if let Some(line) = &result.line_bytes {
-        entry.set_line_size(Size::exact(Bytes(line.bytes), Provenance::Benchmark));
+        entry.set_line_size(agreed(
+            line,
+            "runs of misses after an eviction (confidence: share of runs of this length)",
+        ));
     }
     if let Some(latency) = result.latency {
         entry.set_latency(Latency::measured(latency));

@@ -2,8 +2,8 @@
 //! side checked against the L2's size.
 
 use topology::{
-    Bytes, Conditions, Count, ElementKind, Latency, Note, NoteSeverity, Provenance, QuantityKind,
-    Size, Topology,
+    Bytes, ChangePointEvidence, Conditions, Count, ElementKind, Latency, Note, NoteSeverity,
+    Provenance, QuantityKind, Size, Topology,
 };
 
 use crate::measure::l2::{L2Findings, LevelKind};
@@ -18,25 +18,32 @@ pub(crate) fn l2_findings(topo: &mut Topology, l2: &L2Findings) {
             .set_fetch_granularity(Size::exact(Bytes(bytes), Provenance::Benchmark));
     }
     type Setter = fn(&mut topology::Element, Size) -> &mut topology::Element;
-    let found: [(Result<u64, &String>, QuantityKind, Setter); 2] = [
+    // The line's statistic: the share of miss runs aligned to it (the sector has none).
+    let line = |line: &crate::measure::l2::L2Line| {
+        Size::exact(Bytes(line.bytes), Provenance::Benchmark).with_evidence(ChangePointEvidence {
+            method: Some("eviction probe (confidence: share of miss runs aligned to it)".into()),
+            confidence: Some(line.agreement),
+            ..ChangePointEvidence::default()
+        })
+    };
+    let found: [(Result<Size, &String>, QuantityKind, Setter); 2] = [
         (
-            l2.line.as_ref().map(|l| l.bytes),
+            l2.line.as_ref().map(line),
             QuantityKind::LineSize,
             topology::Element::set_line_size,
         ),
         (
-            l2.sector.as_ref().map(|s| s.bytes),
+            l2.sector
+                .as_ref()
+                .map(|s| Size::exact(Bytes(s.bytes), Provenance::Benchmark)),
             QuantityKind::SectorSize,
             topology::Element::set_sector_size,
         ),
     ];
     for (result, quantity, set) in found {
         match result {
-            Ok(bytes) => {
-                set(
-                    topo.element_mut(ElementKind::L2),
-                    Size::exact(Bytes(bytes), Provenance::Benchmark),
-                );
+            Ok(size) => {
+                set(topo.element_mut(ElementKind::L2), size);
             }
             Err(why) => topo.add_note(Note {
                 severity: NoteSeverity::NotMeasured,
