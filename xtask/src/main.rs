@@ -8,13 +8,15 @@
 //! cargo xtask words            no issue or round numbers, no stale markers (src/words.rs)
 //! cargo xtask cycles           no import cycles between the modules of a crate (src/cycles/)
 //! cargo xtask ptx [--check]    regenerate ptx/ (or check it is up to date)
-//! cargo xtask ptxas            assemble every PTX module with ptxas 12.9 for sm_50..sm_90
+//! cargo xtask cubin [--check]  assemble every module with ptxas 12.9 into ptx/cubin/ (or check)
+//! cargo xtask ptxas            every module's registers and spills per architecture (ptxas -v)
 //! cargo xtask shim [--check]   regenerate the CUDA driver entry points of crates/cuda-shim
 //! cargo xtask cargo ARGS       any cargo command (kept for old scripts; plain cargo works)
 //! cargo xtask sys-sage [--source DIR]  sys-sage loads memtopo's MT4G exports (docs/clients.md)
 //! cargo xtask ci               everything .ci/run runs
 //! ```
 
+mod cubin;
 mod cuda_shim;
 mod cuda_stub;
 mod cycles;
@@ -168,6 +170,7 @@ fn main() -> ExitCode {
         "cycles" => cycles::check(&workspace_root()),
         "ptx" => ptx::run_ptx(rest),
         "ptxas" => ptxas::run_ptxas(rest),
+        "cubin" => cubin::run_cubin(rest),
         "shim" => cuda_shim::run_shim(&workspace_root(), rest),
         "sys-sage" => sys_sage::run_sys_sage(&workspace_root(), rest),
         "cargo" => rest
@@ -178,7 +181,7 @@ fn main() -> ExitCode {
             .and_then(|()| lint())
             .and_then(|()| cuda_shim::run_shim(&workspace_root(), &["--check".to_string()]))
             .and_then(|()| ptx::run_ptx(&["--check".to_string()]))
-            .and_then(|()| ptxas::run_ptxas(&[])),
+            .and_then(|()| cubin::run_cubin(&["--check".to_string()])),
         "help" | "--help" | "-h" => {
             // The table between the fences of this file's first comment.
             let usage: Vec<&str> = include_str!("main.rs")

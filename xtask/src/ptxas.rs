@@ -1,6 +1,8 @@
 //! `cargo xtask ptxas`: assembles every committed PTX module with `ptxas` 12.9 for each
-//! architecture CI covers, and prints each module/architecture result with the register,
-//! shared and constant memory usage `ptxas -v` reports.
+//! architecture memtopo ships cubins for (`pchase_kernels::cubin::ARCHITECTURES`), and prints
+//! each module/architecture result with the register, shared and constant memory usage
+//! `ptxas -v` reports. `cargo xtask cubin` (which writes and checks the committed cubins)
+//! assembles through the same functions.
 //!
 //! `ptxas` comes from the PyPI wheel `nvidia-cuda-nvcc-cu12` (pinned), installed with pip into
 //! a cache directory so no CUDA toolkit is needed. Nothing is skipped: a failed install or a
@@ -10,22 +12,19 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pchase_kernels::{catalogue, ComputeCapability};
+use pchase_kernels::{catalogue, cubin::ARCHITECTURES, ComputeCapability};
 
-/// The pinned wheel; its `ptxas` is release 12.9 (PTX ISA up to 8.8, sm_50 to sm_90+).
+/// The pinned wheel; its `ptxas` is release 12.9 (PTX ISA up to 8.8, sm_50 to sm_121).
 const WHEEL: &str = "nvidia-cuda-nvcc-cu12";
 const WHEEL_VERSION: &str = "12.9.86";
 /// `ptxas --version` must report this release.
-const PTXAS_RELEASE: &str = "release 12.9, V12.9.86";
+pub const PTXAS_RELEASE: &str = "release 12.9, V12.9.86";
 /// Environment variable that overrides the cache directory.
 const CACHE_ENV: &str = "MEMTOPO_PTXAS_CACHE";
-/// Architectures every module is assembled for (where the module's minimum allows).
-const ARCHITECTURES: [ComputeCapability; 4] = [
-    ComputeCapability::SM_50,
-    ComputeCapability::SM_70,
-    ComputeCapability::SM_80,
-    ComputeCapability::SM_90,
-];
+/// The options every assembly uses besides `-arch` and the files: warnings are errors (a
+/// warning in a timed loop is a bug), and `-v` prints the resource usage (it does not change
+/// the cubin).
+pub const OPTIONS: [&str; 2] = ["-v", "--warning-as-error"];
 
 /// Entry point of `cargo xtask ptxas`.
 pub fn run_ptxas(args: &[String]) -> Result<(), String> {
@@ -35,9 +34,7 @@ pub fn run_ptxas(args: &[String]) -> Result<(), String> {
         ));
     }
     let root = crate::ptx::workspace_root();
-    let cache = std::env::var_os(CACHE_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".ptxas-cache"));
+    let cache = cache_dir(&root);
     let ptxas = ensure_ptxas(&cache)?;
     println!("ptxas: {} ({PTXAS_RELEASE})", ptxas.display());
 
@@ -57,26 +54,16 @@ pub fn run_ptxas(args: &[String]) -> Result<(), String> {
         for arch in ARCHITECTURES.iter().filter(|arch| module.supports(**arch)) {
             let sm = arch.sm_name();
             let cubin = out_dir.join(format!("{}.{sm}.cubin", module.name()));
-            let output = Command::new(&ptxas)
-                .arg(format!("-arch={sm}"))
-                .arg("-v")
-                .arg("--warning-as-error")
-                .arg("-o")
-                .arg(&cubin)
-                .arg(&source)
-                .output()
-                .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
-            let log = String::from_utf8_lossy(&output.stderr).into_owned()
-                + &String::from_utf8_lossy(&output.stdout);
-            if output.status.success() {
+            let assembly = assemble(&ptxas, *arch, &source, &cubin)?;
+            if assembly.ok {
                 assembled += 1;
                 println!("ok     {:<8} {sm}", module.name());
-                for line in resource_lines(&log) {
+                for line in resource_lines(&assembly.log) {
                     println!("         {line}");
                 }
             } else {
-                println!("FAILED {:<8} {sm} ({})", module.name(), output.status);
-                for line in log.lines() {
+                println!("FAILED {:<8} {sm}", module.name());
+                for line in assembly.log.lines() {
                     println!("         {line}");
                 }
                 failures.push(format!("{} for {sm}", module.name()));
@@ -89,6 +76,45 @@ pub fn run_ptxas(args: &[String]) -> Result<(), String> {
     } else {
         Err(format!("ptxas failed: {}", failures.join(", ")))
     }
+}
+
+/// What one run of `ptxas` gave.
+#[derive(Debug)]
+pub struct Assembly {
+    /// Whether ptxas succeeded (and wrote the output).
+    pub ok: bool,
+    /// Its standard error and output.
+    pub log: String,
+}
+
+/// Assembles `source` for `arch` into `output` with [`OPTIONS`]; an error only when ptxas
+/// cannot be run at all.
+pub fn assemble(
+    ptxas: &Path,
+    arch: ComputeCapability,
+    source: &Path,
+    output: &Path,
+) -> Result<Assembly, String> {
+    let result = Command::new(ptxas)
+        .arg(format!("-arch={}", arch.sm_name()))
+        .args(OPTIONS)
+        .arg("-o")
+        .arg(output)
+        .arg(source)
+        .output()
+        .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
+    Ok(Assembly {
+        ok: result.status.success(),
+        log: String::from_utf8_lossy(&result.stderr).into_owned()
+            + &String::from_utf8_lossy(&result.stdout),
+    })
+}
+
+/// The cache directory: `MEMTOPO_PTXAS_CACHE`, else `<workspace>/.ptxas-cache`.
+pub fn cache_dir(root: &Path) -> PathBuf {
+    std::env::var_os(CACHE_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".ptxas-cache"))
 }
 
 /// The resource lines of a `ptxas -v` log: module-wide memory, then one line per kernel with
@@ -115,7 +141,7 @@ fn resource_lines(log: &str) -> Vec<String> {
 
 /// The `ptxas` binary from the pinned wheel, installing the wheel into `cache` first when the
 /// cache does not hold it yet.
-fn ensure_ptxas(cache: &Path) -> Result<PathBuf, String> {
+pub fn ensure_ptxas(cache: &Path) -> Result<PathBuf, String> {
     let install_dir = cache.join(format!("{WHEEL}-{WHEEL_VERSION}"));
     if !install_dir.is_dir() {
         install_wheel(cache, &install_dir)?;

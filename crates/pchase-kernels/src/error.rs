@@ -59,4 +59,14 @@ pub enum Error {
         /// The path asked for.
         path: LoadPath,
     },
+    /// An embedded cubin does not decompress to its recorded image (a damaged build).
+    #[error("the embedded sm_{}{} cubin of module `{module}` is damaged: {reason}", capability.major, capability.minor)]
+    CorruptCubin {
+        /// The module.
+        module: &'static str,
+        /// The architecture of the cubin.
+        capability: ComputeCapability,
+        /// What is wrong with it.
+        reason: String,
+    },
 }

@@ -14,7 +14,10 @@
 //! Dozens of modules of up to a MiB of PTX each would be unreasonable to embed: the module
 //! is generated at run time ([`module_ptx`]); `ptx/icache.ptx` is a small instance
 //! ([`SAMPLE_SEGMENTS`]) of the same generator, which `cargo xtask ptxas` assembles for
-//! every target (docs/architecture.md).
+//! every target (docs/architecture.md). The size the benchmark loads,
+//! [`BENCHMARK_SEGMENTS`], also has cubins ([`cubin`]): its 2.8 MB of PTX took the driver
+//! seconds to compile, and its cubins compress from 1.1 MB to 10–25 KiB each (the code is one
+//! instruction repeated).
 //!
 //! ```
 //! use pchase_kernels::icache;
@@ -41,6 +44,11 @@ pub const ACCUMULATORS: u32 = 8;
 pub const MAX_SEGMENTS: u32 = 8192;
 /// Segments of the committed instance `ptx/icache.ptx`.
 pub const SAMPLE_SEGMENTS: u32 = 4;
+/// Segments of the module the instruction-cache benchmark loads: 2048 × 512 B = 1 MiB of
+/// multiply-adds, well beyond the 128 KiB of the largest instruction cache published
+/// (Volta's L1, Jia et al. 2018). Its cubins are embedded ([`cubin`]), so that no run
+/// JIT-compiles the 2.8 MB of PTX (seconds of the driver's time).
+pub const BENCHMARK_SEGMENTS: u32 = 2048;
 /// Bytes the kernel writes to `out`: thread 0's cycles (u64), then each of the 32 threads'
 /// accumulators (f32 each).
 pub const OUT_BYTES: u32 = 8 + 32 * 4 * ACCUMULATORS;
@@ -105,6 +113,26 @@ pub fn kernel() -> &'static Kernel {
 /// The module (its embedded PTX is the small instance).
 pub fn module() -> &'static Module {
     &ICACHE
+}
+
+/// The embedded cubin of the module of `segments` segments for a device of compute
+/// capability `device`: there is one only at [`crate::cubin::ICACHE_SEGMENTS`] segments
+/// (the benchmark's size) and for the capabilities of [`crate::cubin::ARCHITECTURES`] from
+/// 7.0 on.
+///
+/// ```
+/// use pchase_kernels::{icache, ComputeCapability};
+/// let cubin = icache::cubin(icache::BENCHMARK_SEGMENTS, ComputeCapability::SM_90).unwrap();
+/// assert_eq!(cubin.module_name(), "icache");
+/// assert!(icache::cubin(icache::BENCHMARK_SEGMENTS - 1, ComputeCapability::SM_90).is_none());
+/// assert!(icache::cubin(icache::BENCHMARK_SEGMENTS, ComputeCapability::SM_50).is_none());
+/// ```
+pub fn cubin(segments: u32, device: ComputeCapability) -> Option<&'static crate::cubin::Cubin> {
+    if segments == crate::cubin::ICACHE_SEGMENTS {
+        ICACHE.cubin(device)
+    } else {
+        None
+    }
 }
 
 /// Bytes of SASS the loop runs when `segments` segments are executed (the multiply-adds

@@ -21,8 +21,14 @@
 //!   segment and run in a loop, for the instruction caches ([`icache`]); generated at run time
 //!   at the size a benchmark needs, `ptx/icache.ptx` being a small instance.
 //!
-//! The crate has no CUDA dependency: a runner loads [`Module::ptx`], looks up
-//! [`Kernel::entry`] and passes arguments in the order of [`Kernel::params`].
+//! Every module also comes as machine code ([`cubin`]): one cubin per architecture of
+//! [`cubin::ARCHITECTURES`] (sm_50 to sm_121), assembled from the same PTX by a pinned
+//! `ptxas` (`cargo xtask cubin`), embedded gzip-compressed; [`Module::cubin`] gives the one of
+//! a GPU's exact compute capability, if any.
+//!
+//! The crate has no CUDA dependency: a runner loads [`Module::cubin`]'s image or
+//! [`Module::ptx`], looks up [`Kernel::entry`] and passes arguments in the order of
+//! [`Kernel::params`].
 //!
 //! ```
 //! use pchase_kernels::{catalogue, ComputeCapability, Granularity, LoadPath, ParamType};
@@ -42,6 +48,7 @@
 
 mod capability;
 pub mod catalogue;
+pub mod cubin;
 mod error;
 pub mod icache;
 mod kernel;

@@ -45,6 +45,12 @@ impl MeasureArgs {
 
     /// The run plan, every value checked.
     pub fn plan(&self) -> Result<MeasurePlan, CliError> {
+        // A bad MEMTOPO_JIT is a usage error, before anything is measured (docs/cli.md).
+        #[cfg(feature = "cuda")]
+        pchase_runner::cuda::CodePreference::from_env().map_err(|e| match e {
+            pchase_runner::RunnerError::InvalidRequest(message) => CliError::Usage(message),
+            other => CliError::Runner(other),
+        })?;
         let options = MeasureOptions {
             only: only_benchmarks(&self.only, self.deep)?,
             samples: self.samples,

@@ -59,6 +59,28 @@ fn unknown_element_is_a_usage_error() {
 }
 
 #[test]
+fn a_bad_memtopo_jit_is_a_usage_error_and_0_or_1_are_taken() {
+    let out = memtopo()
+        .args(["--simulate", "volta", "--only", "shared"])
+        .env("MEMTOPO_JIT", "yes")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "one clear line: {stderr}");
+    assert!(stderr.contains("MEMTOPO_JIT must be 1"), "{stderr}");
+    assert!(stderr.contains("\"yes\""), "{stderr}");
+    for value in ["0", "1"] {
+        let out = memtopo()
+            .args(["--simulate", "volta", "--only", "shared"])
+            .env("MEMTOPO_JIT", value)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "MEMTOPO_JIT={value}");
+    }
+}
+
+#[test]
 fn unknown_output_format_is_refused_before_measuring() {
     let out = memtopo()
         .args(["--simulate", "volta", "-o", "x.xlsx"])

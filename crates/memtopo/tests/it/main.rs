@@ -7,5 +7,6 @@ mod no_driver;
 mod outputs;
 mod progress;
 mod shared_gpu;
+mod speed_script;
 mod subcommands;
 mod visible_devices;

@@ -296,10 +296,11 @@ pub fn kernel(op: BandwidthOp, vector_bytes: u32, unroll: u32) -> Option<&'stati
 }
 
 /// A module of its own for one bandwidth kernel: the module's header (version, target, the
-/// dynamic shared array) and that kernel's entry, cut from the module text. A runner JIT-
-/// compiles only the kernels a search visits this way (the driver compiles a whole module at
-/// once: all 76 kernels cost some 0.7 s on an H100 without a warm JIT cache). `None` for a
-/// kernel of another module.
+/// dynamic shared array) and that kernel's entry, cut from the module text. Where a GPU has
+/// no cubin of the module ([`Module::cubin`](crate::Module::cubin)), a runner JIT-compiles
+/// only the kernels a search visits this way (the driver compiles a whole module at once:
+/// all 76 kernels cost some 0.7 s on an H100 without a warm JIT cache). `None` for a kernel
+/// of another module.
 ///
 /// ```
 /// use pchase_kernels::bandwidth::{self, BandwidthOp};

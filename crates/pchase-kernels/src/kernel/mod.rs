@@ -35,7 +35,9 @@ impl Module {
         self.file_name
     }
 
-    /// The PTX text, ready for `cuModuleLoadData` (append a NUL byte for the C API).
+    /// The PTX text, ready for `cuModuleLoadData` (append a NUL byte for the C API); the
+    /// machine code of a GPU's exact architecture, where memtopo ships it, is
+    /// [`Module::cubin`].
     pub fn ptx(&self) -> &'static str {
         self.ptx
     }
@@ -62,9 +64,9 @@ impl Module {
     }
 
     /// Whether a runner loads the module's kernels only when each is first launched, not
-    /// when it starts: the bandwidth module, kernel by kernel
-    /// ([`bandwidth::kernel_ptx`]), so that only the shapes a search visits are
-    /// JIT-compiled.
+    /// when it starts: the bandwidth module, whole from its cubin ([`Module::cubin`]) where
+    /// the GPU has one, else kernel by kernel ([`crate::bandwidth::kernel_ptx`]), so that
+    /// only the shapes a search visits are JIT-compiled.
     ///
     /// The copy modules (`asynccopy`, `tma`) are loaded whole, the first time one of their
     /// kernels is launched, for the same reason: only the copy benchmark needs them. The

@@ -42,9 +42,9 @@ fn entry_names_are_unique_and_found_by_name() {
     // 2, 4 and 8 chains per warp, the line-indexed chases and init_chain_lines, then the
     // bandwidth kernels, one copy kernel per copy path, icache_ffma and the probes.
     let bandwidth = pchase_kernels::bandwidth::kernels().count();
-    let probes = pchase_kernels::probes::kernels().count();
     let copies = pchase_kernels::copy::CopyPath::ALL.len();
     let lines = catalogue::LINES_PATHS.len();
+    let probes = pchase_kernels::probes::kernels().count();
     assert_eq!(
         seen.len(),
         2 * LoadPath::ALL.len() + 10 + 3 + two_phase + lines + bandwidth + copies + 1 + probes

@@ -1,8 +1,10 @@
 //! Integration tests of the kernel catalogue against the embedded PTX text.
 
 mod bandwidth;
+
 mod catalogue;
 mod copy;
+mod cubin;
 mod entries;
 mod features;
 mod headers;

@@ -1,9 +1,11 @@
-//! The CUDA launch of a [`BandwidthRequest`]: each bandwidth kernel JIT-compiled as a module
-//! of its own the first time it is launched (`pchase_kernels::bandwidth::kernel_ptx`),
-//! buffers kept between requests, one untimed launch, then every repetition timed with
-//! events.
+//! The CUDA launch of a [`BandwidthRequest`]: the module loaded whole from its cubin the
+//! first time a bandwidth kernel is launched, where the GPU has one; else each bandwidth
+//! kernel JIT-compiled as a module of its own the first time it is launched
+//! (`pchase_kernels::bandwidth::kernel_ptx`), so that only the shapes a search visits are
+//! compiled. Buffers kept between requests, one untimed launch, then every repetition timed
+//! with events.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pchase_kernels::{
     bandwidth::{self as kernels, ReadVariant},
@@ -11,7 +13,7 @@ use pchase_kernels::{
 };
 
 use super::driver::{check, Arg, LaunchShape};
-use super::{ffi, CudaBackend, DeviceBuffer, LoadedFunction, LoadedModule};
+use super::{ffi, CudaBackend, DeviceBuffer, LoadedFunction, LoadedModule, ModuleCode};
 use crate::{
     backend::Carveout,
     bandwidth::{
@@ -28,7 +30,10 @@ const FILL_BYTE: u8 = 0xa5;
 /// launches dozens of shapes over one buffer).
 #[derive(Debug, Default)]
 pub(super) struct BandwidthState {
-    /// The kernels loaded so far, each its own module, by entry name.
+    /// The whole module, loaded from its cubin.
+    whole: Option<LoadedModule>,
+    /// The kernels JIT-compiled so far, each its own module, by entry name (no cubin for
+    /// the GPU, or `MEMTOPO_JIT=1`).
     modules: Vec<(&'static str, LoadedModule)>,
     /// The buffer read (and a copy's source).
     src: Option<DeviceBuffer<u32>>,
@@ -113,7 +118,9 @@ fn launch_args(
 }
 
 impl CudaBackend {
-    /// The function of `kernel`, JIT-compiling it alone the first time it is asked for.
+    /// The function of `kernel`: from the whole module, loaded from its cubin the first
+    /// time any bandwidth kernel is asked for, where the GPU has one; else JIT-compiled
+    /// alone the first time it is asked for.
     ///
     /// Compiling ahead on other threads does not help: the driver holds its lock while it
     /// JIT-compiles, and with three threads compiling every bandwidth kernel from the start
@@ -124,26 +131,48 @@ impl CudaBackend {
         kernel: &'static Kernel,
     ) -> Result<LoadedFunction, RunnerError> {
         self.check_kernel(kernel)?;
-        let loaded = &mut self.bandwidth.modules;
-        if let Some((_, module)) = loaded.iter().find(|(entry, _)| *entry == kernel.entry()) {
+        if let Some(module) = &self.bandwidth.whole {
+            return module.function(kernel);
+        }
+        if let Some((_, module)) = self
+            .bandwidth
+            .modules
+            .iter()
+            .find(|(entry, _)| *entry == kernel.entry())
+        {
             return module.function(kernel);
         }
         let ptx = kernels::kernel_ptx(kernel).ok_or_else(|| {
             RunnerError::InvalidRequest(format!("{} is not a bandwidth kernel", kernel.entry()))
         })?;
-        let started = Instant::now();
-        let module = LoadedModule::load(kernels::module().name(), &ptx)?;
-        log::debug!(
-            "JIT-compiled {} in {:.1} ms",
-            kernel.entry(),
-            started.elapsed().as_secs_f64() * 1e3
-        );
-        let function = module.function(kernel)?;
-        loaded.push((kernel.entry(), module));
+        let module = kernels::module();
+        let name = module.name();
+        let label = match self.loader.choose(name, |cc| module.cubin(cc)) {
+            Ok(_) => format!("{name} (first used by {})", kernel.entry()),
+            Err(_) => format!("{name}, kernel {} alone", kernel.entry()),
+        };
+        let (loaded, code) = self.loader.load(
+            name,
+            &label,
+            |cc| module.cubin(cc),
+            |image| LoadedModule::load_cubin(name, image),
+            || LoadedModule::load(name, &ptx),
+        )?;
+        let function = loaded.function(kernel)?;
+        match code {
+            ModuleCode::Cubin(_) => self.bandwidth.whole = Some(loaded),
+            ModuleCode::Ptx(_) => self.bandwidth.modules.push((kernel.entry(), loaded)),
+        }
         Ok(function)
     }
 
-    /// Names of the bandwidth kernels loaded so far (each a module of its own).
+    /// Whether the whole bandwidth module is loaded (from its cubin).
+    pub fn bandwidth_module_loaded(&self) -> bool {
+        self.bandwidth.whole.is_some()
+    }
+
+    /// Names of the bandwidth kernels JIT-compiled so far (each a module of its own); none
+    /// when the module came from its cubin ([`CudaBackend::bandwidth_module_loaded`]).
     pub fn loaded_bandwidth_kernels(&self) -> Vec<&'static str> {
         self.bandwidth
             .modules

@@ -1,6 +1,7 @@
-//! The launch of a [`CopyRequest`]: the copy modules loaded whole on first use,
-//! one source buffer (word `i` holding `i`) kept between requests, the tensor map encoded
-//! per request, and every block's last slot checked against the source.
+//! The launch of a [`CopyRequest`]: the copy modules loaded whole on first use
+//! (from their cubin where the GPU has one), one source buffer (word `i` holding `i`) kept
+//! between requests, the tensor map encoded per request, and every block's last slot checked
+//! against the source.
 
 use pchase_kernels::{copy as kernels, Kernel};
 
@@ -29,8 +30,7 @@ impl CudaBackend {
         self.check_kernel(kernel)?;
         let name = kernel.module().name();
         if !self.copy.modules.iter().any(|m| m.name() == name) {
-            log::debug!("loading PTX module {name} on first use");
-            let module = LoadedModule::load(name, kernel.module().ptx())?;
+            let module = self.loader.load_module(kernel.module())?;
             self.copy.modules.push(module);
         }
         self.copy

@@ -46,7 +46,8 @@ pub fn driver_version() -> Result<u32, RunnerError> {
     Ok(u32::try_from(version).unwrap_or(0))
 }
 
-/// A loaded PTX module; unloaded on drop. Valid while its context is current.
+/// A loaded module (from PTX or a cubin); unloaded on drop. Valid while its context is
+/// current.
 #[derive(Debug)]
 pub struct LoadedModule {
     handle: ModuleHandle,
@@ -61,6 +62,36 @@ impl LoadedModule {
             reason: "the PTX text contains a NUL byte".into(),
             log: String::new(),
         })?;
+        // SAFETY: a NUL-terminated PTX text, alive for the call.
+        unsafe { Self::load_image(name, image.as_ptr().cast()) }
+    }
+
+    /// Loads machine code: `cubin` is an ELF image for this GPU's architecture, which the
+    /// driver loads without compiling. The driver checks the image and refuses one for
+    /// another architecture (`CUDA_ERROR_NO_BINARY_FOR_GPU`) or one it cannot read.
+    pub fn load_cubin(name: &'static str, cubin: &[u8]) -> Result<LoadedModule, RunnerError> {
+        const ELF_MAGIC: &[u8] = b"\x7fELF";
+        if !cubin.starts_with(ELF_MAGIC) {
+            return Err(RunnerError::ModuleLoad {
+                module: name,
+                reason: "the cubin is no ELF image".into(),
+                log: String::new(),
+            });
+        }
+        // SAFETY: an ELF image (the driver reads its length from the headers), alive for
+        // the call.
+        unsafe { Self::load_image(name, cubin.as_ptr().cast()) }
+    }
+
+    /// `cuModuleLoadDataEx` of a PTX text or a cubin, with the JIT's logs.
+    ///
+    /// # Safety
+    /// `image` points to a NUL-terminated PTX text or a complete ELF image that stays
+    /// valid for the call.
+    unsafe fn load_image(
+        name: &'static str,
+        image: *const c_void,
+    ) -> Result<LoadedModule, RunnerError> {
         const LOG_BYTES: usize = 16 * 1024;
         let mut error_log = vec![0u8; LOG_BYTES];
         let mut info_log = vec![0u8; LOG_BYTES];
@@ -78,12 +109,12 @@ impl LoadedModule {
             LOG_BYTES as *mut c_void,
         ];
         let mut handle: ModuleHandle = ptr::null_mut();
-        // SAFETY: the image is NUL-terminated PTX; the log buffers outlive the call and
+        // SAFETY: the caller vouches for the image; the log buffers outlive the call and
         // their sizes are passed alongside.
         let code = unsafe {
             ffi::cuModuleLoadDataEx(
                 &mut handle,
-                image.as_ptr().cast(),
+                image,
                 options.len() as u32,
                 options.as_mut_ptr(),
                 values.as_mut_ptr(),

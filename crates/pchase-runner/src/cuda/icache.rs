@@ -1,8 +1,9 @@
 //! The CUDA launch of an [`InstructionFetchRequest`]: the module of the request's segment
-//! count is generated (`pchase_kernels::icache::module_ptx`), JIT-compiled once and kept;
-//! one block of one warp runs it.
+//! count is loaded once and kept, from its embedded cubin at the benchmark's size
+//! (`pchase_kernels::icache::cubin`) where the GPU has one, else generated
+//! (`pchase_kernels::icache::module_ptx`) and JIT-compiled; one block of one warp runs it.
 //!
-//! With `MEMTOPO_DUMP_PTX=DIR` in the environment the generated PTX is also written to
+//! With `MEMTOPO_DUMP_PTX=DIR` in the environment the module's PTX is also written to
 //! `DIR/icache_<segments>.ptx`, so that a GPU script can assemble it with `ptxas` and count
 //! the SASS with `cuobjdump` (`docs/evidence/2026-11-25-h100-icache-code-size/`).
 
@@ -38,22 +39,29 @@ impl CudaBackend {
             .is_none_or(|(segments, _)| *segments != request.segments)
         {
             self.icache = None;
-            let ptx = icache::module_ptx(request.segments)
-                .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+            let segments = request.segments;
+            let ptx = || {
+                icache::module_ptx(segments).map_err(|e| RunnerError::InvalidRequest(e.to_string()))
+            };
             if let Some(dir) = std::env::var_os(DUMP_PTX_ENV) {
-                let path =
-                    std::path::Path::new(&dir).join(format!("icache_{}.ptx", request.segments));
-                if let Err(e) = std::fs::write(&path, &ptx) {
+                let path = std::path::Path::new(&dir).join(format!("icache_{segments}.ptx"));
+                if let Err(e) = std::fs::write(&path, ptx()?) {
                     log::warn!("{DUMP_PTX_ENV}: cannot write {}: {e}", path.display());
                 }
             }
+            let name = icache::module().name();
             let started = Instant::now();
-            let module = LoadedModule::load(icache::module().name(), &ptx)?;
+            let (module, code) = self.loader.load(
+                name,
+                &format!("{name} ({segments} segments)"),
+                |cc| icache::cubin(segments, cc),
+                |image| LoadedModule::load_cubin(name, image),
+                || LoadedModule::load(name, &ptx()?),
+            )?;
             log::info!(
-                "JIT-compiled {} with {} segments ({} KiB of multiply-adds) in {:.1} ms",
+                "loaded {} with {segments} segments ({} KiB of multiply-adds) from {code} in {:.1} ms",
                 kernel.entry(),
-                request.segments,
-                icache::code_bytes(request.segments) >> 10,
+                icache::code_bytes(segments) >> 10,
                 started.elapsed().as_secs_f64() * 1e3
             );
             self.icache = Some((request.segments, module));

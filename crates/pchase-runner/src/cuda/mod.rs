@@ -21,6 +21,7 @@ mod chase;
 mod clock;
 mod cluster;
 mod cluster_driver;
+mod code;
 mod copy;
 mod device;
 mod driver;
@@ -52,6 +53,7 @@ use crate::{
 use driver::{LoadedFunction, LoadedModule};
 use handles::{Context, DeviceBuffer, Event, Stream};
 
+pub use code::{CodePreference, ModuleCode, PtxReason, JIT_ENV};
 pub use device::{identify, DeviceIdentity};
 pub use errors::{known_codes as known_error_codes, name as error_name};
 pub use peer::CudaNode;
@@ -79,6 +81,8 @@ pub struct CudaBackend {
     icache: Option<(u32, LoadedModule)>,
     /// Module `probes`, once a probe has been launched.
     probes: Option<LoadedModule>,
+    /// Which code each module is loaded from, and what each was loaded from.
+    loader: code::Loader,
     /// The TLB walks' region and its memory (before the context, which drops last).
     walk: Option<(crate::walk::WalkRegion, walk::WalkMemory)>,
     chain_buffer: Option<DeviceBuffer<u32>>,
@@ -111,12 +115,21 @@ impl CudaBackend {
     }
 
     /// Creates a context on device `ordinal` and loads every catalogue module the device
-    /// supports.
+    /// supports, each from its cubin where memtopo ships one for the device's compute
+    /// capability, else from its PTX (`MEMTOPO_JIT=1`: from the PTX always).
     ///
     /// # Errors
-    /// No driver, no device, a bad index, or a module that fails to JIT-compile (with the
-    /// driver's JIT log).
+    /// No driver, no device, a bad index, a bad `MEMTOPO_JIT`, or a module that fails to
+    /// load (with the driver's JIT log).
     pub fn new(ordinal: u32) -> Result<CudaBackend, RunnerError> {
+        Self::with_code(ordinal, CodePreference::from_env()?)
+    }
+
+    /// [`CudaBackend::new`] with the code preference given, not read from the environment.
+    ///
+    /// # Errors
+    /// As [`CudaBackend::new`].
+    pub fn with_code(ordinal: u32, preference: CodePreference) -> Result<CudaBackend, RunnerError> {
         let device = device::checked_device(ordinal)?;
         let started = std::time::Instant::now();
         let context = Context::new(device)?;
@@ -127,24 +140,16 @@ impl CudaBackend {
         let info = device::query_device(ordinal, device)?;
         let stream = Stream::new()?;
         let cc = pchase_kernels::ComputeCapability::from(info.compute_capability);
+        let mut loader = code::Loader::new(cc, preference);
         let mut modules = Vec::new();
         for module in catalogue::modules() {
             if module.loaded_on_demand() {
-                log::debug!(
-                    "PTX module {}: each kernel loads on first use",
-                    module.name()
-                );
+                log::debug!("module {}: loaded on first use", module.name());
             } else if module.supports(cc) {
-                let started = std::time::Instant::now();
-                modules.push(LoadedModule::load(module.name(), module.ptx())?);
-                log::debug!(
-                    "loaded PTX module {} in {:.1} ms",
-                    module.name(),
-                    started.elapsed().as_secs_f64() * 1e3
-                );
+                modules.push(loader.load_module(module)?);
             } else {
                 log::info!(
-                    "skipping PTX module {}: needs compute capability {}, device has {}",
+                    "skipping module {}: needs compute capability {}, device has {}",
                     module.name(),
                     module.min_capability(),
                     info.compute_capability
@@ -157,6 +162,7 @@ impl CudaBackend {
             copy: copy::CopyState::default(),
             icache: None,
             probes: None,
+            loader,
             walk: None,
             chain_buffer: None,
             outputs: scratch::Scratch::default(),
@@ -188,9 +194,16 @@ impl CudaBackend {
         self.inputs = scratch::Scratch::default();
     }
 
-    /// Names of the modules loaded on this device.
+    /// Names of the modules loaded on this device when the backend was created.
     pub fn loaded_modules(&self) -> Vec<&'static str> {
         self.modules.iter().map(LoadedModule::name).collect()
+    }
+
+    /// Every module load so far, in order (the on-demand modules when first used; each
+    /// bandwidth kernel JIT-compiled alone is a load of module `bandwidth`): the module's
+    /// name and what it was loaded from.
+    pub fn module_loads(&self) -> &[(&'static str, ModuleCode)] {
+        self.loader.loaded()
     }
 
     /// Checks that this device can run `kernel`.

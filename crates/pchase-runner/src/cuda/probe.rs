@@ -1,13 +1,11 @@
-//! The CUDA launch of a [`ProbeLaunch`]: module `probes` is loaded when a probe is first
-//! launched; each buffer argument becomes device memory holding its words, read back after
-//! the timed launch.
-
-use std::time::Instant;
+//! The CUDA launch of a [`ProbeLaunch`]: module `probes` is loaded (from its cubin where the
+//! GPU has one) when a probe is first launched; each buffer argument becomes device memory
+//! holding its words, read back after the timed launch.
 
 use pchase_kernels::probes;
 
 use super::{
-    driver::{Arg, LaunchShape, LoadedModule},
+    driver::{Arg, LaunchShape},
     handles::DeviceBuffer,
     CudaBackend,
 };
@@ -22,14 +20,7 @@ impl CudaBackend {
         launch.check()?;
         self.check_kernel(launch.kernel)?;
         if self.probes.is_none() {
-            let started = Instant::now();
-            let module = probes::module();
-            self.probes = Some(LoadedModule::load(module.name(), module.ptx())?);
-            log::debug!(
-                "loaded module {} in {:.1} ms",
-                module.name(),
-                started.elapsed().as_secs_f64() * 1e3
-            );
+            self.probes = Some(self.loader.load_module(probes::module())?);
         }
         let function = self
             .probes

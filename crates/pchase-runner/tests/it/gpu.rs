@@ -24,9 +24,17 @@ use pchase_runner::{
 /// pinned chase that needs every SM, or a clean timing, sees the other test's work (on
 /// the H100: a pinned chase at 2700 cycles per L2 hit, the map missing SM 0).
 pub(crate) fn gpu_or_skip(test: &str) -> Option<Gpu> {
+    gpu_with_or_skip(test, CudaBackend::new)
+}
+
+/// [`gpu_or_skip`] with the backend made by `create` from the device index.
+pub(crate) fn gpu_with_or_skip(
+    test: &str,
+    create: impl FnOnce(u32) -> Result<CudaBackend, RunnerError>,
+) -> Option<Gpu> {
     static TURN: Mutex<()> = Mutex::new(());
     let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
-    match CudaBackend::new(0) {
+    match create(0) {
         Ok(backend) => Some(Gpu {
             backend,
             _turn: turn,

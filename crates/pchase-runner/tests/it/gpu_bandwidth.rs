@@ -1,4 +1,5 @@
-//! On a GPU: bandwidth kernels load one by one, on their first request, every operation
+//! On a GPU: the bandwidth module loads whole from its cubin on the first request (or, with
+//! no cubin for the GPU, its kernels one by one, each on its first request), every operation
 //! runs, and what it reports is physically possible (device memory below the API's peak,
 //! the L1 and shared memory below 128 B per clock per SM). Without a GPU it says it skipped.
 
@@ -6,6 +7,7 @@
 
 use pchase_runner::{
     bandwidth::{BandwidthOp, BandwidthRequest, BandwidthShape, RegionLayout},
+    cuda::{CudaBackend, ModuleCode},
     measure::bandwidth::{api_memory_peak, BandwidthLevel, LevelPlan, FINAL_LAUNCH},
     Backend,
 };
@@ -20,6 +22,7 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
     };
     assert!(!gpu.loaded_modules().contains(&"bandwidth"));
     assert!(gpu.loaded_bandwidth_kernels().is_empty());
+    assert!(!gpu.bandwidth_module_loaded());
     let device = gpu.device().clone();
     let mhz = gpu.measure_sm_clock_mhz().expect("clock");
     for level in BandwidthLevel::ALL {
@@ -53,13 +56,40 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
         }
         assert!(best > 1e9, "{level}: {best} B/s is implausibly slow");
     }
-    // Only the kernels launched were compiled, each alone.
+    // From its cubin the module loaded whole, once; from its PTX only the kernels launched
+    // were compiled, each alone.
     let loaded = gpu.loaded_bandwidth_kernels();
-    assert!(
-        !loaded.is_empty() && loaded.len() <= BandwidthLevel::ALL.len(),
-        "{loaded:?}"
-    );
+    if from_cubin(&gpu) {
+        assert!(gpu.bandwidth_module_loaded());
+        assert!(loaded.is_empty(), "{loaded:?}");
+    } else {
+        assert!(!gpu.bandwidth_module_loaded());
+        assert!(
+            !loaded.is_empty() && loaded.len() <= BandwidthLevel::ALL.len(),
+            "{loaded:?}"
+        );
+    }
     assert!(!gpu.loaded_modules().contains(&"bandwidth"));
+}
+
+/// Whether module `bandwidth` was loaded from a cubin (once, whole).
+fn from_cubin(gpu: &CudaBackend) -> bool {
+    let loads: Vec<ModuleCode> = gpu
+        .module_loads()
+        .iter()
+        .filter(|(name, _)| *name == "bandwidth")
+        .map(|(_, code)| *code)
+        .collect();
+    match loads[..] {
+        [ModuleCode::Cubin(_)] => true,
+        _ => {
+            assert!(
+                loads.iter().all(|c| matches!(c, ModuleCode::Ptx(_))),
+                "{loads:?}"
+            );
+            false
+        }
+    }
 }
 
 #[test]
@@ -92,8 +122,10 @@ fn every_bandwidth_kernel_launches() {
             .unwrap_or_else(|e| panic!("{}: {e}", kernel.entry()));
         assert!(run.best_bytes_per_second().is_some(), "{}", kernel.entry());
     }
-    assert_eq!(
-        gpu.loaded_bandwidth_kernels().len(),
+    let separately = if from_cubin(&gpu) {
+        0
+    } else {
         pchase_kernels::bandwidth::kernels().count()
-    );
+    };
+    assert_eq!(gpu.loaded_bandwidth_kernels().len(), separately);
 }

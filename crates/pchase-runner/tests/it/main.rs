@@ -6,6 +6,7 @@ mod geometry;
 mod golden;
 mod gpu;
 mod gpu_bandwidth;
+mod gpu_code;
 mod gpu_copy;
 mod icache;
 mod l2_confirm;

@@ -39,8 +39,9 @@ pub(crate) static ICACHE: Icache = Icache {
 };
 
 /// Segments of the module: 2048 × 512 B = 1 MiB of multiply-adds, well beyond the 128 KiB
-/// of the largest instruction cache published (Volta's L1, Jia et al. 2018).
-pub const MODULE_SEGMENTS: u32 = 2048;
+/// of the largest instruction cache published (Volta's L1, Jia et al. 2018); the size whose
+/// cubins memtopo embeds.
+pub const MODULE_SEGMENTS: u32 = kernel::BENCHMARK_SEGMENTS;
 /// Multiply-adds one launch runs at least (timed iterations × code).
 const TARGET_INSTRUCTIONS: u64 = 1 << 18;
 /// Launches per code size (their median decides).
