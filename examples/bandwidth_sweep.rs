@@ -1,6 +1,6 @@
 //! Times every launch shape of the bandwidth search's space with long launches on GPU 0:
 //! the ceiling of memtopo's streaming kernels, against which its tuner's pick is judged
-//! (issue 15). Prints, per level, the shapes ranked by their median, with the best
+//!. Prints, per level, the shapes ranked by their median, with the best
 //! repetition and the fraction of the API peak where the level has one. With no GPU it
 //! prints why and exits with status 2.
 //!

@@ -12,9 +12,8 @@
 
 use std::{
     collections::BTreeMap,
-    env, fs,
+    fs,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
 };
 
 use quote::ToTokens;
@@ -263,39 +262,17 @@ pub fn render(bindings: &Bindings, cust_known: &[String]) -> Result<String, Stri
     Ok(out)
 }
 
-/// The source directories of the named packages, through `cargo metadata`.
-pub fn package_dir(workspace: &Path, package: &str) -> Result<PathBuf, String> {
-    let out = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--locked"])
-        .current_dir(workspace)
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
-    if !out.status.success() {
-        return Err("cargo metadata failed".into());
-    }
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("cargo metadata printed invalid JSON: {e}"))?;
-    let manifest = meta["packages"]
-        .as_array()
-        .and_then(|pkgs| pkgs.iter().find(|p| p["name"] == package))
-        .and_then(|p| p["manifest_path"].as_str())
-        .ok_or_else(|| format!("{package} is not in the dependency graph"))?;
-    Path::new(manifest)
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| format!("{package}'s manifest has no parent directory"))
-}
-
 /// The file as it should be, from the bindings of the locked cust_raw and cust.
 pub fn generate(workspace: &Path) -> Result<String, String> {
     let read = |path: PathBuf| {
         fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
     let bindings = parse_bindings(&read(
-        package_dir(workspace, "cust_raw")?.join("src/cuda.rs"),
+        crate::metadata::package_dir(workspace, "cust_raw")?.join("src/cuda.rs"),
     )?)?;
-    let known = cust_known_codes(&read(package_dir(workspace, "cust")?.join("src/error.rs"))?)?;
+    let known = cust_known_codes(&read(
+        crate::metadata::package_dir(workspace, "cust")?.join("src/error.rs"),
+    )?)?;
     render(&bindings, &known)
 }
 

@@ -237,7 +237,7 @@ pub fn stand_in_source(entry_points: &[String]) -> String {
 
 /// Builds the stand-in as `root/libcuda.so.1` (if its source changed) and returns its path.
 fn build_stand_in(workspace: &Path, root: &Path) -> Result<PathBuf, String> {
-    let bindings_path = super::cuda_shim::package_dir(workspace, "cust_raw")?.join("src/cuda.rs");
+    let bindings_path = crate::metadata::package_dir(workspace, "cust_raw")?.join("src/cuda.rs");
     let bindings = fs::read_to_string(&bindings_path)
         .map_err(|e| format!("cannot read {}: {e}", bindings_path.display()))?;
     let names = entry_points(&bindings);

@@ -135,30 +135,10 @@ pub fn check(workspace: &Path) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    /// A scratch workspace under the target directory, removed when dropped.
-    struct Scratch(PathBuf);
+    use crate::scratch::Scratch;
 
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let dir = crate::target_dir(&crate::workspace_root())
-                .join("xtask-tests")
-                .join(format!("{name}-{}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).expect("scratch directory");
-            Scratch(dir)
-        }
-
-        fn write(&self, path: &str, lines: usize) {
-            let file = self.0.join(path);
-            fs::create_dir_all(file.parent().expect("has a parent")).expect("directories");
-            fs::write(&file, "// line\n".repeat(lines)).expect("write");
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
+    fn write_lines(scratch: &Scratch, path: &str, lines: usize) {
+        scratch.write(path, &"// line\n".repeat(lines));
     }
 
     #[test]
@@ -170,13 +150,13 @@ mod tests {
     #[test]
     fn a_long_file_is_found_and_build_output_and_other_roots_are_not() {
         let scratch = Scratch::new("long-files");
-        scratch.write("crates/a/src/long.rs", 601);
-        scratch.write("crates/a/src/limit.rs", 600);
-        scratch.write("xtask/src/deep/longer.rs", 700);
-        scratch.write("crates/a/target/debug/build/out.rs", 900);
-        scratch.write("docs/long.rs", 900);
-        scratch.write("crates/a/notes.txt", 900);
-        let long = long_files(&scratch.0, MAX_LINES).expect("readable");
+        write_lines(&scratch, "crates/a/src/long.rs", 601);
+        write_lines(&scratch, "crates/a/src/limit.rs", 600);
+        write_lines(&scratch, "xtask/src/deep/longer.rs", 700);
+        write_lines(&scratch, "crates/a/target/debug/build/out.rs", 900);
+        write_lines(&scratch, "docs/long.rs", 900);
+        write_lines(&scratch, "crates/a/notes.txt", 900);
+        let long = long_files(scratch.path(), MAX_LINES).expect("readable");
         assert_eq!(
             long,
             vec![
@@ -196,11 +176,11 @@ mod tests {
     fn generated_files_are_exempt_and_must_say_so() {
         let scratch = Scratch::new("generated");
         for exempt in GENERATED {
-            scratch.write(exempt, 2 * MAX_LINES);
+            write_lines(&scratch, exempt, 2 * MAX_LINES);
         }
-        assert_eq!(long_files(&scratch.0, MAX_LINES), Ok(Vec::new()));
+        assert_eq!(long_files(scratch.path(), MAX_LINES), Ok(Vec::new()));
         // The scratch copies lack the header: the exemption is refused.
-        let message = check(&scratch.0).expect_err("exempt files without the header");
+        let message = check(scratch.path()).expect_err("exempt files without the header");
         assert!(message.contains(GENERATED[0]), "{message}");
     }
 }

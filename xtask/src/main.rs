@@ -4,7 +4,9 @@
 //! ```text
 //! cargo xtask test [ARGS]      all tests (no driver here: against a scriptable stand-in)
 //! cargo xtask run [ARGS]       memtopo on GPU 0 (release build), ARGS passed on
-//! cargo xtask lint             rustfmt --check, clippy, rustdoc (-D warnings), file lengths
+//! cargo xtask lint             words, cycles, rustfmt --check, clippy, rustdoc (-D warnings), file lengths
+//! cargo xtask words            no issue or round numbers, no stale markers (src/words.rs)
+//! cargo xtask cycles           no import cycles between the modules of a crate (src/cycles/)
 //! cargo xtask ptx [--check]    regenerate ptx/ (or check it is up to date)
 //! cargo xtask cubin [--check]  assemble every module with ptxas 12.9 into ptx/cubin/ (or check)
 //! cargo xtask ptxas            every module's registers and spills per architecture (ptxas -v)
@@ -17,12 +19,17 @@
 mod cubin;
 mod cuda_shim;
 mod cuda_stub;
+mod cycles;
 mod file_length;
+mod metadata;
 mod ptx;
 mod ptxas;
+#[cfg(test)]
+mod scratch;
 mod sys_sage;
 #[cfg(test)]
 mod walkthrough;
+mod words;
 
 use std::{
     env,
@@ -89,6 +96,8 @@ fn test(extra: &[String]) -> Result<(), String> {
 }
 
 fn lint() -> Result<(), String> {
+    words::check(&workspace_root())?;
+    cycles::check(&workspace_root())?;
     file_length::check(&workspace_root())?;
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
@@ -157,6 +166,8 @@ fn main() -> ExitCode {
     let result = match command {
         "test" => test(rest),
         "lint" => lint(),
+        "words" => words::check(&workspace_root()),
+        "cycles" => cycles::check(&workspace_root()),
         "ptx" => ptx::run_ptx(rest),
         "ptxas" => ptxas::run_ptxas(rest),
         "cubin" => cubin::run_cubin(rest),
@@ -172,10 +183,12 @@ fn main() -> ExitCode {
             .and_then(|()| ptx::run_ptx(&["--check".to_string()]))
             .and_then(|()| cubin::run_cubin(&["--check".to_string()])),
         "help" | "--help" | "-h" => {
+            // The table between the fences of this file's first comment.
             let usage: Vec<&str> = include_str!("main.rs")
                 .lines()
-                .skip(4)
-                .take(10)
+                .skip_while(|l| *l != "//! ```text")
+                .skip(1)
+                .take_while(|l| *l != "//! ```")
                 .map(|l| l.trim_start_matches("//! "))
                 .collect();
             println!("{}", usage.join("\n"));

@@ -5,7 +5,7 @@
 //! JSON) at [`PINNED_COMMIT`] from its source, compiles `xtask/sys-sage/mt4g_tree.cpp`
 //! against it, and loads with it: MT4G's own H100 sample, memtopo's MT4G export of the
 //! simulated H100 and H200, and of the results named on the command line, else the committed
-//! reference results (`docs/results/*.json`, else `examples/results/*.json`). Each tree sys-sage builds must have the sample's
+//! reference results (`docs/results/*.json`, else `crates/topology/examples/data/*.json`). Each tree sys-sage builds must have the sample's
 //! structure (the same kinds of components in the same nesting, the same counts of SMs and
 //! cores); value differences are listed, not failed on.
 //!
@@ -262,7 +262,7 @@ fn inputs(
         results = committed("docs/results");
     }
     if results.is_empty() {
-        results = committed("examples/results");
+        results = committed("crates/topology/examples/data");
     }
     for (i, result) in results.into_iter().enumerate() {
         let stem = result

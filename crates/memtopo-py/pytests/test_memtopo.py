@@ -10,8 +10,8 @@ import memtopo
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 H100 = ROOT / "crates/topology/tests/data/h100-result.json"
 H100_AGAIN = ROOT / "crates/topology/tests/data/h100-result-second-run.json"
-ILLUSTRATIVE_JSON = ROOT / "examples/results/h200-illustrative.json"
-ILLUSTRATIVE_TOML = ROOT / "examples/results/h200-illustrative.toml"
+ILLUSTRATIVE_JSON = ROOT / "crates/topology/examples/data/h200-illustrative.json"
+ILLUSTRATIVE_TOML = ROOT / "crates/topology/examples/data/h200-illustrative.toml"
 
 
 def test_a_real_h100_result_loads_into_typed_objects():

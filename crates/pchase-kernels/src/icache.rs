@@ -1,4 +1,4 @@
-//! The instruction-fetch kernel (issue 16, item 3): straight-line code of a chosen size run
+//! The instruction-fetch kernel: straight-line code of a chosen size run
 //! in a loop, so that the time per instruction shows which instruction cache the code fits.
 //!
 //! The code is `segments` segments of [`SEGMENT_INSTRUCTIONS`] `fma.rn.f32` each, over
@@ -30,8 +30,7 @@
 
 use std::fmt::Write as _;
 
-use crate::catalogue::params::param;
-use crate::kernel::{Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
+use crate::kernel::{param, Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
 use crate::{ComputeCapability, Error, PtxIsaVersion};
 
 /// `fma.rn.f32` instructions per segment: the granularity of the code sizes.
@@ -64,6 +63,7 @@ pub(crate) static ICACHE: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_70,
     min_driver_version: 11000,
+    on_demand: true,
     description: "straight-line multiply-adds entered at a chosen segment and run in a loop, for the instruction caches (a small instance; the runner generates the size it needs)",
 };
 

@@ -46,10 +46,8 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod bandwidth;
 mod capability;
 pub mod catalogue;
-pub mod copy;
 pub mod cubin;
 mod error;
 pub mod icache;
@@ -59,6 +57,7 @@ pub mod probes;
 
 pub use capability::{ComputeCapability, PtxIsaVersion};
 pub use error::Error;
+pub use kernel::{bandwidth, copy};
 pub use kernel::{
     Granularity, Kernel, KernelKind, Module, ModuleGlobal, Param, ParamType, SharedLayout,
 };

@@ -19,8 +19,7 @@
 //! }
 //! ```
 
-use crate::catalogue::params::param;
-use crate::kernel::{Kernel, KernelKind, Module, ParamType, SharedLayout};
+use crate::kernel::{param, Kernel, KernelKind, Module, ParamType, SharedLayout};
 use crate::{ComputeCapability, PtxIsaVersion};
 
 /// Module `probes`: one small kernel per benchmark that keeps no request type of its own.
@@ -33,6 +32,7 @@ pub(crate) static PROBES: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_50,
     min_driver_version: 11000,
+    on_demand: true,
     description: "small kernels of one benchmark each, launched through the generic probe request",
 };
 

@@ -1,4 +1,4 @@
-//! Bandwidth requests (issue 15): one launch shape of one streaming kernel, timed over
+//! Bandwidth requests: one launch shape of one streaming kernel, timed over
 //! several repetitions, and what every backend requires of it.
 //!
 //! A request names the kernel's operation, vector width and unroll (a catalogue entry of

@@ -1,5 +1,5 @@
 //! Thread-block clusters (compute capability 9.0 and newer): the requests a backend that can
-//! launch clusters answers (issue 17), and what they return.
+//! launch clusters answers, and what they return.
 //!
 //! A backend offers them through [`Backend::clusters`](crate::Backend::clusters); a device
 //! without clusters answers `None`, and the benchmarks record "not applicable" instead of a
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use pchase_kernels::{catalogue, Kernel};
 
-use crate::{backend::ChainSpec, error::RunnerError};
+use crate::{chain::ChainSpec, error::RunnerError};
 
 /// The largest cluster size any CUDA device allows without opting in (the portable limit).
 pub const PORTABLE_CLUSTER_SIZE: u32 = 8;

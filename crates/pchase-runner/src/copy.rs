@@ -1,4 +1,4 @@
-//! Copies from global to shared memory (issue 17): the request a backend answers for the
+//! Copies from global to shared memory: the request a backend answers for the
 //! copy benchmark, what it returns, and what the host knows without a GPU (the source's
 //! layout, the word the last slot must hold, the tensor's shape).
 //!
@@ -148,7 +148,8 @@ impl CopyRequest {
 
     /// The word the last slot of `block` holds after the last round.
     pub fn expected_check_word(&self, block: u32) -> u64 {
-        let last_round = self.warmup_rounds + self.rounds - 1;
+        let all_rounds = self.warmup_rounds + self.rounds;
+        let last_round = all_rounds - 1;
         let q = (self.first_region(block, last_round) + u64::from(self.depth) - 1)
             % self.source.regions().max(1);
         self.source.last_word(q, self.bytes)

@@ -1,4 +1,5 @@
-//! The runner's error type.
+//! The runner's error types: [`RunnerError`], and [`VmmError`] for the chunked walk
+//! regions of [`crate::walk`], which it wraps.
 
 use thiserror::Error;
 
@@ -61,8 +62,65 @@ pub enum RunnerError {
     /// Building or releasing a chunked walk region through the driver's virtual memory
     /// management API failed (`crate::walk`).
     #[error("virtual memory management: {0}")]
-    Vmm(#[from] crate::walk::VmmError),
+    Vmm(#[from] VmmError),
     /// A simulation profile is malformed.
     #[error("simulation profile: {0}")]
     Profile(String),
+}
+
+/// Why a chunked region could not be built or released: one variant per driver call of
+/// the virtual memory management API, each with the driver's message.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum VmmError {
+    /// `cuMemGetAllocationGranularity` failed.
+    #[error("cuMemGetAllocationGranularity failed: {0}")]
+    Granularity(String),
+    /// The driver's granularity is unusable (zero, not a power of two, or above 1 GiB).
+    #[error("the driver reported an allocation granularity of {0} B")]
+    BadGranularity(u64),
+    /// `cuMemAddressReserve` failed.
+    #[error("cuMemAddressReserve of {bytes} B failed: {message}")]
+    Reserve {
+        /// The range asked for.
+        bytes: u64,
+        /// The driver's message.
+        message: String,
+    },
+    /// `cuMemCreate` of one chunk failed (e.g. out of memory).
+    #[error("cuMemCreate of chunk {chunk} of {chunks} failed: {message}")]
+    Create {
+        /// The chunk (from 0).
+        chunk: u64,
+        /// Chunks wanted.
+        chunks: u64,
+        /// The driver's message.
+        message: String,
+    },
+    /// `cuMemMap` of one chunk failed.
+    #[error("cuMemMap of chunk {chunk} at offset {offset} B failed: {message}")]
+    Map {
+        /// The physical chunk.
+        chunk: u64,
+        /// Its place in the reserved range.
+        offset: u64,
+        /// The driver's message.
+        message: String,
+    },
+    /// `cuMemSetAccess` over the range failed.
+    #[error("cuMemSetAccess over {bytes} B failed: {message}")]
+    SetAccess {
+        /// The range.
+        bytes: u64,
+        /// The driver's message.
+        message: String,
+    },
+    /// `cuMemUnmap`, `cuMemRelease` or `cuMemAddressFree` failed while tearing down.
+    #[error("{call} failed while releasing the chunked region: {message}")]
+    Release {
+        /// The call.
+        call: &'static str,
+        /// The driver's message.
+        message: String,
+    },
 }

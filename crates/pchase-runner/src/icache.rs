@@ -1,4 +1,4 @@
-//! Instruction-fetch requests (issue 16, item 3): one warp runs `segments − entry` segments
+//! Instruction-fetch requests: one warp runs `segments − entry` segments
 //! of straight-line multiply-adds in a loop ([`pchase_kernels::icache`]); thread 0 times the
 //! iterations after the warm-up.
 //!

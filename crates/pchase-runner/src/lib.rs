@@ -19,6 +19,7 @@
 
 pub mod backend;
 pub mod bandwidth;
+mod chain;
 pub mod cluster;
 pub mod copy;
 #[cfg(feature = "cuda")]

@@ -1,4 +1,4 @@
-//! TLB walks over (nearly) all of device memory (issue 16): the requests a backend that can
+//! TLB walks over (nearly) all of device memory: the requests a backend that can
 //! run them answers, and the two ways the walked memory is allocated.
 //!
 //! A walk is one fine-grained chase of `nodes` nodes `step_bytes` apart through the
@@ -43,9 +43,9 @@
 use std::time::Duration;
 
 use pchase_kernels::{catalogue, Kernel, LoadPath};
-use thiserror::Error;
 
 use crate::error::RunnerError;
+pub use crate::error::VmmError;
 
 /// Bytes one index of a walk counts (a 128-byte line).
 pub const LINE_BYTES: u64 = catalogue::LINE_UNIT_BYTES;
@@ -252,63 +252,6 @@ pub struct WalkRun {
     pub latencies: Vec<u32>,
     /// Device time of the launches (chain initialisation and chase).
     pub gpu_time: Duration,
-}
-
-/// Why a chunked region could not be built or released: one variant per driver call of
-/// the virtual memory management API, each with the driver's message.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[non_exhaustive]
-pub enum VmmError {
-    /// `cuMemGetAllocationGranularity` failed.
-    #[error("cuMemGetAllocationGranularity failed: {0}")]
-    Granularity(String),
-    /// The driver's granularity is unusable (zero, not a power of two, or above 1 GiB).
-    #[error("the driver reported an allocation granularity of {0} B")]
-    BadGranularity(u64),
-    /// `cuMemAddressReserve` failed.
-    #[error("cuMemAddressReserve of {bytes} B failed: {message}")]
-    Reserve {
-        /// The range asked for.
-        bytes: u64,
-        /// The driver's message.
-        message: String,
-    },
-    /// `cuMemCreate` of one chunk failed (e.g. out of memory).
-    #[error("cuMemCreate of chunk {chunk} of {chunks} failed: {message}")]
-    Create {
-        /// The chunk (from 0).
-        chunk: u64,
-        /// Chunks wanted.
-        chunks: u64,
-        /// The driver's message.
-        message: String,
-    },
-    /// `cuMemMap` of one chunk failed.
-    #[error("cuMemMap of chunk {chunk} at offset {offset} B failed: {message}")]
-    Map {
-        /// The physical chunk.
-        chunk: u64,
-        /// Its place in the reserved range.
-        offset: u64,
-        /// The driver's message.
-        message: String,
-    },
-    /// `cuMemSetAccess` over the range failed.
-    #[error("cuMemSetAccess over {bytes} B failed: {message}")]
-    SetAccess {
-        /// The range.
-        bytes: u64,
-        /// The driver's message.
-        message: String,
-    },
-    /// `cuMemUnmap`, `cuMemRelease` or `cuMemAddressFree` failed while tearing down.
-    #[error("{call} failed while releasing the chunked region: {message}")]
-    Release {
-        /// The call.
-        call: &'static str,
-        /// The driver's message.
-        message: String,
-    },
 }
 
 /// A backend that can run walks ([`Backend::walks`](crate::Backend::walks)).

@@ -66,6 +66,7 @@ mod format;
 pub mod gpgpusim;
 mod model;
 pub mod mt4g;
+mod number;
 mod quantities;
 mod quantity;
 pub mod raw;

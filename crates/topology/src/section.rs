@@ -179,10 +179,10 @@ impl fmt::Display for RowValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RowValue::Size(s) => write!(f, "{s}"),
-            RowValue::Latency(l) => write!(f, "{} cycles", crate::render::median_iqr(l)),
+            RowValue::Latency(l) => write!(f, "{} cycles", crate::number::median_iqr(l)),
             RowValue::Count(c) => write!(f, "{}", c.value),
             RowValue::Number(n) => {
-                let value = crate::render::number(n.value);
+                let value = crate::number::number(n.value);
                 if n.unit.is_empty() {
                     write!(f, "{value}")
                 } else {

@@ -1,4 +1,4 @@
-//! Templates of the copy kernels (issue 17, `pchase_kernels::copy`): global to shared memory
+//! Templates of the copy kernels (`pchase_kernels::copy`): global to shared memory
 //! in rounds, by the threads (`cp.async`, plain loads and stores) or by one thread issuing
 //! bulk copies to the tensor memory accelerator (`cp.async.bulk`, its tensor-map form).
 //!

@@ -19,7 +19,7 @@ use std::arch::x86_64::{
 use std::collections::VecDeque;
 
 use super::rbf_avx512::{first_minimiser, Minimum, LANES, PAD};
-use super::rbf_fast::PRUNE_EVERY;
+use super::PRUNE_EVERY;
 
 /// Live-window length (starts from the lowest live one to the newest) beyond
 /// which functional pruning takes over: about where one dense pass costs as

@@ -204,3 +204,53 @@ pub(crate) fn segment_ends(n: usize, min_size: usize, jump: usize) -> Vec<usize>
     }
     ends
 }
+
+/// PELT's pruning test runs at ends that are multiples of this (the fast RBF and L2
+/// searches, portable and AVX-512 alike).
+const PRUNE_EVERY: usize = 4;
+
+/// `min_i prev[i] + cost[i]` and its first minimiser (`usize::MAX` if every
+/// sum is infinite), in eight lanes that the compiler vectorises. Indices are
+/// carried as doubles (exact below 2^53) so that the selection stays in
+/// vector registers.
+#[inline(always)]
+fn argmin_of_sums(prev: &[f64], cost: &[f64]) -> (f64, usize) {
+    const LANES: usize = 8;
+    let len = prev.len().min(cost.len());
+    let body = len / LANES * LANES;
+    let mut best = [f64::INFINITY; LANES];
+    let mut arg = [-1.0f64; LANES];
+    let mut index: [f64; LANES] = std::array::from_fn(|j| j as f64);
+    for (p, c) in prev[..body]
+        .chunks_exact(LANES)
+        .zip(cost[..body].chunks_exact(LANES))
+    {
+        for j in 0..LANES {
+            let v = p[j] + c[j];
+            let better = v < best[j];
+            best[j] = if better { v } else { best[j] };
+            arg[j] = if better { index[j] } else { arg[j] };
+            index[j] += LANES as f64;
+        }
+    }
+    let mut value = f64::INFINITY;
+    let mut first = usize::MAX;
+    for j in 0..LANES {
+        if arg[j] < 0.0 {
+            continue;
+        }
+        let i = arg[j] as usize;
+        if best[j] < value || (best[j] == value && i < first) {
+            value = best[j];
+            first = i;
+        }
+    }
+    for i in body..len {
+        let v = prev[i] + cost[i];
+        if v < value {
+            value = v;
+            first = i;
+        }
+    }
+    (value, first)
+}

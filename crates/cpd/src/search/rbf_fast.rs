@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 
+use super::{argmin_of_sums, PRUNE_EVERY};
 use crate::cost::kernel_row::{dispatch_simd, series_row};
 use crate::cost::{RbfCost, SegmentCost};
 
@@ -134,52 +135,6 @@ fn update_chunk(
         // Rounding can leave a tiny negative cost on a constant segment.
         cost[j] = if value > 0.0 { value } else { 0.0 };
     }
-}
-
-/// `min_i prev[i] + cost[i]` and its first minimiser (`usize::MAX` if every
-/// sum is infinite), in eight lanes that the compiler vectorises. Indices are
-/// carried as doubles (exact below 2^53) so that the selection stays in
-/// vector registers.
-#[inline(always)]
-pub(super) fn argmin_of_sums(prev: &[f64], cost: &[f64]) -> (f64, usize) {
-    const LANES: usize = 8;
-    let len = prev.len().min(cost.len());
-    let body = len / LANES * LANES;
-    let mut best = [f64::INFINITY; LANES];
-    let mut arg = [-1.0f64; LANES];
-    let mut index: [f64; LANES] = std::array::from_fn(|j| j as f64);
-    for (p, c) in prev[..body]
-        .chunks_exact(LANES)
-        .zip(cost[..body].chunks_exact(LANES))
-    {
-        for j in 0..LANES {
-            let v = p[j] + c[j];
-            let better = v < best[j];
-            best[j] = if better { v } else { best[j] };
-            arg[j] = if better { index[j] } else { arg[j] };
-            index[j] += LANES as f64;
-        }
-    }
-    let mut value = f64::INFINITY;
-    let mut first = usize::MAX;
-    for j in 0..LANES {
-        if arg[j] < 0.0 {
-            continue;
-        }
-        let i = arg[j] as usize;
-        if best[j] < value || (best[j] == value && i < first) {
-            value = best[j];
-            first = i;
-        }
-    }
-    for i in body..len {
-        let v = prev[i] + cost[i];
-        if v < value {
-            value = v;
-            first = i;
-        }
-    }
-    (value, first)
 }
 
 /// Calls `visit(i)` for every finite `prev[i]` with `prev[i] + cost[i] ≥
@@ -314,9 +269,6 @@ fn dynp_rbf_body<const FMA: bool>(
     segment_costs.reverse();
     (ends, segment_costs)
 }
-
-/// PELT's pruning test runs at ends that are multiples of this.
-pub(super) const PRUNE_EVERY: usize = 4;
 
 /// Exact PELT for the RBF cost with jump 1: segment ends and segment costs.
 /// Pruning is PELT's (with the `min_size` delay of [`super::pelt`]).

@@ -24,7 +24,7 @@ fn text(bytes: &[u8]) -> String {
 /// The example result in the repository.
 fn example(ext: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("../../examples/results/h200-illustrative.{ext}"))
+        .join(format!("../topology/examples/data/h200-illustrative.{ext}"))
         .display()
         .to_string()
 }

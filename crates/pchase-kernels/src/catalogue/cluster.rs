@@ -1,5 +1,5 @@
 //! The thread-block-cluster kernels of module `hopper` whose cluster shape is chosen at
-//! launch (issue 17): the chase through any rank's shared memory, which also records where
+//! launch: the chase through any rank's shared memory, which also records where
 //! each block of each cluster ran (the GPC map), and the streaming kernel for the
 //! bandwidth of distributed shared memory.
 

@@ -30,6 +30,7 @@ static PCHASE: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_50,
     min_driver_version: 11000,
+    on_demand: false,
     description: "single-thread pointer chases over every load path, two-phase cache-sharing probes, chain construction and clock calibration",
 };
 
@@ -42,6 +43,7 @@ static HOPPER: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 8),
     min_capability: ComputeCapability::SM_90,
     min_driver_version: 11080,
+    on_demand: false,
     description:
         "pointer chases and streams through the distributed shared memory of thread-block clusters",
 };
@@ -55,6 +57,7 @@ static L2MAP: Module = Module {
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_70,
     min_driver_version: 11000,
+    on_demand: false,
     description:
         "the L2 partition map: every SM times its own array after a reference SM loaded them all",
 };
@@ -63,9 +66,9 @@ static MODULES: [&Module; 8] = [
     &PCHASE,
     &HOPPER,
     &L2MAP,
-    &crate::bandwidth::BANDWIDTH,
-    &crate::copy::ASYNC_COPY,
-    &crate::copy::TMA,
+    &crate::kernel::bandwidth::BANDWIDTH,
+    &crate::kernel::copy::ASYNC_COPY,
+    &crate::kernel::copy::TMA,
     &crate::icache::ICACHE,
     &crate::probes::PROBES,
 ];
@@ -339,8 +342,8 @@ pub fn kernels() -> impl Iterator<Item = &'static Kernel> + Clone {
         .chain(CHASE_PINNED_MULTI.iter())
         .chain(CHASE_LINES.iter())
         .chain([&INIT_CHAIN_LINES])
-        .chain(crate::bandwidth::kernels())
-        .chain(crate::copy::kernels())
+        .chain(crate::kernel::bandwidth::kernels())
+        .chain(crate::kernel::copy::kernels())
         .chain([&crate::icache::ICACHE_FFMA])
         .chain(crate::probes::kernels())
 }

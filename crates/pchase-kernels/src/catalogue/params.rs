@@ -1,10 +1,6 @@
 //! The parameter lists of the kernels, each parameter with its meaning.
 
-use crate::kernel::{Param, ParamType};
-
-pub(crate) const fn param(name: &'static str, ty: ParamType, meaning: &'static str) -> Param {
-    Param { name, ty, meaning }
-}
+use crate::kernel::{param, Param, ParamType};
 
 const CHAIN: Param = param(
     "chain",

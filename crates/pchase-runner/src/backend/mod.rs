@@ -8,6 +8,8 @@ use std::time::Duration;
 
 pub use pchase_kernels::LoadPath;
 
+pub use crate::chain::ChainSpec;
+
 mod checks;
 mod probe;
 pub use checks::{
@@ -43,52 +45,6 @@ pub enum Carveout {
     /// Prefer this percentage (0–100) of the unified store as shared memory
     /// (`CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`).
     Percent(u8),
-}
-
-/// One pointer-chase array: a cyclic chain of `bytes / stride` nodes, `stride` bytes apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ChainSpec {
-    /// Bytes spanned by the chain. A multiple of `stride`.
-    pub bytes: u64,
-    /// Distance between consecutive nodes in bytes; a multiple of 4.
-    pub stride: u32,
-}
-
-impl ChainSpec {
-    /// A chain over `bytes` with nodes `stride` bytes apart.
-    ///
-    /// # Errors
-    /// [`RunnerError::InvalidRequest`] when the stride is not a positive multiple of 4,
-    /// the size is not a positive multiple of the stride, or the chain has more than
-    /// `u32::MAX` elements (indices are 32-bit).
-    pub fn new(bytes: u64, stride: u32) -> Result<ChainSpec, RunnerError> {
-        if stride == 0 || stride % 4 != 0 {
-            return Err(RunnerError::InvalidRequest(format!(
-                "stride {stride} B is not a positive multiple of 4 B"
-            )));
-        }
-        if bytes == 0 || bytes % u64::from(stride) != 0 {
-            return Err(RunnerError::InvalidRequest(format!(
-                "array of {bytes} B is not a positive multiple of the {stride} B stride"
-            )));
-        }
-        if bytes / 4 > u64::from(u32::MAX) {
-            return Err(RunnerError::InvalidRequest(format!(
-                "array of {bytes} B has more than 2^32 elements"
-            )));
-        }
-        Ok(ChainSpec { bytes, stride })
-    }
-
-    /// Number of nodes (loads per pass over the chain).
-    pub fn nodes(&self) -> u64 {
-        self.bytes / u64::from(self.stride)
-    }
-
-    /// Number of 4-byte elements the chain spans.
-    pub fn elements(&self) -> u64 {
-        self.bytes / 4
-    }
 }
 
 /// A pointer-chase launch: one chain per block, one thread working per block.
@@ -234,7 +190,7 @@ impl TwoPhaseRequest {
 }
 
 /// A fine-grained chase by thread 0 of one block over an explicit cyclic list of lines of
-/// one buffer (the sets search's reduction to one set, issue 16.1): load `k` reads the first
+/// one buffer (the sets search's reduction to one set): load `k` reads the first
 /// word of line `lines[(warmup_steps + k) mod n]`, `line_bytes` from the buffer's start
 /// times its number. The buffer is the backend's chain buffer (the same virtual addresses
 /// run after run); every line lies at its own offset whichever lines are listed.
@@ -512,7 +468,7 @@ pub trait Backend {
     }
 
     /// Runs the instruction-fetch kernel: one warp on one SM, `request.run_segments()`
-    /// segments of straight-line multiply-adds per iteration (issue 16, item 3). The
+    /// segments of straight-line multiply-adds per iteration. The
     /// default is [`RunnerError::Unsupported`], for backends without it.
     ///
     /// # Errors

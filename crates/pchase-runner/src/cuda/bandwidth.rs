@@ -62,7 +62,7 @@ impl BandwidthState {
 /// region is at least four L2s it streams from device memory, and one buffer would let a
 /// launch find the previous one's last lines in the L2 (a launch that ended within an L2
 /// of where the next begins hands it up to an L2 of hits: 60 MiB of a 4.8 GB launch on
-/// the H200, where one shape then read 100.6 % of the API peak in session 12). The L2's
+/// the H200, where one shape then read 100.6 % of the API peak). The L2's
 /// own levels, whose data must stay there, use one buffer.
 fn alternates(request: &BandwidthRequest, info: &crate::DeviceInfo) -> bool {
     matches!(request.layout, RegionLayout::GridStride)

@@ -52,11 +52,11 @@ impl CudaBackend {
     /// Evicts everything from the L2 by reading (`ld.global.cg`) a buffer at least twice
     /// its size that nothing writes, so that the L2 is left full of clean lines.
     ///
-    /// Until session 10 the flush wrote one word into every line of such a buffer, and the
-    /// L2 then kept those written lines over the clean ones loaded after it: a chain of
-    /// 64-byte nodes filled by one thread lost its oldest lines from 22 MiB on an H200 and
-    /// from 18 MiB on an H100, against 26–28 and about 22 MiB when a read followed the
-    /// write (`scripts/gpu/l2_flush_probe.cu`, `docs/evidence/2026-11-26-h100-h200-l2-flush/`).
+    /// A flush that writes (one word into every line of such a buffer) leaves dirty lines
+    /// that the L2 keeps over the clean ones loaded after it: a chain of 64-byte nodes
+    /// filled by one thread then lost its oldest lines from 22 MiB on an H200 and from
+    /// 18 MiB on an H100, against 26–28 and about 22 MiB when a read followed the write
+    /// (`scripts/gpu/l2_flush_probe.cu`, `docs/evidence/2026-11-26-h100-h200-l2-flush/`).
     pub(super) fn flush_l2(&mut self) -> Result<(), RunnerError> {
         let region = (2 * self.info.l2_bytes.max(1 << 20)).next_power_of_two();
         self.read_through_l2(region)

@@ -1,4 +1,4 @@
-//! The cluster launches (issue 17): limits, the chase through any rank's shared memory, and
+//! The cluster launches: limits, the chase through any rank's shared memory, and
 //! the stream over distributed shared memory.
 
 use std::time::Duration;

@@ -10,6 +10,7 @@ use std::{
 
 use pchase_kernels::{Kernel, ParamType};
 
+use super::errors;
 use super::ffi::{self, CuResult, DevicePtr, FunctionHandle, ModuleHandle, StreamHandle};
 use crate::error::RunnerError;
 
@@ -20,7 +21,7 @@ pub fn check(call: &'static str, code: CuResult) -> Result<(), RunnerError> {
     } else {
         Err(RunnerError::Cuda {
             call,
-            message: ffi::describe(code),
+            message: errors::describe(code),
         })
     }
 }
@@ -126,7 +127,7 @@ impl LoadedModule {
         if code != ffi::SUCCESS {
             return Err(RunnerError::ModuleLoad {
                 module: name,
-                reason: ffi::describe(code),
+                reason: errors::describe(code),
                 log: text(&error_log),
             });
         }
@@ -174,7 +175,7 @@ impl Drop for LoadedModule {
             log::warn!(
                 "unloading module {} failed: {}",
                 self.name,
-                ffi::describe(code)
+                errors::describe(code)
             );
         }
     }
@@ -362,7 +363,7 @@ impl Drop for LinearTexture {
         if code != ffi::SUCCESS {
             log::warn!(
                 "destroying a texture object failed: {}",
-                ffi::describe(code)
+                errors::describe(code)
             );
         }
     }

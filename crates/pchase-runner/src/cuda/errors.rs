@@ -6,9 +6,12 @@
 //! `CUDA_ERROR_EXTERNAL_DEVICE` (911); a newer code such as
 //! `CUDA_ERROR_DEVICE_UNAVAILABLE` (46) returned through that type would be an invalid
 //! discriminant, which is undefined behaviour before any conversion runs. This crate
-//! therefore receives every result as an integer ([`super::ffi`]) and names it here.
+//! therefore receives every result as an integer ([`super::ffi`]) and names it here:
+//! [`describe`] asks the driver first and falls back on this table.
 
-use super::ffi::CuResult;
+use std::os::raw::c_char;
+
+use super::ffi::{cuGetErrorName, cuGetErrorString, CuResult, SUCCESS};
 
 /// `(code, name, explanation)` of every `CUresult` in cuda.h up to CUDA 13.
 const TABLE: &[(CuResult, &str, &str)] = &[
@@ -142,6 +145,28 @@ pub fn message(code: CuResult, driver_name: Option<String>, driver_text: Option<
             "CUDA error {code}, unknown to memtopo (a code newer than CUDA 13; see the driver's cuda.h)"
         ),
     }
+}
+
+/// The driver's name and description of an error code; for a code the driver does not
+/// describe (an older driver, or the link stand-in), the name from
+/// [`name`], and for a code nobody here knows, its number with a hint.
+pub fn describe(code: CuResult) -> String {
+    let mut name: *const c_char = std::ptr::null();
+    let mut text: *const c_char = std::ptr::null();
+    // SAFETY: both calls only write a pointer to a static string into the out-parameter.
+    let (name_ok, text_ok) = unsafe {
+        (
+            cuGetErrorName(code, &mut name) == SUCCESS && !name.is_null(),
+            cuGetErrorString(code, &mut text) == SUCCESS && !text.is_null(),
+        )
+    };
+    // SAFETY: the driver returns NUL-terminated static strings on success.
+    let read = |p: *const c_char| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy();
+    message(
+        code,
+        name_ok.then(|| read(name).into_owned()),
+        text_ok.then(|| read(text).into_owned()),
+    )
 }
 
 #[cfg(test)]

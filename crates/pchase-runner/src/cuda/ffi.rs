@@ -347,25 +347,3 @@ extern "C" {
     #[link_name = "cuda_shim_raw_cuTexObjectDestroy"]
     pub fn cuTexObjectDestroy(texture: u64) -> CuResult;
 }
-
-/// The driver's name and description of an error code; for a code the driver does not
-/// describe (an older driver, or the link stand-in), the name from
-/// [`super::errors::name`], and for a code nobody here knows, its number with a hint.
-pub fn describe(code: CuResult) -> String {
-    let mut name: *const c_char = std::ptr::null();
-    let mut text: *const c_char = std::ptr::null();
-    // SAFETY: both calls only write a pointer to a static string into the out-parameter.
-    let (name_ok, text_ok) = unsafe {
-        (
-            cuGetErrorName(code, &mut name) == SUCCESS && !name.is_null(),
-            cuGetErrorString(code, &mut text) == SUCCESS && !text.is_null(),
-        )
-    };
-    // SAFETY: the driver returns NUL-terminated static strings on success.
-    let read = |p: *const c_char| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy();
-    super::errors::message(
-        code,
-        name_ok.then(|| read(name).into_owned()),
-        text_ok.then(|| read(text).into_owned()),
-    )
-}

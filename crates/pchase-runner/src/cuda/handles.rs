@@ -13,6 +13,7 @@ use std::{
 
 use super::{
     driver::check,
+    errors,
     ffi::{self, ContextHandle, DevicePtr, EventHandle, StreamHandle},
 };
 use crate::error::RunnerError;
@@ -31,8 +32,10 @@ pub fn init() -> Result<(), RunnerError> {
     match unsafe { ffi::cuInit(0) } {
         ffi::SUCCESS => Ok(()),
         NO_DEVICE => Err(RunnerError::NoDevice),
-        DEVICE_UNAVAILABLE => Err(RunnerError::DeviceBusy(ffi::describe(DEVICE_UNAVAILABLE))),
-        code => Err(RunnerError::NoDriver(ffi::describe(code))),
+        DEVICE_UNAVAILABLE => Err(RunnerError::DeviceBusy(errors::describe(
+            DEVICE_UNAVAILABLE,
+        ))),
+        code => Err(RunnerError::NoDriver(errors::describe(code))),
     }
 }
 
@@ -149,10 +152,12 @@ impl Context {
         // SAFETY: valid out-pointer; flags 0 (automatic scheduling).
         match unsafe { ffi::cuCtxCreate(&mut handle, 0, device) } {
             ffi::SUCCESS => Ok(Context { handle }),
-            DEVICE_UNAVAILABLE => Err(RunnerError::DeviceBusy(ffi::describe(DEVICE_UNAVAILABLE))),
+            DEVICE_UNAVAILABLE => Err(RunnerError::DeviceBusy(errors::describe(
+                DEVICE_UNAVAILABLE,
+            ))),
             code => Err(RunnerError::Cuda {
                 call: "cuCtxCreate",
-                message: ffi::describe(code),
+                message: errors::describe(code),
             }),
         }
     }
@@ -163,7 +168,7 @@ impl Drop for Context {
         // SAFETY: created by cuCtxCreate, destroyed once, after everything in it.
         let code = unsafe { ffi::cuCtxDestroy(self.handle) };
         if code != ffi::SUCCESS {
-            log::warn!("destroying the context failed: {}", ffi::describe(code));
+            log::warn!("destroying the context failed: {}", errors::describe(code));
         }
     }
 }
@@ -202,7 +207,7 @@ impl Drop for Stream {
         // SAFETY: created by cuStreamCreate, destroyed once.
         let code = unsafe { ffi::cuStreamDestroy(self.handle) };
         if code != ffi::SUCCESS {
-            log::warn!("destroying a stream failed: {}", ffi::describe(code));
+            log::warn!("destroying a stream failed: {}", errors::describe(code));
         }
     }
 }
@@ -248,7 +253,7 @@ impl Drop for Event {
         // SAFETY: created by cuEventCreate, destroyed once.
         let code = unsafe { ffi::cuEventDestroy(self.handle) };
         if code != ffi::SUCCESS {
-            log::warn!("destroying an event failed: {}", ffi::describe(code));
+            log::warn!("destroying an event failed: {}", errors::describe(code));
         }
     }
 }
@@ -349,7 +354,7 @@ impl<T: DeviceWord> Drop for DeviceBuffer<T> {
         // SAFETY: allocated by cuMemAlloc, freed once.
         let code = unsafe { ffi::cuMemFree(self.ptr) };
         if code != ffi::SUCCESS {
-            log::warn!("freeing device memory failed: {}", ffi::describe(code));
+            log::warn!("freeing device memory failed: {}", errors::describe(code));
         }
     }
 }

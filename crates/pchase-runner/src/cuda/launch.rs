@@ -34,8 +34,8 @@ impl CudaBackend {
     /// No launch waits for the host, so the GPU never idles between two timed launches, and
     /// what one launch leaves unfinished is paid within the next, as within one long kernel.
     /// Device-memory writes need that: a launch ends with up to some 25 MiB of dirty lines in
-    /// the H100's L2 (Nsight Compute counted 486–495 MiB written to DRAM per 512 MiB launch,
-    /// session 12), and with a wait after each launch the L2 wrote them back in the idle gap,
+    /// the H100's L2 (Nsight Compute counted 486–495 MiB written to DRAM per 512 MiB
+    /// launch), and with a wait after each launch the L2 wrote them back in the idle gap,
     /// outside every timing: one write launch of five came out at 100.6 % of the API's peak.
     ///
     /// Launch `i` (the untimed one is 0) takes its arguments from `args[i % args.len()]`.

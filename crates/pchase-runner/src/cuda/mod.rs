@@ -66,7 +66,7 @@ fn to_host<T: handles::DeviceWord>(buffer: &DeviceBuffer<T>) -> Result<Vec<T>, R
 /// The message of a raw `CUresult`, by name, for any code (also ones newer than this
 /// crate): what every driver error of this backend is reported with.
 pub fn describe_result(code: u32) -> String {
-    ffi::describe(code)
+    errors::describe(code)
 }
 
 /// A GPU driven through CUDA.

@@ -18,6 +18,7 @@ use std::{
 use super::{
     device::checked_device,
     driver::{check, Arg, LaunchShape},
+    errors,
     ffi::{self, ContextHandle, CuResult, DevicePtr, StreamHandle},
     handles::{DeviceBuffer, Event},
     to_host, CudaBackend,
@@ -135,7 +136,7 @@ impl CudaNode {
             ffi::SUCCESS | PEER_ACCESS_ALREADY_ENABLED => Ok(()),
             code => Err(RunnerError::Cuda {
                 call: "cuCtxEnablePeerAccess",
-                message: ffi::describe(code),
+                message: errors::describe(code),
             }),
         }
     }
@@ -148,7 +149,7 @@ impl Drop for CudaNode {
             // SAFETY: a live context of this node.
             let code = unsafe { cuCtxSetCurrent(member.context) };
             if code != ffi::SUCCESS {
-                log::warn!("cuCtxSetCurrent before release: {}", ffi::describe(code));
+                log::warn!("cuCtxSetCurrent before release: {}", errors::describe(code));
             }
             drop(member);
         }

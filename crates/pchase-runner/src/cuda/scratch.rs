@@ -2,10 +2,10 @@
 //! of one buffer, zeroed together on the stream and copied back in one copy; its small
 //! inputs (node counts, SM lists) are regions of another, uploaded on the stream.
 //!
-//! Until session 11 every chase allocated, zeroed, copied back and freed three to six
-//! buffers of its own (`cuMemAlloc`, `cuMemsetD8`, `cuMemcpyDtoH`, `cuMemFree` each), and
-//! its chain's init kernel one more: on an H200 about 200 ms of a default run's host time
-//! sat between the launches.
+//! Reuse is what keeps the host out of the way: a chase that allocated, zeroed, copied back
+//! and freed three to six buffers of its own (`cuMemAlloc`, `cuMemsetD8`, `cuMemcpyDtoH`,
+//! `cuMemFree` each), and its chain's init kernel one more, put about 200 ms of host time
+//! between the launches of a default run on an H200.
 
 use std::os::raw::c_void;
 

@@ -14,14 +14,15 @@
 
 use std::os::raw::c_int;
 
+use super::errors;
 use super::ffi::{self, CuResult, DevicePtr};
-use crate::walk::VmmError;
+use crate::error::VmmError;
 
 /// How many times a plain region shrinks by an eighth when the memory is short.
 const PLAIN_RETRIES: u32 = 8;
 
 fn message(code: CuResult) -> String {
-    ffi::describe(code)
+    errors::describe(code)
 }
 
 fn prop(device: c_int) -> ffi::MemAllocationProp {

@@ -1,4 +1,4 @@
-//! What the cluster benchmarks found (issue 17), and the analysis that needs no GPU: the
+//! What the cluster benchmarks found, and the analysis that needs no GPU: the
 //! GPCs inferred from cluster placement, latency per addressed rank, bandwidth per SM.
 //!
 //! A cluster always runs inside one GPC, so SMs that ever share a cluster are in one GPC;

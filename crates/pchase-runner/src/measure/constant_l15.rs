@@ -1,4 +1,4 @@
-//! The constant L1.5's own fetch granularity (issue 12.6): a chase that misses the
+//! The constant L1.5's own fetch granularity: a chase that misses the
 //! constant L1 on every load, so that the misses it times are the L1.5's.
 //!
 //! The 4-byte-stride chase the other caches use sees, on the constant path, the constant
@@ -114,7 +114,7 @@ pub(crate) fn sim_check(
         {
             Err(format!("constant L1.5: {bytes} B, truth {truth} B"))
         }
-        // Its own fetch granularity and line, not the constant L1's (issue 12.6).
+        // Its own fetch granularity and line, not the constant L1's.
         SizeFinding::Exact { .. } if lines != truth_lines => Err(format!(
             "constant L1.5: (fetch granularity, line) {lines:?}, truth {truth_lines:?}"
         )),

@@ -1,4 +1,4 @@
-//! What the copy benchmark found (issue 17), and its plan, which needs no GPU: the sizes
+//! What the copy benchmark found, and its plan, which needs no GPU: the sizes
 //! from one line to the largest copy a block's shared memory holds, the tiles of the tensor
 //! form, and the launch of each latency and bandwidth measurement.
 //!

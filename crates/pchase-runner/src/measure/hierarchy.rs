@@ -98,7 +98,7 @@ fn slow_share(samples: &[u32], threshold: f64) -> f64 {
 /// above a miss to the next level (1.5 × the median + 4 cycles, the rule of
 /// [`super::line_from_misses`]).
 ///
-/// The cap is for caches of low associativity (issue 12.6): there the baseline's single
+/// The cap is for caches of low associativity: there the baseline's single
 /// evicting node throws out A's line in its set, and in a direct-mapped or two-way set the
 /// line A then reloads throws out the next, so 2–4 % of the baseline's loads are misses.
 /// The 99th percentile is then a miss, nothing is slower than it plus 10 %, and every probe

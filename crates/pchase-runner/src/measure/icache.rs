@@ -1,4 +1,4 @@
-//! The instruction-cache search (issue 16, item 3): cycles per instruction of one warp
+//! The instruction-cache search: cycles per instruction of one warp
 //! against the size of the straight-line code its loop runs, and the levels in that curve.
 //!
 //! 1. **Coarse sweep.** Code sizes from [`MIN_SEGMENTS`] segments (1 KiB) to the module's
@@ -285,8 +285,8 @@ mod tests {
         assert!(f.points.windows(2).all(|w| w[0].segments <= w[1].segments));
     }
 
-    /// An H100's coarse sweep (GPU-74b75669): two ramps of two points each, at 35–38 KiB and 117.5–128 KiB,
-    /// are not levels; three plateaus remain.
+    /// An H100's coarse sweep (GPU-74b75669, a default run's log): two ramps of two points
+    /// each, at 35–38 KiB and 117.5–128 KiB, are not levels; three plateaus remain.
     #[test]
     fn ramps_between_levels_are_not_levels() {
         let costs = [

@@ -128,7 +128,7 @@ pub struct Measurements {
     /// Benchmarks the sentinels found disturbed
     /// ([`MeasureOptions::watch`](super::MeasureOptions::watch)).
     pub disturbed: Vec<Disturbance>,
-    /// The bandwidth of each level measured (issue 15).
+    /// The bandwidth of each level measured.
     pub bandwidth: Vec<super::bandwidth::BandwidthFinding>,
     /// Levels whose bandwidth could not be measured, with the reason.
     pub bandwidth_failures: Vec<(super::bandwidth::BandwidthLevel, String)>,

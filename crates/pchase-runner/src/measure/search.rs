@@ -263,8 +263,8 @@ const CANDIDATE_PROBE: u64 = 2;
 /// singled out (the first miss is elsewhere, or nothing misses), the full search runs, so
 /// a wrong guess costs one launch, never the answer.
 ///
-/// On the H200 the driver-default search took 45 ms of GPU time as a full search
-/// (session 10) against about 3 ms for one [`find_size_near`] launch.
+/// On the H200 the driver-default search took 45 ms of GPU time as a full search against
+/// about 3 ms for one [`find_size_near`] launch.
 pub fn find_size_among<B: Backend + ?Sized>(
     backend: &mut B,
     probe: &SizeProbe,

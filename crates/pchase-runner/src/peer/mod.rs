@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use topology::{fleet::PeerLink, Latency, LatencySummary};
 
-use crate::{backend::ChainSpec, device::DeviceInfo, error::RunnerError};
+use crate::{chain::ChainSpec, device::DeviceInfo, error::RunnerError};
 
 pub use sim::{SimLink, SimNode};
 

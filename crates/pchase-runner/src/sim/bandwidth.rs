@@ -1,4 +1,4 @@
-//! The simulator's throughput model (issue 15): how fast a bandwidth kernel of a given
+//! The simulator's throughput model: how fast a bandwidth kernel of a given
 //! launch shape runs on the simulated GPU, so that the tuner has a real optimum to find.
 //!
 //! Per launch the model

@@ -1,4 +1,4 @@
-//! The simulator's thread-block clusters (issue 17): clusters placed inside GPCs, one block
+//! The simulator's thread-block clusters: clusters placed inside GPCs, one block
 //! per SM, distributed shared memory at the profile's latency and bandwidth.
 
 use super::*;

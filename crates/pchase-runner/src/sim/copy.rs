@@ -1,4 +1,4 @@
-//! The simulator's copies from global to shared memory (issue 17): blocks placed as every
+//! The simulator's copies from global to shared memory: blocks placed as every
 //! launch places them (block `b` on SM `b mod sm_count`), rounds timed by the profile's
 //! per-path model ([`CopyPathSpec::round_cycles`]) with the clock overhead and the jitter,
 //! and the word the kernel leaves in the last slot, so the checks run as on a GPU.

@@ -1,4 +1,4 @@
-//! Geometry the tool had not met before issue 12.6, recovered from simulated GPUs whose
+//! Geometry unlike the GPUs the tool was built on, recovered from simulated GPUs whose
 //! truth is the profile: `tests/geometry/odd.toml` (7 SMs, a two-way L1, four two-way
 //! texture caches per SM, a direct-mapped constant L1 with two copies, 256-byte constant
 //! L1.5 lines, an L2 of three partitions without copies) and `tests/geometry/quad.toml`

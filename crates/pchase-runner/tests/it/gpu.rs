@@ -304,8 +304,8 @@ fn a_parallel_fill_measures_like_a_single_thread_fill() {
         // H200's one-SM knee is at 26-28 MiB, the H100's near partition 25 MiB) the mean
         // moves by a few percent between launches whichever fill ran, so the fills may
         // differ by 2 % plus the spread between two launches of the same fill, and no more.
-        // At 24 MiB, 1 MiB from the H100's near-partition edge, one H100 (GPU-559f43c7,
-        // session 8) read 295/294 cycles after parallel fills and 306/302 after single
+        // At 24 MiB, 1 MiB from the H100's near-partition edge, one H100 (GPU-559f43c7)
+        // read 295/294 cycles after parallel fills and 306/302 after single
         // ones: the edge's mixture, not the fill.
         let mut means = [Vec::new(), Vec::new()];
         for single in [false, true, false, true] {

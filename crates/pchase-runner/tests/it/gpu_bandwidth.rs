@@ -46,7 +46,7 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
             | BandwidthLevel::MemoryWrite
             | BandwidthLevel::MemoryCopy => {
                 // At or under the peak: launches timed with a host wait after each, or
-                // back to back over one buffer, came out at 100.6 % (session 12).
+                // back to back over one buffer, came out at 100.6 %.
                 let peak = api_memory_peak(&device).expect("the API states the memory");
                 assert!(best <= peak, "{level}: {best} B/s over the peak {peak}");
             }

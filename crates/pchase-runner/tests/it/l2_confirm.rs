@@ -1,4 +1,4 @@
-//! The L2's capacities confirmed by a second probe around each edge (issue 13.3):
+//! The L2's capacities confirmed by a second probe around each edge:
 //! `measure::l2::confirm::confirm_l2` after a session, on a simulated GPU whose co-tenant
 //! arrives right after the L2 sweep.
 
@@ -76,8 +76,8 @@ fn a_co_tenant_gone_before_the_repeat_is_not_a_finding() {
     assert!(findings.is_empty(), "{findings:?}");
 }
 
-/// A sweep whose near hits lasted beyond an equal share of the L2 (H200 GPU-7ef01d99,
-/// session 10: half the near hits up to 33.8 MiB of a 30 MiB share, in three of six runs)
+/// A sweep whose near hits lasted beyond an equal share of the L2 (H200 GPU-7ef01d99:
+/// half the near hits up to 33.8 MiB of a 30 MiB share, in three of six runs)
 /// is confirmed below the share the report states, not below its own edge: a fresh array
 /// at 90 % of that edge is already larger than the share and keeps no near hits.
 #[test]

@@ -1,7 +1,7 @@
 //! The near partition in the topology: between what one SM's array kept and an equal share
-//! of the L2, never beyond it (session 10, H200 GPU-5ddc925c: near hits fell to half at
-//! 32.8 MiB in four of eight runs, the report gave two partitions of 32.8 MiB in a 60 MiB
-//! L2, the topology failed its own validation and the run wrote no JSON, exit 6).
+//! of the L2, never beyond it (H200 GPU-5ddc925c: near hits fell to half at 32.8 MiB in
+//! four of eight runs; a report that followed them would give two partitions of 32.8 MiB
+//! in a 60 MiB L2, a topology that fails its own validation, and no JSON, exit 6).
 
 use pchase_runner::{measure::report::to_topology, sim::SimProfile};
 use topology::{Bytes, SizeBound};

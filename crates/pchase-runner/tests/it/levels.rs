@@ -54,11 +54,11 @@ fn h200_l2_levels_from_real_samples() {
     check("l2-samples-h200-120MiB.txt", &[(520.0, 0.5), (690.0, 0.5)]);
 }
 
-/// Two sweeps of one H200 (memtopo `--only l2`, runs 1 and 3 of its `--keep-raw`): at
-/// 30 MiB near hits were 76 % of one run's loads and 88 % of the other's, so the onset of
-/// the overflow (the last size with the full share, which the near capacity followed until
-/// session 10) is 25.2 MiB in one and 30 MiB in the other; the size where near hits fall
-/// to half their share is bracketed alike in both, between 30 and 35.7 MiB.
+/// Two sweeps of one H200 (`tests/data/l2-sweep-h200-run*.txt`): at 30 MiB near hits were
+/// 76 % of one run's loads and 88 % of the other's, so the onset of the overflow (the last
+/// size with the full share) is 25.2 MiB in one and 30 MiB in the other; the size where
+/// near hits fall to half their share is bracketed alike in both, between 30 and 35.7 MiB.
+/// That is why the near capacity follows the half, not the onset.
 #[test]
 fn h200_near_half_does_not_move_with_the_onset_of_the_overflow() {
     use pchase_runner::measure::l2::{identify::identify, near_half, LevelKind, SweepPoint};
@@ -81,7 +81,7 @@ fn h200_near_half_does_not_move_with_the_onset_of_the_overflow() {
             .collect()
     };
     let (mut onsets, mut halves) = (Vec::new(), Vec::new());
-    for run in ["l2-sweep-h200-s9-run1.txt", "l2-sweep-h200-s9-run3.txt"] {
+    for run in ["l2-sweep-h200-run1.txt", "l2-sweep-h200-run3.txt"] {
         let points = sweep(run);
         assert_eq!(points.len(), 26, "{run}");
         let identified = identify(&points);

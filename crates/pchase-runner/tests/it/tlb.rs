@@ -93,7 +93,7 @@ fn large_pages_of_a_plain_allocation_and_small_pages_of_chunks_are_both_recovere
         assert_eq!(plain.finding.entry_bytes(), Some(512 << 20), "{path}");
         let reach: Vec<u64> = plain.finding.levels.iter().map(|l| l.reach_bytes).collect();
         assert_eq!(reach, [8 << 30, 32 << 30], "{path}");
-        // The walks went past 16 GiB, the old cap of 32-bit element indices.
+        // The walks went past 16 GiB, as far as 32-bit element indices reach.
         assert!(plain.finding.bound_bytes.is_some_and(|b| b > 32 << 30));
         let chunked = search(&m, path, WalkAllocation::Chunked);
         assert_eq!(chunked.region.chunk_bytes, Some(2 << 20));
@@ -118,7 +118,7 @@ fn large_pages_of_a_plain_allocation_and_small_pages_of_chunks_are_both_recovere
 
 #[test]
 fn entries_of_16_mib_over_2_mib_pages_are_the_same_in_both_allocations() {
-    // The H100's L2 path as measured in session 8 (scripts/gpu/tlb_regions.cu): 16 entries
+    // The H100's L2 path as measured by scripts/gpu/tlb_regions.cu: 16 entries
     // that each map 16 MiB of virtual addresses, +10 cycles, over 2 MiB pages whether one
     // cuMemAlloc or separately mapped chunks.
     let mut profile = SimProfile::bundled("h100").expect("bundled");
@@ -147,7 +147,7 @@ fn entries_of_16_mib_over_2_mib_pages_are_the_same_in_both_allocations() {
 
 #[test]
 fn three_levels_beyond_the_memory_are_recovered_in_the_aliased_region() {
-    // The H100's L2 path as measured in session 8 (scripts/gpu/tlb_alias.cu, 992 GiB of
+    // The H100's L2 path as measured by scripts/gpu/tlb_alias.cu (992 GiB of
     // aliased addresses; the tool walks 496 GiB): 16 entries of 16 MiB (+10 cycles), about 2048 of 32 MiB (+88),
     // about 4096 of 64 MiB (+351). One cuMemAlloc of the simulated 80 GB reaches level 2
     // (2049 x 32 MiB = 64 GiB) but not level 3 (4097 x 64 MiB = 256 GiB).
@@ -251,7 +251,7 @@ fn shipped_profiles_report_their_tlbs_or_a_bound_only() {
 
 #[test]
 fn a_third_level_dealt_to_two_halves_by_address_is_not_taken_for_entries_twice_as_large() {
-    // The H100's third L2-path level (session 9, scripts/gpu/tlb_fill.cu): 32 MiB entries
+    // The H100's third L2-path level (scripts/gpu/tlb_fill.cu): 32 MiB entries
     // in two sets by address bit 25. Walks 64 MiB apart overflow it at 4340, as 4339
     // entries of 64 MiB would; the walk of twice the nodes 32 MiB apart tells them apart.
     let profile = SimProfile::bundled("h100").expect("bundled");

@@ -1,4 +1,4 @@
-//! Thread-block clusters (schema 1.5, issue 17): the GPCs, distributed shared memory's
+//! Thread-block clusters (schema 1.5): the GPCs, distributed shared memory's
 //! latency and bandwidth per cluster size. Absent on GPUs without clusters (compute
 //! capability below 9.0), where a note says why.
 

@@ -1,4 +1,4 @@
-//! CopiesToShared from global to shared memory (schema 1.6, issue 17): per copy path (the tensor
+//! Copies from global to shared memory (schema 1.6): per copy path (the tensor
 //! memory accelerator's bulk copies, `cp.async`, the threads' plain loads) and per size, the
 //! latency of one copy in flight and the bandwidth with many in flight. Paths the device
 //! lacks are listed as not applicable, with the reason.
@@ -130,7 +130,7 @@ pub struct CopyNotApplicable {
     pub reason: String,
 }
 
-/// CopiesToShared from global to shared memory (schema 1.6).
+/// Copies from global to shared memory (schema 1.6).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CopiesToShared {
     /// Where the copies read from (e.g. "the L2: a source region of 1 MiB, read once before

@@ -270,10 +270,11 @@ pub struct Element {
     /// The next level a miss goes to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backed_by: Option<ElementKind>,
-    /// Bandwidth: read, write, copy, and for the L2 the near partition's reads (issue 15).
+    /// Bandwidth: read, write, copy, and for the L2 the near partition's reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth: Option<Bandwidths>,
-    /// Associativity, sets, replacement (later work).
+    /// Sets, ways, set mapping and replacement policy, where the `sets` benchmark
+    /// (`--deep`) measured them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geometry: Option<CacheGeometry>,
     /// L1 data only: whether global loads are cached in L1 at all.
@@ -488,9 +489,8 @@ pub struct TlbLevel {
     /// several: the H100's L2-path entries map 16 MiB over 2 MiB pages).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<Size>,
-    /// The page size it translates, where known. TLB walks measure the span of an entry,
-    /// not the page, so memtopo leaves this out since session 8 (earlier results put the
-    /// entry's span here).
+    /// The page size it translates, where another source knows it. memtopo leaves it out:
+    /// TLB walks measure the span of an entry (`coverage / entries`), not the page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_size: Option<Size>,
     /// The latency added by a miss in this level.

@@ -1,4 +1,4 @@
-//! Instruction caches (schema 1.6, issue 16): the levels an SM's instruction fetch meets,
+//! Instruction caches (schema 1.6): the levels an SM's instruction fetch meets,
 //! from one warp's loop over straight-line code of growing size.
 
 use schemars::JsonSchema;

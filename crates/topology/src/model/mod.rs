@@ -94,7 +94,7 @@ pub struct Topology {
     /// Groups of logical caches that are one physical cache.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_physical_caches: Vec<SharedPhysicalCache>,
-    /// Address-translation levels (later work).
+    /// Address-translation levels, where the `tlb` benchmark (`--deep`) measured them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tlb: Vec<TlbLevel>,
     /// Instruction-fetch levels, nearest first (schema 1.6).
@@ -110,7 +110,7 @@ pub struct Topology {
     /// Thread-block clusters: the GPCs and distributed shared memory (schema 1.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<Clusters>,
-    /// CopiesToShared from global to shared memory: the tensor memory accelerator, `cp.async` and
+    /// Copies from global to shared memory: the tensor memory accelerator, `cp.async` and
     /// plain loads, per size (schema 1.6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies_to_shared: Option<CopiesToShared>,

@@ -1,4 +1,4 @@
-//! The bandwidth section every report shows (issue 15): per element and kind (read, near-
+//! The bandwidth section every report shows: per element and kind (read, near-
 //! partition read, write, copy) the best value in GB/s (10⁹ B/s, the unit peaks are quoted
 //! in), the median, bytes per clock per SM where that is the natural unit, the share of the
 //! theoretical peak, and the launch that reached it.

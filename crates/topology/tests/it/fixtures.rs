@@ -1,5 +1,5 @@
 //! Topologies the tests share: an illustrative H200-like result (the source of
-//! `examples/results/h200-illustrative.*`) and a Kepler K20c built from the
+//! `examples/data/h200-illustrative.*`) and a Kepler K20c built from the
 //! thesis' table 5.4 with one failed benchmark.
 
 use std::path::PathBuf;
@@ -11,9 +11,9 @@ pub fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/golden")
 }
 
-/// `examples/results/` of the workspace.
+/// `examples/data/` of this crate.
 pub fn results_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/results")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/data")
 }
 
 /// `crates/topology/schema/topology.schema.json`, the schema published with the crate.
@@ -30,24 +30,24 @@ pub fn schema_copies(name: &str) -> [PathBuf; 2] {
     ]
 }
 
-/// Compares `actual` with the committed file `path`; with `UPDATE_GOLDEN=1`
+/// Compares `actual` with the committed file `path`; with `MEMTOPO_BLESS=1`
 /// in the environment, rewrites the file instead.
 pub fn check_golden_file(path: PathBuf, actual: &str) {
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+    if std::env::var_os("MEMTOPO_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().expect("golden files live in a folder")).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; run `UPDATE_GOLDEN=1 cargo test -p topology` to create it",
+            "{}: {e}; run `MEMTOPO_BLESS=1 cargo test -p topology` to create it",
             path.display()
         )
     });
     assert!(
         expected == actual,
         "{} differs from the rendered output; if the change is intended, run \
-         `UPDATE_GOLDEN=1 cargo test -p topology`\n--- expected\n{expected}\n--- actual\n{actual}",
+         `MEMTOPO_BLESS=1 cargo test -p topology`\n--- expected\n{expected}\n--- actual\n{actual}",
         path.display()
     );
 }

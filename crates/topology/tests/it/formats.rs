@@ -174,7 +174,7 @@ fn committed_results_convert_without_changing_a_float() {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut checked = 0;
     for path in [
-        root.join("examples/results/h200-illustrative.json"),
+        root.join("crates/topology/examples/data/h200-illustrative.json"),
         root.join("crates/topology/tests/data/h100-result.json"),
         root.join("crates/topology/tests/data/h100-result-second-run.json"),
     ] {

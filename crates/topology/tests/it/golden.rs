@@ -1,4 +1,4 @@
-//! Renders compared with committed golden files (`UPDATE_GOLDEN=1` rewrites them).
+//! Renders compared with committed golden files (`MEMTOPO_BLESS=1` rewrites them).
 
 use topology::render;
 

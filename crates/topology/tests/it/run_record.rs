@@ -154,7 +154,7 @@ fn validation_checks_the_record() {
 }
 
 /// Schema 1.7: the memory's temperature and remapped rows, which tell a GPU whose memory is
-/// slower than its model's (session 12), reach every output and the diff.
+/// slower than its model's, reach every output and the diff.
 #[test]
 fn the_memory_conditions_are_recorded_shown_and_diffed() {
     let mut run = record();

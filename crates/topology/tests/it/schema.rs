@@ -46,7 +46,8 @@ fn json_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// Every committed document the schemas describe: the results and node or fleet documents
-/// under `docs/results/` and `examples/results/`, and the simulator's golden results.
+/// under `docs/results/`, the illustrative result in `examples/data/`, the test data, and the
+/// simulator's golden results.
 /// Found at test time, so the folders may change. MT4G exports and progress logs are other
 /// formats and are left out.
 #[test]
@@ -55,7 +56,8 @@ fn every_committed_document_validates_against_its_schema() {
     let mut files = Vec::new();
     for dir in [
         "docs/results",
-        "examples/results",
+        "crates/topology/examples/data",
+        "crates/topology/tests/data",
         "crates/pchase-runner/tests/golden",
     ] {
         json_files(&root.join(dir), &mut files);

@@ -1,4 +1,4 @@
-//! The cluster kernels of module `hopper` whose shape comes from the launch (issue 17):
+//! The cluster kernels of module `hopper` whose shape comes from the launch:
 //! `dsmem_cluster_chase` (latency through any rank's shared memory, and where every block
 //! ran) and `dsmem_cluster_stream` (bandwidth of distributed shared memory).
 

@@ -1,6 +1,6 @@
 //! The line-indexed chases (`chase_fine_lines_<path>`) and their chain initialisation
 //! (`init_chain_lines`): indices count 128-byte lines, so one chain spans up to 512 GiB, as
-//! the TLB walks over all of device memory need (issue 16).
+//! the TLB walks over all of device memory need.
 
 use pchase_kernels::{catalogue::LINE_UNIT_BYTES, Kernel, LoadPath, ParamType};
 

@@ -1,6 +1,6 @@
 //! The dynamic programme over the single pass: up to [`MAX_FUSED`] layers per pass.
 
-use super::super::rbf_fast::argmin_of_sums;
+use super::super::argmin_of_sums;
 use super::sinks::Layers;
 use super::{Minimum, Pass, MAX_FUSED, PAD};
 use crate::cost::{RbfCost, SegmentCost};

@@ -3,7 +3,7 @@
 use std::arch::x86_64::{__m512d, _mm512_set1_pd};
 use std::collections::VecDeque;
 
-use super::super::rbf_fast::PRUNE_EVERY;
+use super::super::PRUNE_EVERY;
 use super::sinks::Single;
 use super::{ChunkSink, Minimum, Pass, LANES, PAD};
 use crate::cost::{RbfCost, SegmentCost};

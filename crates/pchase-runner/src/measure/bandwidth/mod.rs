@@ -1,4 +1,4 @@
-//! Bandwidth of every level (issue 15), tuned: for each level a search over launch shapes
+//! Bandwidth of every level, tuned: for each level a search over launch shapes
 //! ([`tuner`]) with short launches, then the best shape timed again with long ones.
 //!
 //! Each level has a plan ([`LevelPlan`]): the operations (instruction variants) that reach
@@ -42,7 +42,7 @@ pub const TUNING_LAUNCH: Duration = Duration::from_micros(100);
 /// 8.0–10.3 TB/s). A device-memory launch covers its buffer at least once (some 180 µs
 /// on the H100, 120 µs on the H200), and at that length its start and end cost 4–5 %
 /// and weigh on deeper unrolls more: 16 B × 8 ranked below 16 B × 4 in one H200 run of
-/// three, though 0.7 % faster in long launches (session 12). With launches back to back
+/// three, though 0.7 % faster in long launches. With launches back to back
 /// over two buffers, six runs each on an H100 and an H200 read 0.1–0.3 points higher with
 /// these than with 100 µs launches and two finalists, for some 50 ms of GPU time a run.
 pub const STREAM_TUNING_LAUNCH: Duration = Duration::from_micros(400);
@@ -231,7 +231,7 @@ impl LevelPlan {
                 .collect(),
             max_threads_per_sm,
         };
-        // Seeds from the hand-written kernels' best shapes on the H100 (notes of issue 15):
+        // Seeds from the hand-written kernels' best shapes on the H100:
         // 16-byte accesses, unroll 4, two blocks of half the SM's threads.
         let seed_threads = threads
             .iter()

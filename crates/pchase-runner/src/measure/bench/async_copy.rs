@@ -1,4 +1,4 @@
-//! Copies from global to shared memory (issue 17): the tensor memory accelerator's bulk
+//! Copies from global to shared memory: the tensor memory accelerator's bulk
 //! copies (`cp.async.bulk`, and its tensor-map form over 2-D tiles), `cp.async` (`.ca` at 4,
 //! 8 and 16 bytes, `.cg` at 16) and the threads' plain loads and stores, each at every size
 //! from one line to the largest copy a block's shared memory holds: the latency of one copy
@@ -20,11 +20,12 @@ use crate::{
             bandwidth_request, bandwidth_shape, latency_request, linear_sizes, max_copy_bytes, p5,
             tiles, CopyAtSize, CopyPathFinding,
         },
-        report::copies as report_copies,
         Measurements, Session,
     },
     sim::SimProfile,
 };
+
+mod report;
 
 /// The copy benchmark.
 pub(crate) struct AsyncCopy {
@@ -187,7 +188,7 @@ impl Benchmark for AsyncCopy {
     }
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
-        report_copies::write(measured, topo);
+        report::write(measured, topo);
     }
 
     fn sim_check(&self, profile: &SimProfile, m: &Measurements) -> Result<(), String> {

@@ -1,4 +1,4 @@
-//! The bandwidth benchmarks (issue 15): the L1, shared memory, the L2 (near partition and
+//! The bandwidth benchmarks: the L1, shared memory, the L2 (near partition and
 //! whole) and device memory (read, write, copy), each tuned over launch shapes
 //! (`measure::bandwidth`).
 

@@ -1,4 +1,4 @@
-//! Distributed shared memory (issue 17): the latency of a load from another SM's shared
+//! Distributed shared memory: the latency of a load from another SM's shared
 //! memory in the cluster, per cluster size the device allows and per rank addressed, and the
 //! bandwidth of reading and writing it, beside the block's own shared memory.
 
@@ -7,13 +7,15 @@ use std::time::Duration;
 use pchase_kernels::catalogue;
 use topology::Topology;
 
-use super::{gpc::chase_chain, Benchmark, Info};
+use super::{
+    gpc::{chase_chain, report as report_clusters},
+    Benchmark, Info,
+};
 use crate::{
     cluster::{ClusterChaseRequest, ClusterStreamRequest, StreamMode},
     error::RunnerError,
     measure::{
         cluster::{latency_by_rank, median, DsmemAtSize},
-        report::clusters as report_clusters,
         Measurements, Session,
     },
     sim::SimProfile,

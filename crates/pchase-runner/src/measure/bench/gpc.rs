@@ -1,4 +1,4 @@
-//! The GPC map (issue 17): which SMs form each GPC, inferred from where the hardware places
+//! The GPC map: which SMs form each GPC, inferred from where the hardware places
 //! the blocks of thread-block clusters (a cluster never spans GPCs), checked by the DSMEM
 //! latency inside each GPC, and joined with the L2 partition map in the report.
 
@@ -14,11 +14,12 @@ use crate::{
     error::RunnerError,
     measure::{
         cluster::{gpcs_from_placements, median_by_gpc, split_undetermined, GpcMap},
-        report::clusters as report_clusters,
         Measurements, Session,
     },
     sim::SimProfile,
 };
+
+pub(super) mod report;
 
 /// The GPC-map benchmark.
 pub(crate) struct GpcMapBench {
@@ -122,7 +123,7 @@ impl Benchmark for GpcMapBench {
     }
 
     fn run(&self, s: &mut Session<'_>) {
-        if report_clusters::not_applicable(s) {
+        if report::not_applicable(s) {
             return;
         }
         let step = format!("{} placement", self.info.name);
@@ -138,16 +139,16 @@ impl Benchmark for GpcMapBench {
         _options: &crate::measure::MeasureOptions,
         _plan: &[&'static dyn Benchmark],
     ) -> u64 {
-        report_clusters::expected_steps(device)
+        report::expected_steps(device)
     }
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
-        report_clusters::write_gpcs(measured, topo);
+        report::write_gpcs(measured, topo);
     }
 
     fn sim_check(&self, profile: &SimProfile, m: &Measurements) -> Result<(), String> {
         let Some(spec) = &profile.clusters else {
-            return report_clusters::check_not_applicable(m);
+            return report::check_not_applicable(m);
         };
         let found = m
             .clusters

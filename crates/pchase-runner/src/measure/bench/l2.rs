@@ -7,9 +7,11 @@ use topology::{ElementKind, Topology};
 use super::{Benchmark, Info};
 use crate::{
     backend::LoadPath,
-    measure::{l2, report, Measurements, Session},
+    measure::{l2, Measurements, Session},
     sim::{L2Interleave, SimProfile},
 };
+
+mod report;
 
 /// The L2 benchmark.
 pub(crate) struct L2 {
@@ -66,7 +68,7 @@ impl Benchmark for L2 {
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
         if let Some(result) = measured.element(ElementKind::L2) {
-            report::write_element(topo, ElementKind::L2, result, false);
+            super::element::write_element(topo, ElementKind::L2, result, false);
         }
         if let Some(found) = measured.l2.as_ref() {
             report::l2_findings(topo, found);
@@ -104,7 +106,7 @@ impl Benchmark for L2 {
     }
 }
 
-/// The partitions (issue 12.6): where the map ran, the count is the profile's and so is
+/// The partitions: where the map ran, the count is the profile's and so is
 /// whether a partition keeps copies; with the balanced interleave, whose partitions and
 /// sets fill evenly (and no copies), the near partition and the far side hold the
 /// profile's bytes to 1 %.

@@ -10,7 +10,7 @@ use super::{Benchmark, Info};
 use crate::{
     backend::{Carveout, ChainSpec, LoadPath},
     error::RunnerError,
-    measure::{analysis, levels, report, LatencySummary, Measurements, Session},
+    measure::{analysis, levels, LatencySummary, Measurements, Session},
     sim::SimProfile,
 };
 
@@ -99,7 +99,7 @@ impl Benchmark for Memory {
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
         if let Some(result) = measured.element(ElementKind::DeviceMemory) {
-            report::write_element(topo, ElementKind::DeviceMemory, result, false);
+            super::element::write_element(topo, ElementKind::DeviceMemory, result, false);
         }
     }
 

@@ -22,6 +22,7 @@ mod async_copy;
 mod bandwidth;
 mod banks;
 mod dsmem;
+mod element;
 mod gpc;
 mod icache;
 mod l2;

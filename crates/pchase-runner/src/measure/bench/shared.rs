@@ -9,7 +9,7 @@ use super::{Benchmark, Info};
 use crate::{
     backend::{Carveout, ChainSpec, LoadPath},
     error::RunnerError,
-    measure::{report, LatencySummary, Measurements, Session},
+    measure::{LatencySummary, Measurements, Session},
     sim::SimProfile,
 };
 
@@ -70,7 +70,7 @@ impl Benchmark for Shared {
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
         if let Some(result) = measured.element(ElementKind::SharedMemory) {
-            report::write_element(topo, ElementKind::SharedMemory, result, false);
+            super::element::write_element(topo, ElementKind::SharedMemory, result, false);
         }
     }
 

@@ -12,8 +12,7 @@ use crate::{
     measure::{
         carveout, hierarchy,
         probe::{SizeProbe, CONSTANT_BANK_BYTES},
-        report, search, MeasureOptions, Measurements, SearchRange, Session, SizeAtCarveout,
-        SizeFinding,
+        search, MeasureOptions, Measurements, SearchRange, Session, SizeAtCarveout, SizeFinding,
     },
     sim::{Associativity, Replacement, SimProfile},
 };
@@ -452,10 +451,10 @@ impl Benchmark for SmCache {
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {
         if self.l1 {
-            report::global_caching(measured, topo);
+            super::element::global_caching(measured, topo);
         }
         if let Some(result) = measured.element(self.element()) {
-            report::write_element(topo, self.element(), result, self.l1);
+            super::element::write_element(topo, self.element(), result, self.l1);
         }
     }
 

@@ -1,4 +1,4 @@
-//! A second, independent look at the L2's capacities (issue 13.3): every size the sweep
+//! A second, independent look at the L2's capacities: every size the sweep
 //! found is probed again around its knee, by two pinned chases of their own at 90 % and
 //! 125 % of the edge, whose sampled loads are sorted into the levels the sweep found.
 //!
@@ -18,7 +18,7 @@ use crate::backend::Backend;
 /// Where the probes go, relative to an edge. Above it by more than the sweep's step
 /// (2^(1/4) ≈ 1.19): the H100's near edge is soft, and at 1.1 × it a quiet GPU still gave
 /// 94–97 % near hits, over the full share, so a probe there raised false alarms (exit 9 on
-/// an idle H100, `--only l2`, session 6).
+/// an idle H100, `--only l2`).
 const BELOW: f64 = 0.9;
 const ABOVE: f64 = 1.25;
 
@@ -61,8 +61,8 @@ pub fn confirm_l2<B: Backend + ?Sized>(
     if let (Some(edge), Some(first)) = (l2.near_edge, l2.points.first()) {
         // As the sweep decided: half the near hits' share at the smallest size; at the edge
         // the report states, never beyond the array an equal share of the L2 holds (the
-        // share itself with copies, the whole L2 without). On an H200 (session 10,
-        // GPU-7ef01d99) the sweep kept half its near hits up to 33.8 MiB in three of six
+        // share itself with copies, the whole L2 without). On an H200 (GPU-7ef01d99) the
+        // sweep kept half its near hits up to 33.8 MiB in three of six
         // runs, and a probe at 90 % of that, 30.4 MiB, found none: the L2's replacement
         // keeps lines the sweep had used again and again, a fresh array beyond the 30 MiB
         // share keeps nothing.

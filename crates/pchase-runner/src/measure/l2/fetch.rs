@@ -49,10 +49,10 @@ pub(super) fn fetch_granularity<B: Backend + ?Sized>(
 /// Memory can be less than 1.5 × the L2's latency (Kepler: 339 against 223 cycles), so the
 /// SM caches' rule does not fit; and memory may have several levels (an H200: through the
 /// near partition p50 548, through the far one 730, a slow tail near 960). The midpoint of
-/// the median and the 99th percentile, used until session 9, lay above the near
-/// partition's memory level whenever the slow tail reached the 99th percentile: only the
-/// far-homed misses counted, every other fetch unit, and the H200 read 128 B in 2 of 5
-/// runs (64 B in the other three).
+/// the median and the 99th percentile does not do either: it lies above the near
+/// partition's memory level whenever the slow tail reaches the 99th percentile, so only
+/// the far-homed misses count, every other fetch unit, and the H200 read 128 B with it in
+/// 2 of 5 runs (64 B in the other three).
 fn miss_threshold(latencies: &[u32]) -> Option<f64> {
     if latencies.is_empty() {
         return None;

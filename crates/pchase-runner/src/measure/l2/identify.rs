@@ -259,7 +259,8 @@ fn summary(c: &Cluster) -> Distribution {
 /// Neighbouring clusters (by median) that ended up as one level: the same presence at the
 /// smallest and the largest size (so they would get the same kind) and the same level by
 /// their pooled loads. Each mode joins the first cluster it matches as the clusters grow,
-/// so one level can end up in two: on an H200 the far hits fell into clusters of p50 447 and 453, the far level was
+/// so one level can end up in two: on an H200 (an `--only l2` run) the far hits fell into
+/// clusters of p50 447 and 453, the far level was
 /// the smaller of the two, and its share stopped 10 MiB before the L2's end, a far edge the
 /// confirmation then refuted (a "disturbed" run on a quiet GPU).
 fn merge_alike(clusters: Vec<Cluster>) -> Vec<Cluster> {

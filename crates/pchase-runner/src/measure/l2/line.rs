@@ -10,7 +10,7 @@ use crate::{
 };
 
 use super::super::stats::slow_runs;
-use super::probes::first_block;
+use super::probes::{first_block, EVICTING_SPACING};
 
 /// How the L2's allocation line was found.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +71,7 @@ pub(super) fn aligned_unit(runs: &[(usize, usize)]) -> (usize, f64) {
 /// of 128 B) the largest aligned unit is twice the line. Stray slow loads also make short
 /// runs, but mostly of one unit: `u` is taken when at least 8 runs are exactly `u` long and
 /// aligned and they outnumber the runs shorter than `u` four to one. (A share of all runs
-/// is not asked for: on GPU-74b75669, session 7, 10 of 339 runs were one 128-byte line
+/// is not asked for: on an H100, GPU-74b75669, 10 of 339 runs were one 128-byte line
 /// alone and none was shorter, while pairs made 228: a rule that wanted 5 % read 256 B.)
 pub(super) fn line_unit(runs: &[(usize, usize)]) -> (usize, f64) {
     let (largest, _) = aligned_unit(runs);
@@ -96,19 +96,15 @@ pub(super) fn line_unit(runs: &[(usize, usize)]) -> (usize, f64) {
     (largest, share(largest))
 }
 
-/// Nodes of the evicting chain are 33 lines of 128 B apart (an odd number of lines, so that
-/// they fall into sets and partitions all over the L2 whatever its hash).
-pub(super) const EVICTING_SPACING: u32 = 33 * 128;
-
 /// The L2's allocation line: the bytes one tag covers, read from which lines an eviction
 /// takes away.
 ///
 /// One block loads chain A, one node per fetch unit, over [`A_SHARE`] % of the capacity
 /// one SM's accesses get, in address order (the L2 flushed first, so that A's first lines
 /// are its oldest), then loads a sparse chain B whose nodes are 33 lines apart, and one
-/// thread then re-times A's first nodes. Until session 11 one thread chased A and B, about
-/// 100 ms of GPU time per launch on an H200 where A held 18–22 MiB; the block's passes
-/// take a few milliseconds (`TwoPhaseRequest::block_fill`).
+/// thread then re-times A's first nodes. A block, not one thread, loads A and B: one
+/// thread's chase took about 100 ms of GPU time per launch on an H200 where A held
+/// 18–22 MiB; the block's passes take a few milliseconds (`TwoPhaseRequest::block_fill`).
 /// Each node of B lands in some set; where that set is full it evicts the set's least
 /// recently used line of A, and lines of one set are far apart in A: the evicted lines are
 /// isolated, and each shows as a run of misses, one per fetch unit it held. The line is the
@@ -125,21 +121,21 @@ pub(super) const EVICTING_SPACING: u32 = 33 * 128;
 /// until a launch evicts too few. Where one fourfold step went from too few runs to more
 /// than half missed (a cache whose sets fill evenly overflows in all of them at once), up
 /// to six bisections of B's node count search between the two. The launch with the most
-/// runs (at least 16) decides. Until session 10 B started at one node per 1024 lines: on
-/// the H100 the starts of one per 1024, 256 and 64 lines evicted next to nothing, each a
-/// launch of about 100 ms (a single-thread pass over A). With A at 60 % of the onset, one
+/// runs (at least 16) decides. B starts that dense because sparser starts waste launches:
+/// on the H100 starts of one node per 1024, 256 and 64 lines evicted next to nothing, each
+/// a launch of about 100 ms (a single-thread pass over A). With A at 60 % of the onset, one
 /// node per 8 lines of A gave 14–74 runs on the H100 and 0–16 on the H200 where the onset
-/// was 25 MiB, four times as many 480–990 runs (session 10).
+/// was 25 MiB, four times as many 480–990 runs.
 ///
 /// A must fit by itself: runs of misses of a kilobyte or more are not B's (its nodes, 33
 /// lines apart, evict isolated lines) but A's own overflow, which takes its oldest lines,
 /// the re-timed ones; they are left out of the runs, and where the first launch has more
 /// than [`A_OVERFLOW_SHARE`] of the re-timed loads in them, the search starts again with A
 /// four fifths as large, at most [`A_SHRINKS`] times (on the H200 an A of 21 MiB had 3 to
-/// 5 % of its loads in long runs in five of six runs and 19 % in one). On the H200
-/// (session 9) A at 85 % of a near edge of 28.4 or 30 MiB lost 56 and 63 % of its first
-/// lines with 193 and 203 B nodes, in runs of 1 KiB to 256 KiB; on H100s (session 10) A at
-/// 85 % of 24.3 MiB lost 13 to 35 %.
+/// 5 % of its loads in long runs in five of six runs and 19 % in one). On the H200 A at
+/// 85 % of a near edge of 28.4 or 30 MiB lost 56 and 63 % of its first lines with 193 and
+/// 203 B nodes, in runs of 1 KiB to 256 KiB; on H100s A at 85 % of 24.3 MiB lost 13 to
+/// 35 %.
 pub(super) fn l2_line<B: Backend + ?Sized>(
     backend: &mut B,
     capacity: u64,
@@ -198,10 +194,10 @@ const LONG_RUN_BYTES: u64 = 1024;
 
 /// Chain A's bytes, per cent of the capacity passed (the onset of the near overflow). With
 /// the L2 flushed by writing, A at 85 % overflowed by itself in every default run on the
-/// H100 (session 10: the onset 25 MiB, A 21.25 MiB, 26–48 % of the re-timed loads in long
-/// runs) and at 70 % in most runs on the H200 whose onset was 30 MiB (A 21 MiB, 14–25 %);
-/// the flush now reads, after which A keeps its lines to about 22 MiB (H100) and 26 MiB
-/// (H200) (`CudaBackend::flush_l2`).
+/// H100 (the onset 25 MiB, A 21.25 MiB, 26–48 % of the re-timed loads in long runs) and at
+/// 70 % in most runs on the H200 whose onset was 30 MiB (A 21 MiB, 14–25 %); the flush
+/// reads (`CudaBackend::flush_l2`), and after it A keeps its lines to about 22 MiB (H100)
+/// and 26 MiB (H200).
 const A_SHARE: u64 = 70;
 
 /// How often the line probe shrinks an A that overflowed by itself.

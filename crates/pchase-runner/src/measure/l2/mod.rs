@@ -253,8 +253,8 @@ pub fn measure_l2<B: Backend + ?Sized>(
     };
     // Without copies the near partition holds only the array's near-homed lines, 1/P of
     // it: near hits stop when that share no longer fits, so the partition holds the edge
-    // over P (issue 12.6: a three-partition L2 without copies read as 2.5 of its 3 MiB
-    // in one partition, more than the L2 held with the other two).
+    // over P (otherwise a three-partition L2 without copies reads as 2.5 of its 3 MiB in
+    // one partition, more than the L2 holds with the other two).
     let near_edge = near_capacity.map(|(bytes, _)| bytes);
     if keeps_copies == Some(false) {
         near_capacity =

@@ -10,7 +10,11 @@ use crate::{
 };
 
 use super::super::stats::{median, quantile};
-use super::line::EVICTING_SPACING;
+
+/// Nodes of an evicting chain are 33 lines of 128 B apart (an odd number of lines, so that
+/// they fall into sets and partitions all over the L2 whatever its hash): the line probe's
+/// chain B and the sector probe's chain.
+pub(super) const EVICTING_SPACING: u32 = 33 * 128;
 
 /// How the L2's sector was found.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,7 +19,7 @@
 //!    the replacement policy: `W` lines never miss, `W + 1` do. Sets are capacity / ways.
 //!    Where the distances are irregular, the same chase runs again: a set has fixed
 //!    members, so where it names other lines the conflicts do not repeat and nothing is
-//!    determined (the H100's L1, session 9). Otherwise the index is hashed; ways are the
+//!    determined (the H100's L1). Otherwise the index is hashed; ways are the
 //!    set's lines less one, and a power-of-two stride that a modulo index would put into one
 //!    set, but that does not conflict, is recorded as the evidence.
 //! 4. **Replacement.** Every set filled in a known order (a chase over the whole capacity),

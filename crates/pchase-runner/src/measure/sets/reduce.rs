@@ -1,7 +1,7 @@
-//! The reduction to one set (session 11), for a cache whose first overflow names no fixed
-//! set: the search's step 3 found conflicts that do not repeat, or a set whose lines do not
-//! all miss on every pass (a victim chosen with randomness). The H100's and H200's L1 are
-//! such caches (`docs/evidence/2026-11-26-h100-h200-l1-sets/`).
+//! The reduction to one set, for a cache whose first overflow names no fixed set: the
+//! search's step 3 found conflicts that do not repeat, or a set whose lines do not all miss
+//! on every pass (a victim chosen with randomness). The H100's and H200's L1 are such
+//! caches (`docs/evidence/2026-11-26-h100-h200-l1-sets/`).
 //!
 //! 1. **One set.** From a chase a little past the first overflow, every line whose absence
 //!    leaves the chase missing ([`BUSY_PER_PASS`] misses a pass or more) is dropped, in
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn the_masks_of_an_xor_index_are_found_from_one_sets_lines() {
-        // The H100's L1 (session 11): set bits = parities under 0x2b5 and 0x5da.
+        // The H100's L1: set bits = parities under 0x2b5 and 0x5da.
         let hash = |l: u64| ((l & 0x2b5).count_ones() & 1, (l & 0x5da).count_ones() & 1);
         let set: Vec<u64> = (47..1781).filter(|&l| hash(l) == hash(47)).collect();
         let masks = xor_masks(&set, 1781);

@@ -170,7 +170,7 @@ fn a_cache_larger_than_the_reach_is_undetermined() {
 }
 
 /// A cache of `capacity` lines whose first overflow misses three lines that change from
-/// chase to chase (the H100's L1 in session 9, `scripts/gpu/l1_sets.cu`); strided chases of
+/// chase to chase (the H100's L1, `scripts/gpu/l1_sets.cu`); strided chases of
 /// a few lines never conflict.
 struct Moving {
     capacity: u64,
@@ -209,7 +209,7 @@ fn conflicts_that_do_not_repeat_name_no_set() {
 }
 
 /// A hashed index with a victim drawn among the older lines: the first overflow names no
-/// fixed set (the H100's L1, session 11: 4 sets of 434 ways at 217 KiB), so the search
+/// fixed set (the H100's L1: 4 sets of 434 ways at 217 KiB), so the search
 /// reduces a chase to one set's lines and recovers the ways, the sets and the XOR masks of
 /// the index (an XOR fold of 2-bit fields: parities under ...010101 and ...101010), and
 /// reports the replacement's miss shares past the ways.

@@ -7,7 +7,7 @@
 //! entries, each mapping twice the span: at twice the span every node lands in one half and
 //! the walk overflows at half the entries; at the span itself it overflows at the whole
 //! level, as a walk over entries twice as large would. The H100's third L2-path level is
-//! such a level (session 9, `scripts/gpu/tlb_fill.cu`): a flush over the lower 32 MiB of
+//! such a level (`scripts/gpu/tlb_fill.cu`): a flush over the lower 32 MiB of
 //! 8192 ranges of 64 MiB leaves every upper 32 MiB translation in place.
 //!
 //! The walks can still tell the two apart, at half the stride with twice the nodes, in two
@@ -22,10 +22,10 @@
 //! same lines or the level's own rise, never walks of other lines, whose latencies may
 //! differ by more than a first level's miss through the L2 slices they meet; and a level
 //! whose half miss would not count as a rise is not tested (an H100's level 1, +10 cycles:
-//! `scripts/gpu/tlb_fill.cu` shows its whole 16 MiB filled by one miss). Earlier builds
-//! (session 9) compared with the level before's walk, which took an H100's level 1 for 64
-//! entries of 4 MiB in one run of two, or with the walk of one node fewer per group, which
-//! missed the third level, whose groups fill gradually.
+//! `scripts/gpu/tlb_fill.cu` shows its whole 16 MiB filled by one miss). Two other
+//! comparisons fail: with the level before's walk, an H100's level 1 read as 64 entries of
+//! 4 MiB in one run of two; with the walk of one node fewer per group, the third level,
+//! whose groups fill gradually, went unseen.
 
 use super::rise::Rise;
 use super::{nearest_rank, p5, rises, sorted_finite, STRIDES};

@@ -34,7 +34,7 @@
 //!    groups shared an entry and the span is that stride; without a confirmed test it is
 //!    not determined. An entry may map
 //!    more than a page: the H100's L2-path level 1 maps 16 MiB per entry over 2 MiB pages,
-//!    alike in one `cuMemAlloc` and in separately mapped 2 MiB chunks (session 8), so the
+//!    alike in one `cuMemAlloc` and in separately mapped 2 MiB chunks, so the
 //!    walks measure the entry's span, not the driver's page size.
 //!    **2b. Interleave.** Entries of half the span whose set index takes the address bit
 //!    above them (two halves of the level by address) overflow exactly like entries of the
@@ -43,7 +43,7 @@
 //!    and its loads are as slow as in the same lines grouped by pairs, consecutive nodes did
 //!    not share an entry, so the entries are half as large, twice as many, and dealt to two
 //!    halves; repeated down to the previous level's span. The H100's third L2-path
-//!    level is such a level (session 9).
+//!    level is such a level.
 //! 3. **Only translation depends on the order.** The same lines are walked twice at a
 //!    stride an eighth of the span ([`OrderCheck`]): in address order, where eight
 //!    neighbours share an entry and at most one load in eight misses, and grouped, one

@@ -215,8 +215,8 @@ fn a_level_behind_an_l2_effect_is_still_recovered_exactly() {
 #[test]
 fn an_effect_at_two_strides_is_refuted_by_the_order_of_the_same_lines() {
     // The effect at 32 and 16 MiB: the span search "finds" 16 MiB entries; the same lines
-    // at 2 MiB in both orders stay alike, so it is no level (session 7 needed chunks and
-    // a rule on pages for this; the order test needs neither).
+    // at 2 MiB in both orders stay alike, so it is no level (without the order test this
+    // needs chunks and a rule on pages).
     let effect: &[u64] = &[16 << 20, 32 << 20];
     let f = search(
         H100,
@@ -231,7 +231,7 @@ fn an_effect_at_two_strides_is_refuted_by_the_order_of_the_same_lines() {
 
 #[test]
 fn entries_that_map_16_mib_over_smaller_pages_are_found_with_their_span() {
-    // The H100's L2 path (session 8): 16 entries of 16 MiB, +10 cycles, alike whatever the
+    // The H100's L2 path: 16 entries of 16 MiB, +10 cycles, alike whatever the
     // pages; no further level within the memory.
     let f = search(H100, model(16 << 20, &[(16, 10.0)])).unwrap();
     assert_eq!(f.entry_bytes(), Some(16 << 20));
@@ -295,7 +295,7 @@ fn a_level_that_fills_gradually_is_counted_where_it_is_complete() {
     // from 2049 ranges on a few loads already miss (+5 on the 5th percentile), and from
     // 2290 on most of them (+60): the boundary walk is mid-transition, and a search that
     // took its 5th percentile for the level's found the rest of the transition as a
-    // "level 3" (session 8's first aliased run on an H100).
+    // "level 3" (as in an aliased run on an H100).
     let mut walk = model(32 << 20, &[(2303, 88.0)]);
     let creeping = move |n: u64, stride: u64, group: u64| {
         // Ranges met in turn: a sequential walk below 32 MiB meets each range several
@@ -342,7 +342,7 @@ fn dealt(
 
 /// [`dealt`], where each group holds `loss` entries fewer while walks use more than one
 /// group (a level that fills gradually: the H100's third, whose walks 32 MiB apart of one
-/// node fewer per group than its 64 MiB overflow already missed, session 9).
+/// node fewer per group than its 64 MiB overflow already missed).
 fn crowded(
     span: u64,
     entries: u64,

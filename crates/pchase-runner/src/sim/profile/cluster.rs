@@ -1,4 +1,4 @@
-//! The profile's thread-block clusters (issue 17): the GPCs, distributed shared memory's
+//! The profile's thread-block clusters: the GPCs, distributed shared memory's
 //! latency and bandwidth. A profile without a `[clusters]` table models a GPU without
 //! clusters (compute capability below 9.0), where the cluster benchmarks are "not
 //! applicable".

@@ -1,4 +1,4 @@
-//! The profile's copies from global to shared memory (issue 17): per copy path, the latency
+//! The profile's copies from global to shared memory: per copy path, the latency
 //! of one copy and the rates it streams at. A profile without a `[copies]` table models a
 //! GPU whose copies were never described; a path the device's compute capability lacks
 //! (`cp.async` before 8.0, the bulk copies before 9.0) must not be listed.

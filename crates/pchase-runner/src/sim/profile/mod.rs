@@ -159,7 +159,7 @@ pub enum Associativity {
     Full,
     /// `n` sets; the ways are size / (line × sets), so that a unified store's L1 gains and
     /// loses ways, not sets, with its configuration, as the H100's and H200's L1 does (four
-    /// sets of 434 ways at 217 KiB, 298 at 149 KiB; session 11). In TOML `{ sets = 4 }`.
+    /// sets of 434 ways at 217 KiB, 298 at 149 KiB). In TOML `{ sets = 4 }`.
     Sets(u32),
 }
 
@@ -215,16 +215,15 @@ pub enum Replacement {
         /// Ways per set that never hold reusable data (≥ 1, < ways).
         reserved_ways: u32,
     },
-    /// Tree pseudo-LRU (issue 16): a binary tree of `ways − 1` bits per set points to the
+    /// Tree pseudo-LRU: a binary tree of `ways − 1` bits per set points to the
     /// victim; every access turns the bits on its way's path to point away from it. Ways
     /// must be a power of two. Differs from LRU once a hit re-orders the set: after lines
     /// A B C D of a 4-way set and a hit on A, LRU evicts B, tree PLRU evicts C.
     TreePlru,
-    /// A victim drawn uniformly among the `candidates` least recently used lines of the set
-    /// (session 11): between LRU (`candidates` = 1) and uniformly random (= the ways). A
-    /// cyclic chase one line over the ways misses on about `2 / candidates` of its loads;
-    /// the H100's and H200's L1 miss on 2.3–2.9 %
-    /// (`docs/evidence/2026-11-26-h100-h200-l1-sets/`).
+    /// A victim drawn uniformly among the `candidates` least recently used lines of the set:
+    /// between LRU (`candidates` = 1) and uniformly random (= the ways). A cyclic chase one
+    /// line over the ways misses on about `2 / candidates` of its loads; the H100's and
+    /// H200's L1 miss on 2.3–2.9 % (`docs/evidence/2026-11-26-h100-h200-l1-sets/`).
     RandomOldest {
         /// How many of the oldest lines the victim is drawn from (≥ 1; more than the ways
         /// draw among all of them).
@@ -232,7 +231,7 @@ pub enum Replacement {
     },
 }
 
-/// Which set a line goes to (issue 16).
+/// Which set a line goes to.
 ///
 /// In TOML: `set_index = "modulo"` (the default) or `set_index = "xor-fold"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -339,7 +338,7 @@ pub struct L2Spec {
     /// NVIDIA describes the A100's L2), so that far data the SM reuses is then served near.
     #[serde(default)]
     pub near_keeps_far_copies: bool,
-    /// How lines are spread over the partitions (issue 12.6): `"hash"` (the default) or
+    /// How lines are spread over the partitions: `"hash"` (the default) or
     /// `"balanced"`.
     #[serde(default, skip_serializing_if = "L2Interleave::is_hash")]
     pub interleave: L2Interleave,

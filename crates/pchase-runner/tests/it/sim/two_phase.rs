@@ -175,7 +175,7 @@ fn two_phase_misses_exactly_when_the_first_caches_of_the_paths_are_one() {
                     Replacement::Lru | Replacement::EarlyMiss { .. }
                 );
                 // Under LRU every re-timed line of A was evicted; a victim drawn among the
-                // older lines (the Hopper profiles since session 11) leaves some of them.
+                // older lines (the Hopper profiles) leaves some of them.
                 if shares && !lru {
                     assert!(
                         missed >= all / 4 && missed <= all,

@@ -320,7 +320,7 @@ fn shape(search: &TlbSearch) -> Vec<(Option<u64>, Option<u64>, u64)> {
 
 /// How the allocations' levels on `path` compare. Where one cuMemAlloc and separately
 /// mapped chunks show the same levels (entries and spans): they are keyed by virtual
-/// address and the walks cannot tell the driver's page size (the H100 of session 8). A
+/// address and the walks cannot tell the driver's page size (as on an H100). A
 /// level in one allocation only, where the other's walks went past its overflow, is a
 /// difference worth a note (e.g. large pages that chunks cannot form). The aliased region
 /// goes further than either: its levels beyond theirs are named.

@@ -79,7 +79,7 @@ fn the_allocations_are_compared_where_both_walked_far_enough() {
     let said = |searches: &[TlbSearch]| {
         allocations_note(searches, LoadPath::GlobalCg).map(|n| (n.severity, n.message))
     };
-    // The H100 of session 8: the same level in both, keyed by virtual address.
+    // As on an H100: the same level in both, keyed by virtual address.
     let (severity, same) = said(&[plain.clone(), chunked.clone()]).unwrap();
     assert_eq!(severity, NoteSeverity::Info);
     assert!(same.contains("the same in one cuMemAlloc and in separately mapped chunks of 2.0 MiB (16 entries of 16.0 MiB)"), "{same}");
@@ -171,7 +171,7 @@ fn the_span_note_says_an_entry_maps_more_than_a_chunk_and_how_the_order_confirme
     assert!(span_notes(&chunked, None).is_empty());
 }
 
-/// The H100's chunked L2-path search of session 7: a rise at 2207 nodes of 32 MiB that
+/// An H100's chunked L2-path search: a rise at 2207 nodes of 32 MiB that
 /// 16 MiB did not repeat, and the flat walks per stride.
 fn rejected_search(chunked: bool) -> TlbSearch {
     let flat = |stride: u64, nodes: u64| tlb::FlatWalk {

@@ -226,7 +226,7 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
         .map(|s| Latency::measured(s).with_conditions(loaded()));
     // The count only from the map's direct measurement (the far share 1 − 1/P), never
     // from the number of latency levels: a far level says there is more than one
-    // partition, not how many (issue 12.6).
+    // partition, not how many.
     partitions.count = l2
         .map
         .as_ref()
@@ -268,7 +268,7 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
 /// The near partition's size: between what SM 0's array kept (the near capacity: near hits
 /// at half their share) and an equal share of the L2 (its total over the map's P), the
 /// share alone where the capacity reached it. One SM's array is not the partition: which
-/// sets its lines fill depends on the pages a run gets, and on the H200 (session 10) near
+/// sets its lines fill depends on the pages a run gets, and on an H200 near
 /// hits fell to half at 28.4 MiB in half the runs and at 32.8 MiB in the others, beyond the
 /// 30 MiB two equal partitions hold (the far side held 30–31.4 MiB in both).
 fn near_partition_size(topo: &mut Topology, l2: &L2Findings, total: Option<u64>) -> Option<Size> {

@@ -1,7 +1,14 @@
-//! The typed description of PTX modules, kernels and their parameters.
+//! The typed description of PTX modules, kernels and their parameters, and the kernel
+//! families whose descriptions carry a shape of their own: [`bandwidth`] and [`copy`]. A
+//! [`KernelKind`] names those shapes, and each family builds its kernels from the types
+//! here, so they live together, under the types they extend. The other families
+//! (`icache`, `probes`) and the catalogue only use these types.
 
-use crate::bandwidth::BandwidthKernel;
+pub mod bandwidth;
+pub mod copy;
+
 use crate::{ComputeCapability, Error, LoadPath, PtxIsaVersion};
+use bandwidth::BandwidthKernel;
 
 /// One PTX module: a file under `ptx/`, embedded in this crate.
 #[derive(Debug)]
@@ -12,6 +19,8 @@ pub struct Module {
     pub(crate) ptx_isa: PtxIsaVersion,
     pub(crate) min_capability: ComputeCapability,
     pub(crate) min_driver_version: u32,
+    /// See [`Module::loaded_on_demand`].
+    pub(crate) on_demand: bool,
     pub(crate) description: &'static str,
 }
 
@@ -63,18 +72,20 @@ impl Module {
     /// kernels is launched, for the same reason: only the copy benchmark needs them. The
     /// instruction-fetch module too: the runner generates it at the size it needs
     /// ([`crate::icache::module_ptx`]) and loads that when the benchmark first launches it.
+    /// The probes are loaded whole on first use too: each belongs to one benchmark.
     pub fn loaded_on_demand(&self) -> bool {
-        std::ptr::eq(self, crate::bandwidth::module())
-            || std::ptr::eq(self, crate::copy::async_copy_module())
-            || std::ptr::eq(self, crate::copy::tma_module())
-            || std::ptr::eq(self, crate::icache::module())
-            || std::ptr::eq(self, crate::probes::module())
+        self.on_demand
     }
 
     /// Whether a device of compute capability `device` can load the module.
     pub fn supports(&self, device: ComputeCapability) -> bool {
         device >= self.min_capability
     }
+}
+
+/// A parameter of a kernel description: its name in the PTX, its type and what it means.
+pub(crate) const fn param(name: &'static str, ty: ParamType, meaning: &'static str) -> Param {
+    Param { name, ty, meaning }
 }
 
 /// The PTX type of a kernel parameter.
@@ -188,7 +199,7 @@ pub enum KernelKind {
     ClusterStream,
     /// Fine-grained single-thread chase whose indices count 128-byte lines, not 4-byte
     /// elements: one block's chain may span up to 512 GiB (the TLB walks over all of device
-    /// memory, issue 16). The timed loop is the `Chase` kernels' but for the address
+    /// memory). The timed loop is the `Chase` kernels' but for the address
     /// computation before the first clock read.
     ChaseLines {
         /// The load instruction used (`GlobalCa` or `GlobalCg`).
@@ -235,7 +246,7 @@ pub enum KernelKind {
     /// A bandwidth kernel: streaming accesses of one shape (`crate::bandwidth`).
     Bandwidth(BandwidthKernel),
     /// A copy from global to shared memory in rounds (`crate::copy`).
-    Copy(crate::copy::CopyPath),
+    Copy(copy::CopyPath),
     /// Straight-line multiply-adds entered at a chosen segment and run in a loop, one warp
     /// (`crate::icache`): the instruction caches.
     InstructionFetch,

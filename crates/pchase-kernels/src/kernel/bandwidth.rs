@@ -1,4 +1,4 @@
-//! The bandwidth kernels (issue 15): streaming reads, writes and copies over global memory
+//! The bandwidth kernels: streaming reads, writes and copies over global memory
 //! and reads of shared memory, each at a fixed vector width and unroll, in their own module
 //! `bandwidth` so that a run without bandwidth benchmarks never loads (or JIT-compiles) them.
 //!
@@ -25,19 +25,19 @@
 
 use std::fmt;
 
-use crate::catalogue::params::param;
-use crate::kernel::{Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
+use crate::kernel::{param, Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
 use crate::{ComputeCapability, PtxIsaVersion};
 
 /// Module `bandwidth`: loaded only when a bandwidth benchmark first launches a kernel.
 pub(crate) static BANDWIDTH: Module = Module {
     name: "bandwidth",
     file_name: "bandwidth.ptx",
-    ptx: include_str!("../../../ptx/bandwidth.ptx"),
+    ptx: include_str!("../../../../ptx/bandwidth.ptx"),
     // ld.global.nc (sm_32), .cs and vector loads: all in ISA 7.0 for sm_50.
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_50,
     min_driver_version: 11000,
+    on_demand: true,
     description: "streaming reads, writes and copies of global memory and reads of shared memory, for the bandwidth benchmarks",
 };
 

@@ -1,4 +1,5 @@
-//! The one precision rule every renderer follows (`docs/topology.md`, "Precision").
+//! The one precision rule every renderer and every section row follows (`docs/topology.md`,
+//! "Precision"); `topology::render` re-exports it.
 //!
 //! - A measured number (cycles, nanoseconds, a statistic, a confidence) shows three
 //!   significant digits, but never rounds away an integer digit: `34.0`, `38.8`, `219`,

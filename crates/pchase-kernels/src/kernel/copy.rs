@@ -1,4 +1,4 @@
-//! The copy kernels (issue 17): global memory to shared memory by the tensor memory
+//! The copy kernels: global memory to shared memory by the tensor memory
 //! accelerator (`cp.async.bulk`, its tensor-map form `cp.async.bulk.tensor.2d`), by
 //! `cp.async` (4, 8 or 16 bytes per thread, `.ca` or `.cg`) and by the threads' plain loads
 //! and stores, all with one launch contract so that their latencies and bandwidths compare
@@ -34,8 +34,7 @@
 
 use std::fmt;
 
-use crate::catalogue::params::param;
-use crate::kernel::{Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
+use crate::kernel::{param, Kernel, KernelKind, Module, Param, ParamType, SharedLayout};
 use crate::{ComputeCapability, PtxIsaVersion};
 
 /// Bytes of every copy kernel's dynamic shared memory before its slots: the mbarrier of the
@@ -51,11 +50,12 @@ pub const COPY_SLOT_ALIGN: u32 = 128;
 pub(crate) static ASYNC_COPY: Module = Module {
     name: "asynccopy",
     file_name: "asynccopy.ptx",
-    ptx: include_str!("../../../ptx/asynccopy.ptx"),
+    ptx: include_str!("../../../../ptx/asynccopy.ptx"),
     // cp.async, cp.async.commit_group and cp.async.wait_group: ISA 7.0, sm_80.
     ptx_isa: PtxIsaVersion::new(7, 0),
     min_capability: ComputeCapability::SM_80,
     min_driver_version: 11000,
+    on_demand: true,
     description: "copies from global to shared memory by cp.async (.ca at 4, 8 and 16 bytes, .cg at 16) and by plain loads and stores, for the copy benchmark",
 };
 
@@ -63,12 +63,13 @@ pub(crate) static ASYNC_COPY: Module = Module {
 pub(crate) static TMA: Module = Module {
     name: "tma",
     file_name: "tma.ptx",
-    ptx: include_str!("../../../ptx/tma.ptx"),
+    ptx: include_str!("../../../../ptx/tma.ptx"),
     // cp.async.bulk, mbarrier expect_tx and fence.proxy.async arrived in ISA 8.0 (sm_90);
     // cvta.param (the tensor map's address) in 7.7.
     ptx_isa: PtxIsaVersion::new(8, 0),
     min_capability: ComputeCapability::SM_90,
     min_driver_version: 12000,
+    on_demand: true,
     description: "bulk copies from global to shared memory by the tensor memory accelerator (cp.async.bulk, cp.async.bulk.tensor.2d), completed through an mbarrier, for the copy benchmark",
 };
 

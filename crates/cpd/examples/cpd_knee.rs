@@ -4,8 +4,10 @@
 //! Kolmogorov–Smirnov test checks that the two sides differ.
 //!
 //! ```text
-//! cargo run -p cpd --example cpd_knee -- examples/data/latency_vs_size.csv
+//! cargo run -p cpd --example cpd_knee -- crates/cpd/examples/data/latency_vs_size.csv
 //! ```
+//!
+//! Without an argument it reads that file.
 //!
 //! The CSV has a header line and rows `size,latency`; lines starting with `#`
 //! are comments.
@@ -13,9 +15,13 @@
 use cpd::{ks_2samp, pelt, single_change_point, L2Cost, Penalty, SearchOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "examples/data/latency_vs_size.csv".to_owned());
+    let path = std::env::args().nth(1).unwrap_or_else(|| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/data/latency_vs_size.csv"
+        )
+        .to_owned()
+    });
     let text = std::fs::read_to_string(&path)?;
     let mut sizes = Vec::new();
     let mut latencies = Vec::new();

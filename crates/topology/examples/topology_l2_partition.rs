@@ -2,10 +2,10 @@
 //! partition, and how much slower is the far one?
 //!
 //! ```text
-//! cargo run -p topology --example topology_l2_partition -- examples/results/h200-illustrative.json
+//! cargo run -p topology --example topology_l2_partition -- crates/topology/examples/data/h200-illustrative.json
 //! ```
 //!
-//! Without an argument it reads `examples/results/h200-illustrative.json`.
+//! Without an argument it reads `examples/data/h200-illustrative.json` of this crate.
 
 use std::process::ExitCode;
 
@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     let path = std::env::args().nth(1).unwrap_or_else(|| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../examples/results/h200-illustrative.json"
+            "/examples/data/h200-illustrative.json"
         )
         .to_owned()
     });
