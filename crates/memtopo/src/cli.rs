@@ -7,6 +7,7 @@
 //! `memtopo` without a subcommand measures (the flags of [`MeasureArgs`] at the top level,
 //! exactly as `memtopo measure`); a subcommand's flags cannot be mixed with them.
 
+pub mod docs;
 pub mod lower;
 
 use std::path::PathBuf;

@@ -93,8 +93,8 @@ fn main() -> ExitCode {
         Some(Command::Merge(args)) => args.request().and_then(|r| cmd::merge::merge(&r)),
         Some(Command::Validate(args)) => cmd::validate::validate(&args.files),
         Some(Command::Export(args)) => cmd::export::export(&args.request()),
-        Some(Command::Completions { shell }) => cmd::docs::completions(*shell),
-        Some(Command::Man) => cmd::docs::man(),
+        Some(Command::Completions { shell }) => cli::docs::completions(*shell),
+        Some(Command::Man) => cli::docs::man(),
         Some(Command::Measure(args)) => {
             measure(args, reporter.insert(Reporter::new(mode, args.quiet)))
         }

@@ -2,7 +2,6 @@
 //! driver. `measure` is [`crate::run`].
 
 pub mod diff;
-pub mod docs;
 pub mod export;
 pub mod merge;
 pub mod render;

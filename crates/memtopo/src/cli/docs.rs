@@ -8,8 +8,8 @@
 use clap::CommandFactory;
 use roff::{bold, roman, Roff};
 
+use super::Cli;
 use crate::{
-    cli::Cli,
     error::{CliError, Exit},
     output::Stdout,
 };
