@@ -199,12 +199,32 @@ fn dash_writes_json_to_stdout() {
     assert_eq!(twice.status.code(), Some(2));
 }
 
-/// The simulated H200's far side does not fit beside its near partition (a warning says
-/// so); the table's far-partition row says "not reported" too, instead of a size.
+/// An L2 whose lines are homed by a plain hash fills its far partition unevenly: SM 0's far
+/// hits go on past the far partition's share, so the far side does not fit beside the near
+/// partition (a warning says so) and the table's far-partition row says "not reported",
+/// not a size.
 #[test]
 fn a_far_side_not_reported_is_not_shown_with_a_size() {
+    let dir = std::env::temp_dir().join(format!("memtopo-cli-hash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("h200-hash.toml");
+    let bundled = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/profiles/h200.toml"
+    ))
+    .unwrap();
+    assert!(bundled.contains("interleave = \"balanced\""));
+    std::fs::write(
+        &profile,
+        bundled
+            .replace("interleave = \"balanced\"", "interleave = \"hash\"")
+            .replace("name = \"h200\"", "name = \"h200-hash\""),
+    )
+    .unwrap();
     let out = memtopo()
-        .args(["--simulate", "h200", "--only", "l2", "-o", "-"])
+        .arg("--simulate")
+        .arg(&profile)
+        .args(["--only", "l2", "-o", "-"])
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&out.stderr);
@@ -223,4 +243,26 @@ fn a_far_side_not_reported_is_not_shown_with_a_size() {
         .expect("a far-partition row");
     assert!(row.contains("not reported"), "{row}");
     assert!(!row.contains("MiB"), "{row}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The simulated H200 reports its L2 as the real H200s do (docs/results/h200.json): near
+/// partition 30 MiB, far side 30 to 31.419 MiB, and no warning but the constant L1.5's
+/// bound, which real H200s give too.
+#[test]
+fn the_simulated_h200_reads_its_l2_as_the_gpu_does() {
+    let out = memtopo()
+        .args(["--simulate", "h200", "--only", "l2,constant-l15", "-o", "-"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{table}");
+    let warnings: Vec<&str> = table.lines().filter(|l| l.starts_with("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("Constant L1.5: only a lower bound"), "{warnings:?}");
+    let row = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("far partition"))
+        .expect("a far-partition row");
+    assert!(row.contains("30 MiB – 31.419 MiB"), "{row}");
 }
