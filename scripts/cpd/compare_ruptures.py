@@ -2,7 +2,7 @@
 
 Single-threaded (OMP/BLAS threads pinned to 1). For every n in {1e3, 1e4, 1e5},
 K in {1, 5}, search in {DP, PELT} and cost in {l2, rbf}, it times ruptures'
-C path (KernelCPD; linear kernel = l2) and cpd (examples/cpd_speed.rs, fit +
+C path (KernelCPD; linear kernel = l2) and cpd (crates/cpd/examples/cpd_speed.rs, fit +
 search), checks the objectives, and prints a Markdown table of time ratios.
 ruptures' pure-Python classes (Dynp, Pelt) are timed separately where feasible
 and labelled as such.

@@ -14,7 +14,7 @@
 //! Dozens of modules of up to a MiB of PTX each would be unreasonable to embed: the module
 //! is generated at run time ([`module_ptx`]); `ptx/icache.ptx` is a small instance
 //! ([`SAMPLE_SEGMENTS`]) of the same generator, which `cargo xtask ptxas` assembles for
-//! every target (docs/architecture.md). The size the benchmark loads,
+//! every target (docs/ptx.md). The size the benchmark loads,
 //! [`BENCHMARK_SEGMENTS`], also has cubins ([`cubin`]): its 2.8 MB of PTX took the driver
 //! seconds to compile, and its cubins compress from 1.1 MB to 10–25 KiB each (the code is one
 //! instruction repeated).

@@ -259,7 +259,10 @@ fn the_simulated_h200_reads_its_l2_as_the_gpu_does() {
     assert_eq!(out.status.code(), Some(0), "{table}");
     let warnings: Vec<&str> = table.lines().filter(|l| l.starts_with("warning")).collect();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("Constant L1.5: only a lower bound"), "{warnings:?}");
+    assert!(
+        warnings[0].contains("Constant L1.5: only a lower bound"),
+        "{warnings:?}"
+    );
     let row = table
         .lines()
         .find(|l| l.trim_start().starts_with("far partition"))
