@@ -263,7 +263,13 @@ impl NodeBar {
         if let Some(gpu) = gpus.get_mut(slot) {
             change(gpu);
         }
-        let done = |g: &GpuSlot| if g.done { g.steps } else { g.step.saturating_sub(1) };
+        let done = |g: &GpuSlot| {
+            if g.done {
+                g.steps
+            } else {
+                g.step.saturating_sub(1)
+            }
+        };
         self.bar.set_length(gpus.iter().map(|g| g.steps).sum());
         self.bar.set_position(gpus.iter().map(done).sum());
         let running: Vec<String> = gpus

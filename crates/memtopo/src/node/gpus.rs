@@ -91,7 +91,9 @@ pub(super) fn measure(
         for (slot, gpu) in gpus.into_iter().enumerate() {
             let reporter = progress.for_gpu(bar.as_ref(), slot);
             let others = match &gpu {
-                Ok(gpu) if concurrent => uuids.iter().filter(|u| **u != gpu.uuid).cloned().collect(),
+                Ok(gpu) if concurrent => {
+                    uuids.iter().filter(|u| **u != gpu.uuid).cloned().collect()
+                }
                 _ => Vec::new(),
             };
             let started = start(scope, shared, gpu, others, reporter);
@@ -182,8 +184,9 @@ fn start<'scope, 'env>(
     let (index, uuid) = (gpu.index, gpu.uuid.clone());
     match thread::Builder::new()
         .name(format!("GPU {index}"))
-        .spawn_scoped(scope, move || measure_one(shared, gpu, concurrent_with, reporter))
-    {
+        .spawn_scoped(scope, move || {
+            measure_one(shared, gpu, concurrent_with, reporter)
+        }) {
         Ok(handle) => Started::Thread(index, uuid, handle),
         Err(e) => Started::Done(Box::new(failed_here(
             index,

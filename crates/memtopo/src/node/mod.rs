@@ -19,7 +19,9 @@ use topology::fleet::{Fleet, FleetKind, GpuEntry, Node, SpreadOptions};
 use crate::{
     error::{CliError, Exit},
     output::{self, Stdout},
-    plan::{Devices, NodeFile, NodeOutputs, NodePlan, OutputFile, Settings, SummaryFile, SummaryFormat},
+    plan::{
+        Devices, NodeFile, NodeOutputs, NodePlan, OutputFile, Settings, SummaryFile, SummaryFormat,
+    },
     progress::{self, Level, Reporter},
     simulate::{load_profile, simulated_uuid},
 };
@@ -226,7 +228,14 @@ pub fn run(
         host: crate::conditions::base_record().host.filter(|h| *h != node),
         devices_requested: Some(plan.devices.selection().to_string()),
         device_count: Some(count),
-        schedule: Some(if concurrent { "concurrent" } else { "sequential" }.into()),
+        schedule: Some(
+            if concurrent {
+                "concurrent"
+            } else {
+                "sequential"
+            }
+            .into(),
+        ),
         links: Vec::new(),
         notes: Vec::new(),
     };
