@@ -47,12 +47,13 @@ node_run() {
     local dir="$out/$name"
     mkdir -p "$dir"
     local start end rc
-    start=$(date +%s.%N)
+    start=$(date +%s%N)
     "$memtopo" --device all "${extra[@]}" --timings -o "$dir/" "$@" \
         > "$dir/stdout.txt" 2> "$dir/stderr.txt"
     rc=$?
-    end=$(date +%s.%N)
-    printf "%.2f\n" "$(echo "$end - $start" | bc)" > "$dir/wall.txt"
+    end=$(date +%s%N)
+    local ms=$(( (end - start) / 1000000 ))
+    printf '%d.%03d\n' $((ms / 1000)) $((ms % 1000)) > "$dir/wall.txt"
     echo "node: $name exit $rc in $(cat "$dir/wall.txt") s" >&2
     if [ "$rc" -ne 0 ] && [ "$status" -eq 0 ]; then status=$rc; fi
 }

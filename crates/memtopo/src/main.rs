@@ -24,6 +24,8 @@ mod progress;
 mod raw;
 mod run;
 mod simulate;
+#[cfg(feature = "cuda")]
+mod visible;
 
 use std::process::ExitCode;
 
@@ -82,6 +84,11 @@ fn main() -> ExitCode {
         Some(Command::Measure(args)) => Some(args),
         Some(_) => None,
     };
+    #[cfg(feature = "cuda")]
+    if let Some(index) = measuring.and_then(MeasureArgs::single_real_gpu) {
+        // Before any thread starts and before the driver does: it changes the environment.
+        visible::narrow(index);
+    }
     let mode = measuring.map_or(ProgressMode::Auto, MeasureArgs::progress_mode);
     progress::init(mode == ProgressMode::Json);
     progress::init_logger(measuring.map_or("warn", MeasureArgs::log_level));

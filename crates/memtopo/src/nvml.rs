@@ -86,6 +86,32 @@ pub fn load() -> Result<nvml_wrapper::Nvml, String> {
     Err(failures.join("; "))
 }
 
+/// Every GPU NVML lists, in its order (the PCI bus order `nvidia-smi -L` shows), for
+/// [`crate::visible`]. NVML does not read `CUDA_VISIBLE_DEVICES`.
+pub fn list() -> Result<Vec<crate::visible::Listed>, String> {
+    let nvml = load()?;
+    let count = nvml
+        .device_count()
+        .map_err(|e| format!("NVML device count: {e}"))?;
+    (0..count)
+        .map(|index| {
+            let device = nvml
+                .device_by_index(index)
+                .map_err(|e| format!("NVML device {index}: {e}"))?;
+            Ok(crate::visible::Listed {
+                name: device
+                    .name()
+                    .map_err(|e| format!("NVML device {index}: {e}"))?,
+                uuid: device
+                    .uuid()
+                    .map_err(|e| format!("NVML device {index}: {e}"))?,
+                // GPUs without MIG say "not supported".
+                mig: device.mig_mode().is_ok_and(|m| m.current != 0),
+            })
+        })
+        .collect()
+}
+
 fn find<'n>(nvml: &'n nvml_wrapper::Nvml, key: &DeviceKey) -> Result<Device<'n>, String> {
     match key {
         DeviceKey::Uuid(uuid) => nvml

@@ -338,8 +338,15 @@ fn real_gpu(
             started.elapsed().as_secs_f64() * 1e3
         );
     };
-    let identity = pchase_runner::cuda::identify(ordinal)?;
+    crate::visible::log_decision();
+    let cuda_ordinal = crate::visible::cuda_ordinal(ordinal);
+    let identity = pchase_runner::cuda::identify(cuda_ordinal)?;
     phase("driver and device identity");
+    if let Some(narrowed) = crate::visible::narrowed().filter(|n| n.index == ordinal) {
+        narrowed
+            .check(identity.uuid.as_deref())
+            .map_err(CliError::Internal)?;
+    }
     record.gpu_uuid = identity.uuid.clone();
     record.pci_bus_id = identity.pci_bus_id.clone();
     record.cuda_driver_version = identity.cuda_driver_version;
@@ -361,9 +368,11 @@ fn real_gpu(
     phase("lock and NVML");
     let before = guard::check_busy(policy, source(&mut nvml), record)?;
     phase("busy check");
-    let mut backend = pchase_runner::cuda::CudaBackend::new(ordinal)?;
+    let mut backend = pchase_runner::cuda::CudaBackend::new(cuda_ordinal)?;
     phase("context and modules");
-    let info = backend.device().clone();
+    let mut info = backend.device().clone();
+    // The index the user gave, whatever CUDA numbered the GPU in this process.
+    info.ordinal = ordinal;
     let measured = guard::watched(&mut backend, options, progress, record)?;
     phase("benchmarks and confirmations");
     backend.free_memory();
@@ -389,7 +398,7 @@ fn real_gpu(
     _record: &mut RunRecord,
     _progress: &mut Reporter,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
-    Err(CliError::Runner(RunnerError::NoDriver(
+    Err(CliError::Runner(pchase_runner::RunnerError::NoDriver(
         "memtopo was built without the `cuda` feature; use --simulate".into(),
     )))
 }

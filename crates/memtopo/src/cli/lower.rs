@@ -43,6 +43,19 @@ impl MeasureArgs {
         }
     }
 
+    /// The index of the one real GPU this command line measures, if it measures one (not
+    /// a node, not a simulated GPU, not a command line the plan refuses).
+    #[cfg(feature = "cuda")]
+    pub fn single_real_gpu(&self) -> Option<u32> {
+        match self.plan().ok()?.target {
+            Target::Gpu(job) => match job.gpu {
+                Gpu::Real(index) => Some(index),
+                Gpu::Simulated(_) => None,
+            },
+            Target::Node(_) => None,
+        }
+    }
+
     /// The run plan, every value checked.
     pub fn plan(&self) -> Result<MeasurePlan, CliError> {
         // A bad MEMTOPO_JIT is a usage error, before anything is measured (docs/cli.md).

@@ -35,7 +35,8 @@ pub(crate) struct Measured {
     pub uuid: String,
     /// The simulated GPU's profile spec (with its `uuid=`).
     pub spec: Option<String>,
-    /// The PCI bus id.
+    /// The PCI bus id (the links' NVLink count reads it).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub pci_bus_id: Option<String>,
 }
 
