@@ -73,6 +73,7 @@ pub mod raw;
 pub mod render;
 mod run;
 pub mod schema;
+pub mod tolerance;
 mod section;
 mod units;
 mod validate;

@@ -194,7 +194,7 @@ pub fn merge(args: &Request) -> Result<Exit, CliError> {
     }
     Ok(if failed > 0 {
         Exit::Output
-    } else if !report.flags.is_empty() || !report.failures.is_empty() {
+    } else if report.degraded().next().is_some() || !report.failures.is_empty() {
         Exit::Findings
     } else {
         Exit::Success

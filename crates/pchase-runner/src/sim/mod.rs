@@ -73,7 +73,7 @@ pub use icache::{IcacheLevelSpec, IcacheSpec};
 pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, ClusterSpec, CopyPathSpec, CopySpec, L2Interleave, L2Spec,
-    MemorySpec, NoiseSpec, Replacement, SetIndex, SharedMemorySpec, SimProfile, UnifiedStore,
+    LinkSpec, MemorySpec, NoiseSpec, Replacement, SetIndex, SharedMemorySpec, SimProfile, UnifiedStore,
     CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};

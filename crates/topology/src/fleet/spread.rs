@@ -5,24 +5,33 @@
 //! median absolute deviation (MAD, scaled by 1.4826 so that it estimates a standard
 //! deviation of normal noise) give the allowed range `median ± max(k · MAD, floor)`,
 //! `k` = [`SpreadOptions::mad_threshold`] (3.5, the usual cut of the modified z-score).
-//! The floor is the tolerance `memtopo diff` uses for the kind of quantity
-//! ([`crate::diff::DiffOptions`]): a latency needs more than the relative tolerance of the
-//! median and more than `sigmas` of its standard errors; a benchmarked size more than the
-//! size tolerance (its change-point resolution widens it); a count more than the count
-//! tolerance; a size from the driver any difference. So identical GPUs (MAD 0) are not
-//! flagged for noise, and one GPU in eight cannot widen the range enough to hide itself.
-//! A GPU is flagged when every value consistent with its own (a bound is open on one
-//! side) lies outside the range. With two GPUs of a model there is no majority: when they
-//! differ beyond the floor both are flagged, each against the other.
+//! The floor is the tolerance `memtopo diff` uses for the quantity: a latency, clock or
+//! bandwidth its run-to-run tolerance ([`crate::tolerance::relative`]: measured over
+//! repeated runs of one GPU, never below the kind's relative tolerance) of the median,
+//! a latency also more than `sigmas` of its standard errors; a benchmarked size more than
+//! the size tolerance (its change-point resolution widens it); a count more than the
+//! count tolerance; a size from the driver any difference. So identical GPUs (MAD 0) are
+//! not flagged for noise, and one GPU in eight cannot widen the range enough to hide
+//! itself. A GPU is flagged when every value consistent with its own (a bound is open on
+//! one side) lies outside the range. With two GPUs of a model there is no majority: when
+//! they differ beyond the floor both are flagged, each against the other.
+//!
+//! A flag is [`Severity::Degraded`] when the value lies on the quantity's bad side
+//! ([`crate::tolerance::worse`]: a higher latency, a lower bandwidth, clock, size or link
+//! count) and also beyond the stable difference healthy GPUs of the model are known to
+//! show ([`crate::tolerance::between_gpus`]); otherwise [`Severity::Differs`]. A GPU
+//! whose PCIe link runs below its own maximum generation or width is degraded whatever
+//! its peers show.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
     Flag, Fleet, FleetKind, GpuEntry, GpuFailure, Input, KeyValue, ModelSpread, Node,
-    QuantitySpread, SiblingValue, ValueKind, FLEET_SCHEMA_VERSION,
+    QuantitySpread, Severity, SiblingValue, ValueKind, FLEET_SCHEMA_VERSION,
 };
 use crate::diff::DiffOptions;
+use crate::tolerance::{self, Worse};
 
 /// The tolerances of the comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -30,7 +39,8 @@ pub struct SpreadOptions {
     /// The floor of latencies in standard errors (`diff --sigmas`).
     pub sigmas: f64,
     /// The floor of latencies, clocks and bandwidths relative to the median
-    /// (`diff --latency-tolerance`, 0.02 = 2 %).
+    /// (`diff --latency-tolerance`, 0.02 = 2 %); a quantity whose measured run-to-run
+    /// tolerance ([`crate::tolerance`]) is larger takes that one.
     pub relative_tolerance: f64,
     /// The floor of benchmarked sizes relative to the median (`diff --size-tolerance`).
     pub size_tolerance: f64,
@@ -58,15 +68,17 @@ impl SpreadOptions {
         }
     }
 
-    /// The smallest distance from `median` that counts for `value`.
-    fn floor(&self, value: &KeyValue, median: f64) -> f64 {
+    /// The smallest distance from `median` that counts for `value` of `path`.
+    fn floor(&self, path: &str, value: &KeyValue, median: f64) -> f64 {
+        let relative = tolerance::relative(path, self.relative_tolerance);
         match value.kind {
-            ValueKind::Latency => (self.relative_tolerance * median.abs())
-                .max(self.sigmas * value.error.unwrap_or(0.0)),
+            ValueKind::Latency => {
+                (relative * median.abs()).max(self.sigmas * value.error.unwrap_or(0.0))
+            }
             ValueKind::Size => self.size_tolerance * median.abs(),
             ValueKind::ApiSize => 0.0,
             ValueKind::Count => f64::from(self.count_tolerance),
-            ValueKind::Clock | ValueKind::Bandwidth => self.relative_tolerance * median.abs(),
+            ValueKind::Clock | ValueKind::Bandwidth => relative * median.abs(),
         }
     }
 }
@@ -234,10 +246,12 @@ impl Fleet {
         fleet
     }
 
-    /// Recomputes [`Fleet::models`] and [`Fleet::flags`] from the GPUs' values.
+    /// Recomputes the GPUs' link values ([`super::link_values`]), [`Fleet::models`] and
+    /// [`Fleet::flags`] from the GPUs' values.
     pub fn compare(&mut self) {
         self.models.clear();
         self.flags.clear();
+        super::link_values(&mut self.gpus, &self.nodes);
         let mut models: Vec<&str> = Vec::new();
         for gpu in &self.gpus {
             if !models.contains(&gpu.model.as_str()) {
@@ -247,10 +261,72 @@ impl Fleet {
         let models: Vec<String> = models.into_iter().map(str::to_owned).collect();
         for model in models {
             let members: Vec<&GpuEntry> = self.gpus.iter().filter(|g| g.model == model).collect();
-            let (spread, flags) = compare_model(&model, &members, &self.options);
+            let (spread, mut flags) = compare_model(&model, &members, &self.options);
+            for gpu in &members {
+                for flag in below_maximum(&model, gpu) {
+                    if !flags.iter().any(|f| f.path == flag.path && f.is_about(gpu)) {
+                        flags.push(flag);
+                    }
+                }
+            }
             self.models.push(spread);
             self.flags.extend(flags);
         }
+    }
+}
+
+/// The flags of a GPU whose PCIe link runs below its own maximum generation or width.
+fn below_maximum(model: &str, gpu: &GpuEntry) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    for (path, max_path, what) in [
+        ("pcie.generation", "pcie.max_generation", "generation"),
+        ("pcie.width", "pcie.max_width", "width"),
+    ] {
+        let (Some(now), Some(max)) = (
+            gpu.values.get(path).and_then(KeyValue::exact_value),
+            gpu.values.get(max_path).and_then(KeyValue::exact_value),
+        ) else {
+            continue;
+        };
+        if now >= max {
+            continue;
+        }
+        flags.push(Flag {
+            severity: Severity::Degraded,
+            model: model.to_owned(),
+            uuid: gpu.uuid.clone(),
+            node: gpu.node.clone(),
+            device_index: gpu.device_index,
+            file: gpu.file.clone(),
+            path: path.to_owned(),
+            kind: ValueKind::Count,
+            value: now,
+            median: max,
+            allowed: [max, max],
+            siblings: Vec::new(),
+            reason: format!(
+                "the PCIe link's {what} is {now:.0}, below the {max:.0} the GPU and its slot \
+                 support: the link trained down (a reseated card, a bad riser or slot)"
+            ),
+        });
+    }
+    flags
+}
+
+/// Degraded when `value` lies beyond `allowed` on the bad side of `path` and beyond the
+/// stable difference healthy GPUs show; else differs.
+fn severity(path: &str, value: &KeyValue, centre: f64, width: f64) -> Severity {
+    let (low, high) = value.interval();
+    let width = width.max(tolerance::between_gpus(path) * centre.abs());
+    let worse = match tolerance::worse(path) {
+        Worse::Higher => low > centre + width,
+        Worse::Lower => high < centre - width,
+        Worse::Neither => false,
+    };
+    if worse {
+        Severity::Degraded
+    } else {
+        Severity::Differs
     }
 }
 
@@ -324,26 +400,37 @@ fn compare_model(
                 median
             };
             let width = if exact.len() == 2 {
-                options.floor(value, centre)
+                options.floor(path, value, centre)
             } else {
-                (options.mad_threshold * mad).max(options.floor(value, centre))
+                (options.mad_threshold * mad).max(options.floor(path, value, centre))
             };
             let allowed = (centre - width, centre + width);
             if !outside(value, allowed) {
                 continue;
             }
             let unit = kind.unit();
+            let severity = severity(path, value, centre, width);
+            let verdict = match (severity, tolerance::worse(path)) {
+                (Severity::Degraded, _) => "worse than its peers: degraded",
+                (Severity::Differs, Worse::Neither) => {
+                    "the quantity has no worse side: differs"
+                }
+                (Severity::Differs, _) if tolerance::between_gpus(path) > 0.0 => {
+                    "within the stable difference healthy GPUs of a model show: differs"
+                }
+                (Severity::Differs, _) => "on the better side: differs",
+            };
             let reason = if exact.len() == 2 {
                 format!(
                     "{} differs from the other {model} GPU's {centre:.1} {unit} beyond the \
                      tolerance ({width:.1} {unit}); with two GPUs there is no majority to say \
-                     which is off",
+                     which is off; {verdict}",
                     value.display()
                 )
             } else {
                 format!(
                     "{} lies outside {:.1} … {:.1} {unit}: median {median:.1}, MAD {mad:.2}, \
-                     over {} GPUs of {model}",
+                     over {} GPUs of {model}; {verdict}",
                     value.display(),
                     allowed.0,
                     allowed.1,
@@ -351,6 +438,7 @@ fn compare_model(
                 )
             };
             flags.push(Flag {
+                severity,
                 model: model.to_owned(),
                 uuid: gpu.uuid.clone(),
                 node: gpu.node.clone(),
