@@ -63,7 +63,7 @@ fn scaled(cycles: u32, by: f64) -> u32 {
 /// and copy throughput), `l2` (the L2's latencies), `l2_bandwidth` (the L2's read and
 /// write throughput), `clock` (the SM clock) take a change (`+25%`) or a factor; `pcie`
 /// the trained PCIe link (`gen4x8`, below the profile's maximum), `nvlink` the active
-/// NVLinks (`17`); `uuid` names the GPU. A perturbed profile models a GPU unlike its
+/// NVLinks (`17`); `uuid` names the GPU and `seed` draws its noise afresh. A perturbed profile models a GPU unlike its
 /// siblings (a slow memory, a throttled clock, a link down).
 pub fn load_profile(spec: &str) -> Result<SimProfile, RunnerError> {
     let path = Path::new(spec);
@@ -104,7 +104,11 @@ pub fn load_profile(spec: &str) -> Result<SimProfile, RunnerError> {
                     )));
                 };
                 let levels = if key.trim() == "memory_bandwidth" {
-                    vec![&mut bw.memory_read, &mut bw.memory_write, &mut bw.memory_copy]
+                    vec![
+                        &mut bw.memory_read,
+                        &mut bw.memory_write,
+                        &mut bw.memory_copy,
+                    ]
                 } else {
                     let mut l2 = vec![&mut bw.l2_near, &mut bw.l2];
                     l2.extend(bw.l2_write.as_mut());
@@ -142,10 +146,17 @@ pub fn load_profile(spec: &str) -> Result<SimProfile, RunnerError> {
                 profile.uuid = Some(value.trim().to_owned());
                 continue;
             }
+            "seed" => {
+                // Another draw of the same GPU's noise, not a change of the GPU.
+                profile.seed = value.trim().parse().map_err(|_| {
+                    RunnerError::Profile(format!("`{part}` in `{spec}`: give a whole number"))
+                })?;
+                continue;
+            }
             other => {
                 return Err(RunnerError::Profile(format!(
                     "`{other}` in `{spec}`: unknown perturbation; use memory, \
-                     memory_bandwidth, l2, l2_bandwidth, clock, pcie, nvlink or uuid"
+                     memory_bandwidth, l2, l2_bandwidth, clock, pcie, nvlink, uuid or seed"
                 )))
             }
         }

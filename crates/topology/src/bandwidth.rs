@@ -220,7 +220,8 @@ pub(crate) fn changes(
         let differs = match (before, after) {
             (None, None) => false,
             (Some(x), Some(y)) => {
-                let tolerance = crate::tolerance::relative(&format!("{base}.bandwidth.{key}"), kind);
+                let tolerance =
+                    crate::tolerance::relative(&format!("{base}.bandwidth.{key}"), kind);
                 (x.value - y.value).abs() > tolerance * x.value.abs().max(y.value.abs())
             }
             _ => true,
@@ -321,7 +322,10 @@ mod tests {
         assert_eq!(moved.len(), 1);
         assert_eq!(moved[0].0, "read");
         let memory = "elements.device_memory";
-        assert_eq!(changes(memory, Some(&read(1000.0)), Some(&read(1040.0)), 0.02).len(), 1);
+        assert_eq!(
+            changes(memory, Some(&read(1000.0)), Some(&read(1040.0)), 0.02).len(),
+            1
+        );
         // The kind's tolerance is a floor.
         assert!(changes(memory, Some(&read(1000.0)), Some(&read(1040.0)), 0.1).is_empty());
         assert_eq!(changes(l2, None, Some(&read(1.0)), 0.02)[0].1, "-");

@@ -195,8 +195,7 @@ impl Differ {
                     .hypot(b.summary().standard_error());
                 let largest = a.mean.0.abs().max(b.mean.0.abs());
                 let relative = crate::tolerance::relative(&path, self.options.relative_tolerance);
-                if delta > self.options.sigmas * error && delta > relative * largest
-                {
+                if delta > self.options.sigmas * error && delta > relative * largest {
                     let show = |l: &Latency| format!("{:.1} ± {:.1} cycles", l.mean.0, l.stdev.0);
                     self.change(path, show(a), show(b));
                 } else {

@@ -55,8 +55,7 @@ const DEFAULT_RUNS: &str =
     "2026-11-26-h100-default-runs (four runs of one H100), 2026-11-26-h200-default-runs \
      (four runs of one H200)";
 const TWO_H100S: &str = "2026-11-25-h100x2-node (eight runs of each of two H100s)";
-const MEMORY_RUNS: &str =
-    "2026-11-26-h200x4-memory-bandwidth (three runs of each of four H200s), \
+const MEMORY_RUNS: &str = "2026-11-26-h200x4-memory-bandwidth (three runs of each of four H200s), \
      2026-11-25-h100x2-node (eight runs of each of two H100s), 2026-11-26-h100-default-runs, \
      2026-11-26-h200-default-runs";
 
@@ -246,7 +245,12 @@ mod tests {
     #[test]
     fn the_table_is_sorted_unique_and_whole_percents() {
         for pair in TOLERANCES.windows(2) {
-            assert!(pair[0].path < pair[1].path, "{} ≥ {}", pair[0].path, pair[1].path);
+            assert!(
+                pair[0].path < pair[1].path,
+                "{} ≥ {}",
+                pair[0].path,
+                pair[1].path
+            );
         }
         for t in TOLERANCES {
             let derived = (t.measured_range * 1.25 * 100.0 - 1e-9).ceil() / 100.0;

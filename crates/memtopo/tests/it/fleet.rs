@@ -52,7 +52,13 @@ fn summary(dir: &Path) -> Fleet {
 fn a_simulated_node_gives_one_result_per_gpu_and_a_summary_with_the_odd_one_flagged() {
     let dir = scratch("node");
     let out = node_run(&dir, "3xvolta,volta:clock=-20%", &["--device", "all"]);
-    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    // A GPU degraded against its peers: exit 1, and a warning names it.
+    assert_eq!(code(&out), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("degraded: conditions.sm_clock_mhz"),
+        "{}",
+        text(&out.stderr)
+    );
     let node = summary(&dir);
     assert_eq!(node.kind, FleetKind::Node);
     assert_eq!(node.gpus.len(), 4);
@@ -71,6 +77,7 @@ fn a_simulated_node_gives_one_result_per_gpu_and_a_summary_with_the_odd_one_flag
     assert_eq!(node.flags.len(), 1, "{:?}", node.flags);
     assert_eq!(node.flags[0].path, "conditions.sm_clock_mhz");
     assert_eq!(node.flags[0].device_index, Some(3));
+    assert_eq!(node.flags[0].severity, topology::fleet::Severity::Degraded);
     // Every ordered pair of the four has a link, from the simulator's model.
     assert_eq!(node.nodes[0].links.len(), 12);
     assert!(node.nodes[0]
@@ -266,7 +273,9 @@ fn merge_joins_nodes_flags_across_them_and_writes_every_format() {
             .arg(dir.join(format!("shared/{node}/")))
             .output()
             .unwrap();
-        assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+        // The node with the slow GPU says so in its exit code.
+        let expected = if node == "n2" { 1 } else { 0 };
+        assert_eq!(code(&out), Some(expected), "{}", text(&out.stderr));
     }
     let (json, md, html) = (
         dir.join("fleet.json"),

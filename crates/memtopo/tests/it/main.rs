@@ -2,6 +2,7 @@
 
 mod cli;
 mod driver_errors;
+mod faults;
 mod fleet;
 mod no_driver;
 mod outputs;

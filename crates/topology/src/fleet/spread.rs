@@ -162,6 +162,15 @@ impl Fleet {
         let mut results: Vec<(String, String)> = Vec::new();
         // `placed`: the entry comes from a node's document, which knows the node and index
         // better than a result's host name does.
+        // A node's document adds the GPUs' link values (`links.…`), which a result cannot
+        // hold: they do not make the GPU's values differ.
+        let measured = |g: &GpuEntry| {
+            g.values
+                .iter()
+                .filter(|(path, _)| !path.starts_with("links."))
+                .map(|(p, v)| (p.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        };
         let mut add = |gpu: GpuEntry, source: &str, placed: bool, notes: &mut Vec<String>| {
             // A GPU in two results: two runs of one GPU, or one file given twice. Counted
             // once, and said so (a node's document and its own result files name the same
@@ -176,7 +185,7 @@ impl Fleet {
                     Some((_, first)) => {
                         twice = true;
                         let values = match &same {
-                            Some(kept) if kept.values != gpu.values => "different values",
+                            Some(kept) if measured(kept) != measured(&gpu) => "different values",
                             _ => "the same values",
                         };
                         notes.push(format!(
@@ -189,7 +198,7 @@ impl Fleet {
             }
             match same {
                 Some(kept) => {
-                    if kept.values != gpu.values && !twice {
+                    if measured(kept) != measured(&gpu) && !twice {
                         notes.push(format!(
                             "{} is in more than one input with different values; the first \
                              (not {source}) is kept",
@@ -313,20 +322,27 @@ fn below_maximum(model: &str, gpu: &GpuEntry) -> Vec<Flag> {
     flags
 }
 
-/// Degraded when `value` lies beyond `allowed` on the bad side of `path` and beyond the
-/// stable difference healthy GPUs show; else differs.
-fn severity(path: &str, value: &KeyValue, centre: f64, width: f64) -> Severity {
+/// Degraded when `value` lies beyond `centre ± width` on the bad side of `path` and beyond
+/// the stable difference healthy GPUs show; else differs. With the verdict in words.
+fn severity(path: &str, value: &KeyValue, centre: f64, width: f64) -> (Severity, &'static str) {
     let (low, high) = value.interval();
-    let width = width.max(tolerance::between_gpus(path) * centre.abs());
-    let worse = match tolerance::worse(path) {
+    let beyond = |width: f64| match tolerance::worse(path) {
         Worse::Higher => low > centre + width,
         Worse::Lower => high < centre - width,
         Worse::Neither => false,
     };
-    if worse {
-        Severity::Degraded
+    let stable = width.max(tolerance::between_gpus(path) * centre.abs());
+    if tolerance::worse(path) == Worse::Neither {
+        (Severity::Differs, "the quantity has no worse side: differs")
+    } else if beyond(stable) {
+        (Severity::Degraded, "worse than its peers: degraded")
+    } else if beyond(width) {
+        (
+            Severity::Differs,
+            "within the stable difference healthy GPUs of the model show: differs",
+        )
     } else {
-        Severity::Differs
+        (Severity::Differs, "on the better side: differs")
     }
 }
 
@@ -409,17 +425,7 @@ fn compare_model(
                 continue;
             }
             let unit = kind.unit();
-            let severity = severity(path, value, centre, width);
-            let verdict = match (severity, tolerance::worse(path)) {
-                (Severity::Degraded, _) => "worse than its peers: degraded",
-                (Severity::Differs, Worse::Neither) => {
-                    "the quantity has no worse side: differs"
-                }
-                (Severity::Differs, _) if tolerance::between_gpus(path) > 0.0 => {
-                    "within the stable difference healthy GPUs of a model show: differs"
-                }
-                (Severity::Differs, _) => "on the better side: differs",
-            };
+            let (severity, verdict) = severity(path, value, centre, width);
             let reason = if exact.len() == 2 {
                 format!(
                     "{} differs from the other {model} GPU's {centre:.1} {unit} beyond the \

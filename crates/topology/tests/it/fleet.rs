@@ -315,3 +315,114 @@ mod properties {
         }
     }
 }
+
+/// Four H200s with the values a healthy node gave: `(constant L1.5 latency, L2
+/// near-partition read GiB/s)` per GPU.
+fn healthy_h200s(values: [(f64, f64); 4]) -> Fleet {
+    let gpus = values
+        .iter()
+        .enumerate()
+        .map(|(i, &(l15, near))| {
+            let mut gpu = GpuEntry::from_topology(
+                &gpu("NVIDIA H200", &format!("GPU-{i}"), 287.0),
+                None,
+                None,
+            );
+            gpu.values.insert(
+                "elements.constant_l15.latency".into(),
+                KeyValue {
+                    error: Some(0.05),
+                    ..KeyValue::exact(ValueKind::Latency, l15)
+                },
+            );
+            gpu.values.insert(
+                "elements.l2.bandwidth.read_near_partition".into(),
+                KeyValue::exact(ValueKind::Bandwidth, near),
+            );
+            gpu
+        })
+        .collect();
+    build(gpus)
+}
+
+#[test]
+fn a_healthy_nodes_stable_and_bimodal_differences_are_not_degraded() {
+    // One GPU's constant L1.5 at 103 cycles against 98–99 (stable per GPU, as between two
+    // H100s); one GPU's near-partition read at 13.2 TiB/s against 14.3–14.7 (bimodal from
+    // run to run on one GPU).
+    let tib = 1024.0;
+    let fleet = healthy_h200s([
+        (98.0, 14.3 * tib),
+        (99.0, 14.5 * tib),
+        (98.5, 14.7 * tib),
+        (103.0, 13.2 * tib),
+    ]);
+    assert_eq!(fleet.degraded().count(), 0, "{:#?}", fleet.flags);
+    // The L1.5 is still shown, as a stable difference; the bandwidth lies within its
+    // run-to-run tolerance (16 %).
+    assert_eq!(fleet.flags.len(), 1, "{:#?}", fleet.flags);
+    let flag = &fleet.flags[0];
+    assert_eq!(flag.severity, Severity::Differs);
+    assert_eq!(flag.path, "elements.constant_l15.latency");
+    assert_eq!(flag.uuid.as_deref(), Some("GPU-3"));
+    assert!(flag.reason.contains("stable difference"), "{}", flag.reason);
+    assert!(!table(&fleet).contains("⚑"), "{}", table(&fleet));
+    // Beyond those spreads the same quantities are degraded: an L1.5 at 110 cycles (12 %
+    // above), a near-partition read at 11 TiB/s (25 % below).
+    let fleet = healthy_h200s([
+        (98.0, 14.3 * tib),
+        (99.0, 14.5 * tib),
+        (98.5, 14.7 * tib),
+        (110.0, 11.0 * tib),
+    ]);
+    let degraded: Vec<&str> = fleet.degraded().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        degraded,
+        [
+            "elements.constant_l15.latency",
+            "elements.l2.bandwidth.read_near_partition"
+        ]
+    );
+    // A GPU faster than its peers differs, it is not degraded.
+    let fleet = healthy_h200s([
+        (98.0, 14.3 * tib),
+        (98.0, 14.5 * tib),
+        (98.0, 14.7 * tib),
+        (90.0, 14.5 * tib),
+    ]);
+    assert_eq!(fleet.degraded().count(), 0, "{:#?}", fleet.flags);
+    assert_eq!(fleet.flags.len(), 1);
+    assert!(fleet.flags[0].reason.contains("better side"));
+}
+
+#[test]
+fn a_pcie_link_below_its_maximum_is_degraded_even_when_every_peer_is_alike() {
+    let gpus = (0..2)
+        .map(|i| {
+            let mut topo = gpu("NVIDIA H100", &format!("GPU-{i}"), 283.0);
+            let state = GpuState {
+                pcie_generation: Some(5),
+                pcie_width: Some(8),
+                pcie_max_generation: Some(5),
+                pcie_max_width: Some(16),
+                ..GpuState::default()
+            };
+            topo.run.as_mut().unwrap().after = Some(state);
+            GpuEntry::from_topology(&topo, None, None)
+        })
+        .collect();
+    let fleet = build(gpus);
+    let flags: Vec<(&str, &str, Severity)> = fleet
+        .flags
+        .iter()
+        .map(|f| (f.uuid.as_deref().unwrap(), f.path.as_str(), f.severity))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            ("GPU-0", "pcie.width", Severity::Degraded),
+            ("GPU-1", "pcie.width", Severity::Degraded)
+        ]
+    );
+    assert!(fleet.flags[0].reason.contains("trained down"));
+}

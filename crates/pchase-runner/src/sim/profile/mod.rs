@@ -150,12 +150,14 @@ impl LinkSpec {
         if let Some((name, _)) = fields.iter().find(|(_, v)| *v == 0) {
             return Err(profile_error(format!("links.{name}: must be at least 1")));
         }
-        if self.pcie_generation > self.pcie_max_generation
-            || self.pcie_width > self.pcie_max_width
+        if self.pcie_generation > self.pcie_max_generation || self.pcie_width > self.pcie_max_width
         {
             return Err(profile_error(format!(
                 "links: the link (Gen{} x{}) cannot exceed its maximum (Gen{} x{})",
-                self.pcie_generation, self.pcie_width, self.pcie_max_generation, self.pcie_max_width
+                self.pcie_generation,
+                self.pcie_width,
+                self.pcie_max_generation,
+                self.pcie_max_width
             )));
         }
         if self.nvlink > Self::NVLINKS {
