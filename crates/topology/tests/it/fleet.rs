@@ -426,3 +426,79 @@ fn a_pcie_link_below_its_maximum_is_degraded_even_when_every_peer_is_alike() {
     );
     assert!(fleet.flags[0].reason.contains("trained down"));
 }
+
+#[test]
+fn the_two_h100s_of_one_node_read_by_the_rule() {
+    // GPU-9ff66c60 and GPU-5fee84f8 (docs/evidence/2026-11-25-h100x2-node): constant L1.5,
+    // device-memory read and copy, L2 read and write.
+    let values = |l15: f64, read: f64, copy: f64, l2_read: f64, l2_write: f64| {
+        [
+            ("elements.constant_l15.latency", ValueKind::Latency, l15),
+            (
+                "elements.device_memory.bandwidth.read",
+                ValueKind::Bandwidth,
+                read,
+            ),
+            (
+                "elements.device_memory.bandwidth.copy",
+                ValueKind::Bandwidth,
+                copy,
+            ),
+            ("elements.l2.bandwidth.read", ValueKind::Bandwidth, l2_read),
+            (
+                "elements.l2.bandwidth.write",
+                ValueKind::Bandwidth,
+                l2_write,
+            ),
+        ]
+    };
+    let gpus = [
+        ("GPU-9ff66c60", values(98.0, 2858.3, 2742.4, 7508.0, 3618.6)),
+        (
+            "GPU-5fee84f8",
+            values(103.0, 2934.7, 2829.9, 8962.0, 3839.1),
+        ),
+    ]
+    .into_iter()
+    .map(|(uuid, values)| {
+        let mut gpu = entry("NVIDIA H100 80GB HBM3", uuid, 283.0);
+        for (path, kind, value) in values {
+            gpu.values.insert(path.into(), KeyValue::exact(kind, value));
+        }
+        gpu
+    })
+    .collect();
+    let fleet = build(gpus);
+    let flags: Vec<(&str, &str, &str)> = fleet
+        .flags
+        .iter()
+        .map(|f| {
+            (
+                f.uuid.as_deref().unwrap(),
+                f.path.as_str(),
+                f.severity.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            ("GPU-9ff66c60", "elements.constant_l15.latency", "differs"),
+            ("GPU-5fee84f8", "elements.constant_l15.latency", "differs"),
+            (
+                "GPU-9ff66c60",
+                "elements.device_memory.bandwidth.read",
+                "degraded"
+            ),
+            (
+                "GPU-5fee84f8",
+                "elements.device_memory.bandwidth.read",
+                "differs"
+            ),
+            ("GPU-9ff66c60", "elements.l2.bandwidth.read", "degraded"),
+            ("GPU-5fee84f8", "elements.l2.bandwidth.read", "differs"),
+            ("GPU-9ff66c60", "elements.l2.bandwidth.write", "degraded"),
+            ("GPU-5fee84f8", "elements.l2.bandwidth.write", "differs"),
+        ]
+    );
+}
