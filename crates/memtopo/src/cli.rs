@@ -72,8 +72,9 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
     /// CUDA device index (0 to N-1 for N devices; `nvidia-smi -L` lists them), a list
-    /// (`0,3`) or `all`: several GPUs are measured one after another, each result named
-    /// by `{uuid}` or `{index}` in the -o path, with a node summary (docs/fleet.md).
+    /// (`0,3`) or `all`: several GPUs are measured all at once (`--sequential`: one after
+    /// another), each result named by `{uuid}` or `{index}` in the -o path, with a node
+    /// summary (docs/fleet.md).
     #[arg(
         long,
         short = 'd',
@@ -138,6 +139,10 @@ pub struct MeasureArgs {
     /// bandwidth of one GPU reading another's memory).
     #[arg(long)]
     pub no_peers: bool,
+    /// Several GPUs: measure them one after another instead of all at once (each on a
+    /// thread of its own); the links between them are measured after the GPUs either way.
+    #[arg(long)]
+    pub sequential: bool,
 }
 
 /// `memtopo render`.

@@ -125,6 +125,9 @@ pub enum CliError {
         /// Why.
         reason: String,
     },
+    /// memtopo itself failed (a thread that could not be started, or stopped on a bug).
+    #[error("{0}")]
+    Internal(String),
     /// A saved result cannot be read: missing, not JSON or TOML, against the schema, or
     /// beyond the physical bounds.
     #[error("cannot read {path}: {reason}")]
@@ -147,7 +150,7 @@ impl CliError {
             CliError::Runner(RunnerError::DeviceBusy(_)) | CliError::Busy(_) => Exit::Busy,
             CliError::Runner(RunnerError::Profile(_)) => Exit::BadProfile,
             CliError::Output { .. } => Exit::Output,
-            CliError::Runner(_) => Exit::Kernel,
+            CliError::Runner(_) | CliError::Internal(_) => Exit::Kernel,
             CliError::Input { .. } => Exit::Input,
         }
     }

@@ -17,6 +17,7 @@ use std::{
     io::{self, Write},
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
+    sync::atomic::{AtomicU64, Ordering},
 };
 
 use topology::Topology;
@@ -151,9 +152,16 @@ fn parent_dir(path: &Path) -> PathBuf {
 }
 
 /// Whether a new file can be created in `dir`: creates and removes a probe file, which
-/// answers for permissions, read-only file systems and ACLs alike.
+/// answers for permissions, read-only file systems and ACLs alike. Its name is this
+/// process' and this probe's own: the GPUs of a node, checked at once on their threads,
+/// probe one folder at the same time.
 fn can_create_in(dir: &Path) -> Result<(), String> {
-    let probe = dir.join(format!(".memtopo-probe-{}", std::process::id()));
+    static PROBES: AtomicU64 = AtomicU64::new(0);
+    let probe = dir.join(format!(
+        ".memtopo-probe-{}-{}",
+        std::process::id(),
+        PROBES.fetch_add(1, Ordering::Relaxed)
+    ));
     match fs::OpenOptions::new()
         .write(true)
         .create_new(true)

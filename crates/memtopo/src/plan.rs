@@ -41,6 +41,8 @@ pub struct NodePlan {
     pub keep_raw: Option<PathBuf>,
     /// Measure the links between the GPUs.
     pub peers: bool,
+    /// Measure the GPUs all at once, each on a thread of its own (not `--sequential`).
+    pub concurrent: bool,
 }
 
 /// How each GPU is measured, and what is shown of it.
@@ -206,6 +208,8 @@ pub struct GpuJob {
     pub outputs: GpuOutputs,
     /// Its raw curves' folder.
     pub keep_raw: Option<PathBuf>,
+    /// The other GPUs (UUIDs) measured at the same time, for the run record.
+    pub concurrent_with: Vec<String>,
 }
 
 /// A node summary's file and format.

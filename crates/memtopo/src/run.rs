@@ -110,14 +110,96 @@ fn write_files(job: &GpuJob, topo: &Topology, measured: &Measurements) -> usize 
     failed
 }
 
-/// Measures the GPU of `job` as `settings` say; returns the exit code and the result.
+/// Measures the GPU of `job` as `settings` say, prints what standard output gets; returns
+/// the exit code and the result.
 pub fn measure_gpu(
     settings: &Settings,
     job: &GpuJob,
     progress: &mut Reporter,
 ) -> Result<(Exit, Topology), CliError> {
+    let run = measure(settings, job, progress)?;
+    let code = run.print(&mut Stdout::default());
+    Ok((code, run.topo))
+}
+
+/// One GPU measured and its files written; what goes to standard output is kept for
+/// [`GpuRun::print`], so that a node run prints the tables of GPUs measured at once one
+/// after another, in device order.
+#[derive(Debug)]
+pub struct GpuRun {
+    /// The result.
+    pub topo: Topology,
+    /// The table and the timings (under `-o -`: for standard error).
+    human: String,
+    /// `-o -`: the JSON document for standard output.
+    json: Option<String>,
+    /// The files that could not be written.
+    failed_outputs: usize,
+    /// Disturbed while measuring.
+    disturbed: bool,
+    /// `--strict` and the self-check found something.
+    self_check: bool,
+    /// A benchmark failed.
+    failed: bool,
+}
+
+impl GpuRun {
+    /// The run's exit code, standard output aside: 6 when a file could not be written, else
+    /// 9 when disturbed, 10 for `--strict`'s findings, 1 when a benchmark failed, else 0.
+    pub fn code(&self) -> Exit {
+        self.code_with(self.failed_outputs)
+    }
+
+    fn code_with(&self, failed_outputs: usize) -> Exit {
+        if failed_outputs > 0 {
+            Exit::Output
+        } else if self.disturbed {
+            Exit::Disturbed
+        } else if self.self_check {
+            Exit::SelfCheck
+        } else if self.failed {
+            Exit::Findings
+        } else {
+            Exit::Success
+        }
+    }
+
+    /// Prints the table (or the JSON of `-o -`) and returns the run's exit code, 6 also
+    /// when standard output fails.
+    pub fn print(&self, stdout: &mut Stdout) -> Exit {
+        let mut failed_outputs = self.failed_outputs;
+        match &self.json {
+            // With `-o -` standard output carries the JSON alone; the table and timings go
+            // to standard error (not with `--progress json`: there every line is an event).
+            Some(json) => {
+                if !progress::json_mode() {
+                    eprint!("{}", self.human);
+                }
+                stdout.print(json);
+            }
+            None => progress::outside_bar(|| stdout.print(&self.human)),
+        }
+        if let Some(e) = stdout.error() {
+            progress::say(
+                Level::Error,
+                format!("cannot write the table to standard output: {e}"),
+            );
+            failed_outputs += 1;
+        }
+        self.code_with(failed_outputs)
+    }
+}
+
+/// Measures the GPU of `job` as `settings` say and writes its files; prints nothing on
+/// standard output (that is [`GpuRun::print`]'s).
+pub fn measure(
+    settings: &Settings,
+    job: &GpuJob,
+    progress: &mut Reporter,
+) -> Result<GpuRun, CliError> {
     preflight(job)?;
     let mut record = conditions::base_record();
+    record.concurrent_with = job.concurrent_with.clone();
     let started = Instant::now();
     let options = settings.options.clone();
     let (info, measured) = match &job.gpu {
@@ -149,66 +231,48 @@ pub fn measure_gpu(
     }
     // Files first: a closed terminal or pipe must not lose them.
     let mut failed_outputs = write_files(job, &topo, &measured);
-    let mut stdout = Stdout::default();
-    let json_to_stdout = job.outputs.stdout_json;
-    // With `-o -` standard output carries the JSON alone; the table and timings go to
-    // standard error (not with `--progress json`: there every line is an event).
-    let mut human = |text: &str| {
-        if !json_to_stdout {
-            stdout.print(text);
-        } else if !progress::json_mode() {
-            eprint!("{text}");
-        }
-    };
+    let mut human = String::new();
     if !settings.quiet {
-        human(&topology::render::table(&topo));
+        human.push_str(&topology::render::table(&topo));
     }
     if settings.timings {
-        human(&timings_text(&measured, total));
+        human.push_str(&timings_text(&measured, total));
     }
-    if json_to_stdout {
+    let json = if job.outputs.stdout_json {
         match output::text(&topo, Format::Json, None) {
-            Ok(text) => stdout.print(&text),
+            Ok(text) => Some(text),
             Err(reason) => {
                 progress::say(
                     Level::Error,
                     format!("cannot write the JSON to standard output: {reason}"),
                 );
                 failed_outputs += 1;
+                Some(String::new())
             }
         }
-    }
-    if let Some(e) = stdout.error() {
-        progress::say(
-            Level::Error,
-            format!("cannot write the table to standard output: {e}"),
-        );
-        failed_outputs += 1;
-    }
+    } else {
+        None
+    };
     progress.failed = measured
         .elements
         .iter()
         .flat_map(|(element, r)| r.failures.iter().map(move |f| format!("{element}: {f}")))
         .collect();
-    let failed = !progress.failed.is_empty();
     let unexplained = measured.self_check();
     if settings.strict {
         for finding in &unexplained {
             progress::say(Level::SelfCheck, finding);
         }
     }
-    let code = if failed_outputs > 0 {
-        Exit::Output
-    } else if disturbed {
-        Exit::Disturbed
-    } else if settings.strict && !unexplained.is_empty() {
-        Exit::SelfCheck
-    } else if failed {
-        Exit::Findings
-    } else {
-        Exit::Success
-    };
-    Ok((code, topo))
+    Ok(GpuRun {
+        topo,
+        human,
+        json,
+        failed_outputs,
+        disturbed,
+        self_check: settings.strict && !unexplained.is_empty(),
+        failed: !progress.failed.is_empty(),
+    })
 }
 
 /// With `-q` (no table): every note that says a value is missing or doubtful, on stderr

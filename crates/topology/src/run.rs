@@ -204,6 +204,11 @@ pub struct RunRecord {
     /// What the consistency checks found disturbed during the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disturbances: Vec<String>,
+    /// The other GPUs (by UUID) that the same memtopo measured at the same time as this
+    /// one, each on a thread of its own (a node run, `--device all`, schema 1.9); absent
+    /// when the GPU was measured alone (`--sequential`, or a single GPU).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub concurrent_with: Vec<String>,
 }
 
 /// Reads one field of a [`GpuState`] as text.
@@ -315,6 +320,7 @@ impl RunRecord {
             ("busy_reasons", self.busy_reasons.join("; ")),
             ("lock", opt(self.lock.as_ref())),
             ("disturbances", self.disturbances.join("; ")),
+            ("concurrent_with", self.concurrent_with.join(", ")),
         ] {
             fields.push((key.to_owned(), value));
         }
@@ -427,6 +433,13 @@ impl RunRecord {
         }
         if !run.is_empty() {
             lines.push(format!("run: {}", run.join(", ")));
+        }
+        if !self.concurrent_with.is_empty() {
+            lines.push(format!(
+                "measured at the same time as {} other GPU(s): {}",
+                self.concurrent_with.len(),
+                self.concurrent_with.join(", ")
+            ));
         }
         lines
     }

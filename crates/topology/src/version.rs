@@ -20,7 +20,7 @@ pub struct SchemaVersion {
 
 impl SchemaVersion {
     /// The version this crate writes.
-    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 8 };
+    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 9 };
 }
 
 impl fmt::Display for SchemaVersion {

@@ -99,6 +99,7 @@ impl MeasureArgs {
                 },
                 outputs: self.gpu_outputs()?,
                 keep_raw: self.keep_raw.clone(),
+                concurrent_with: Vec::new(),
             }),
             _ => Target::Node(NodePlan {
                 outputs: self.node_outputs()?,
@@ -108,6 +109,7 @@ impl MeasureArgs {
                 },
                 keep_raw: self.keep_raw.clone(),
                 peers: !self.no_peers,
+                concurrent: !self.sequential,
             }),
         };
         Ok(MeasurePlan {

@@ -1,26 +1,26 @@
 //! Several GPUs of one node: `memtopo --device all` (or a list, or a simulated node).
 //!
-//! Each GPU is measured as a single run would measure it ([`crate::run::measure_gpu`]:
-//! its own lock, busy check, sentinels and files), one after another: two GPUs measured
-//! at once may disturb each other (shared PCIe root, host memory, CPU for the
-//! change-point analysis, the power budget of the board), and how much is not measured,
-//! so there is no concurrent mode (docs/fleet.md). A GPU that
-//! fails is recorded with its exit code and error and the next one is measured. After
+//! Each GPU is measured as a single run would measure it ([`crate::run::measure`]: its own
+//! lock, busy check, sentinels and files), on a thread of its own ([`gpus`]): all at once
+//! by default, one after another with `--sequential`. Measured at once, GPUs could disturb
+//! each other through what they share (the host's CPU, the PCIe root, the board's power);
+//! on the nodes measured so far they did not (docs/fleet.md, "Concurrent, and why"). A GPU
+//! that fails is recorded with its exit code and error, and the others are measured. After
 //! the GPUs, the links between the measured ones (peer access, a chase into the other's
-//! memory, a peer copy; [`peers`]), then the node summary: a [`topology::fleet::Fleet`]
-//! of one node, written by `--summary` and printed as a table.
+//! memory, a peer copy; [`peers`]), with every GPU quiet, then the node summary: a
+//! [`topology::fleet::Fleet`] of one node, written by `--summary` and printed as a table.
 
+mod gpus;
 mod peers;
 mod select;
 
-use topology::fleet::{Fleet, FleetKind, GpuEntry, GpuFailure, Node, SpreadOptions};
+use topology::fleet::{Fleet, FleetKind, GpuEntry, Node, SpreadOptions};
 
 use crate::{
     error::{CliError, Exit},
     output::{self, Stdout},
     plan::{
-        self, Devices, Gpu, GpuJob, GpuOutputs, NodeFile, NodeOutputs, NodePlan, OutputFile,
-        Settings, SummaryFile, SummaryFormat,
+        Devices, NodeFile, NodeOutputs, NodePlan, OutputFile, Settings, SummaryFile, SummaryFormat,
     },
     progress::{self, Level, Reporter},
     simulate::{load_profile, simulated_uuid},
@@ -132,51 +132,9 @@ fn identify(_index: u32) -> Result<(String, Option<String>), CliError> {
     )))
 }
 
-/// One GPU's measurement: its device (or simulated profile with its UUID) and its files.
-fn gpu_job(plan: &NodePlan, files: &NodeFiles, gpu: &Measured, node: &str) -> GpuJob {
-    GpuJob {
-        gpu: match &gpu.spec {
-            Some(spec) => Gpu::Simulated(spec.clone()),
-            None => Gpu::Real(gpu.index),
-        },
-        outputs: GpuOutputs {
-            files: files
-                .per_gpu
-                .iter()
-                .map(|f| OutputFile {
-                    path: select::expand(&f.path, &gpu.uuid, gpu.index, node),
-                    format: f.format,
-                })
-                .collect(),
-            stdout_json: false,
-        },
-        keep_raw: plan.keep_raw.as_ref().map(|dir| {
-            if plan::is_per_gpu(dir) {
-                select::expand(dir, &gpu.uuid, gpu.index, node)
-            } else {
-                dir.join(&gpu.uuid)
-            }
-        }),
-    }
-}
-
-/// The GPU's JSON file as the summary names it: relative to the summary's folder where
-/// it lies below it.
-fn file_for_summary(outputs: &[OutputFile], summaries: &[SummaryFile]) -> Option<String> {
-    let json = outputs
-        .iter()
-        .find(|f| f.format == output::Format::Json)
-        .map(|f| &f.path)?;
-    let base = summaries.first().and_then(|s| s.path.parent());
-    let shown = base
-        .and_then(|b| json.strip_prefix(b).ok())
-        .unwrap_or(json.as_path());
-    Some(shown.display().to_string())
-}
-
-/// Measures the GPUs `plan` names, one after another, then their links; writes the
-/// summary. The exit code: 0 when every GPU's run gave 0; when a GPU could not be
-/// measured while others were, 12; when none was measured, the first GPU's code; else the
+/// Measures the GPUs `plan` names (all at once, or one after another), then their links;
+/// writes the summary. The exit code: 0 when every GPU's run gave 0; when a GPU could not
+/// be measured while others were, 12; when none was measured, the first GPU's code; else the
 /// first of 6, 9, 10, 1 among the GPUs' codes (as a single run orders them), and 1 when a
 /// GPU is flagged degraded against its peers. A summary that cannot be written is 6.
 pub fn run(
@@ -199,57 +157,70 @@ pub fn run(
         load_profile(spec)?;
     }
     let files = NodeFiles::new(&plan.outputs, &node)?;
+    // Every GPU identified first (without a context): each GPU's run record names the
+    // GPUs measured with it, and two GPUs of one UUID would write one file.
+    let identified: Vec<gpus::Identified> = indices
+        .iter()
+        .map(|&index| {
+            let identified = match specs {
+                Some(specs) => simulated_gpu(&specs[index as usize], &node, index),
+                None => identify(index).map(|(uuid, pci)| (uuid, None, pci)),
+            };
+            identified
+                .map(|(uuid, spec, pci_bus_id)| Measured {
+                    index,
+                    uuid,
+                    spec,
+                    pci_bus_id,
+                })
+                .map_err(|e| (index, e))
+        })
+        .collect();
+    refuse_shared_uuids(&identified)?;
+    let concurrent = plan.concurrent && identified.iter().filter(|g| g.is_ok()).count() >= 2;
     let mut gpus: Vec<GpuEntry> = Vec::new();
     let mut failures = Vec::new();
     let mut measured = Vec::new();
     let mut failed_benchmarks = Vec::new();
     let mut codes = Vec::new();
-    for &index in &indices {
-        if progress::json_mode() {
-            progress::event(
-                "device_started",
-                serde_json::json!({"device": index, "node": node}),
-            );
-        }
-        let identified = match specs {
-            Some(specs) => simulated_gpu(&specs[index as usize], &node, index),
-            None => identify(index).map(|(uuid, pci)| (uuid, None, pci)),
-        };
-        let gpu = match identified {
-            Ok((uuid, spec, pci_bus_id)) => Measured {
-                index,
-                uuid,
-                spec,
-                pci_bus_id,
-            },
-            Err(e) => {
-                fail(&mut failures, &mut codes, &node, index, None, &e);
-                continue;
-            }
-        };
-        let job = gpu_job(plan, &files, &gpu, &node);
-        progress.failed.clear();
-        match crate::run::measure_gpu(settings, &job, progress) {
-            Ok((code, topo)) => {
+    let mut reporters = Vec::new();
+    let shared = gpus::Shared {
+        settings,
+        plan,
+        files: &files,
+        node: &node,
+    };
+    gpus::measure(&shared, identified, concurrent, progress, |finished| {
+        match finished.outcome {
+            gpus::Outcome::Measured { gpu, run, file } => {
+                let code = run.print(&mut Stdout::default());
                 let mut entry =
-                    GpuEntry::from_topology(&topo, Some(gpu.uuid.clone()), Some(node.clone()));
-                entry.device_index = Some(index);
+                    GpuEntry::from_topology(&run.topo, Some(gpu.uuid.clone()), Some(node.clone()));
+                entry.device_index = Some(gpu.index);
                 entry.exit_code = Some(code.code());
-                entry.file = file_for_summary(&job.outputs.files, &files.summaries);
+                entry.file = file;
                 gpus.push(entry);
                 codes.push(code);
-                failed_benchmarks
-                    .extend(progress.failed.iter().map(|f| format!("GPU {index}: {f}")));
+                let index = gpu.index;
+                failed_benchmarks.extend(
+                    finished
+                        .reporter
+                        .failed
+                        .iter()
+                        .map(|f| format!("GPU {index}: {f}")),
+                );
                 measured.push(gpu);
             }
-            Err(e) => fail(&mut failures, &mut codes, &node, index, Some(gpu.uuid), &e),
+            gpus::Outcome::Failed(mut failure, code) => {
+                failure.node = Some(node.clone());
+                failures.push(failure);
+                codes.push(code);
+            }
         }
-        if progress::json_mode() {
-            progress::event(
-                "device_finished",
-                serde_json::json!({"device": index, "exit_code": codes.last().map(|c: &Exit| c.code())}),
-            );
-        }
+        reporters.push(finished.reporter);
+    });
+    for reporter in &reporters {
+        progress.absorb(reporter);
     }
     progress.failed = failed_benchmarks;
     let mut entry = Node {
@@ -257,13 +228,21 @@ pub fn run(
         host: crate::conditions::base_record().host.filter(|h| *h != node),
         devices_requested: Some(plan.devices.selection().to_string()),
         device_count: Some(count),
-        schedule: Some("sequential".into()),
+        schedule: Some(
+            if concurrent {
+                "concurrent"
+            } else {
+                "sequential"
+            }
+            .into(),
+        ),
         links: Vec::new(),
         notes: Vec::new(),
     };
     if !plan.peers {
         entry.notes.push("links not measured (--no-peers)".into());
     } else if measured.len() >= 2 {
+        // After every GPU's thread has ended: the GPUs are quiet, each link holds both locks.
         peers::measure(&settings.guard, &measured, &mut entry);
     } else if indices.len() >= 2 {
         entry
@@ -315,6 +294,22 @@ pub fn run(
     })
 }
 
+/// Refuses a node whose GPUs share a UUID (a simulated node whose profiles name one
+/// twice): their files and locks would be the same.
+fn refuse_shared_uuids(gpus: &[gpus::Identified]) -> Result<(), CliError> {
+    let known: Vec<&Measured> = gpus.iter().filter_map(|g| g.as_ref().ok()).collect();
+    for (i, a) in known.iter().enumerate() {
+        if let Some(b) = known[i + 1..].iter().find(|b| b.uuid == a.uuid) {
+            return Err(CliError::Usage(format!(
+                "GPUs {} and {} have the same UUID {}: their results would overwrite each \
+                 other; give each its own (`uuid=` in a simulated GPU's profile)",
+                a.index, b.index, a.uuid
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A simulated GPU's UUID (the profile's own, else one made from the node and index) and
 /// the spec that carries it.
 fn simulated_gpu(
@@ -331,30 +326,6 @@ fn simulated_gpu(
             (uuid, Some(tagged), None)
         }
     })
-}
-
-/// Records a GPU that was not measured.
-fn fail(
-    failures: &mut Vec<GpuFailure>,
-    codes: &mut Vec<Exit>,
-    node: &str,
-    index: u32,
-    uuid: Option<String>,
-    error: &CliError,
-) {
-    let who = match &uuid {
-        Some(uuid) => format!("GPU {index} ({uuid})"),
-        None => format!("GPU {index}"),
-    };
-    progress::say(Level::Error, format!("{who}: not measured: {error}"));
-    codes.push(error.exit());
-    failures.push(GpuFailure {
-        node: Some(node.to_owned()),
-        device_index: Some(index),
-        uuid,
-        exit_code: error.exit().code(),
-        error: error.to_string(),
-    });
 }
 
 /// Writes the summary in each format; false when one failed (each failure reported).

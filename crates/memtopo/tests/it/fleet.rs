@@ -528,3 +528,173 @@ fn merge_tells_apart_results_without_a_uuid_and_counts_each_gpu_once() {
         text(&missing.stderr)
     );
 }
+
+/// Every GPU's result of a node run in `res`, by UUID, with the elements as JSON.
+fn results_by_uuid(res: &Path) -> Vec<(String, serde_json::Value, Vec<String>)> {
+    let mut results: Vec<(String, serde_json::Value, Vec<String>)> = std::fs::read_dir(res)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("GPU-"))
+        .map(|path| {
+            let topo = topology::Topology::load(&path).unwrap();
+            let run = topo.run.clone().unwrap();
+            let value: serde_json::Value =
+                serde_json::from_str(&topo.to_json_string().unwrap()).unwrap();
+            (
+                run.gpu_uuid.unwrap(),
+                value["elements"].clone(),
+                run.concurrent_with,
+            )
+        })
+        .collect();
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    results
+}
+
+#[test]
+fn gpus_measured_at_once_give_what_they_give_one_after_another_and_print_in_order() {
+    let dir = scratch("concurrent");
+    let spec = "4xvolta";
+    let all_at_once = memtopo(&dir)
+        .args(["--simulate", spec, "--only", "shared", "-d", "all", "-o"])
+        .arg(dir.join("at-once/"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&all_at_once), Some(0), "{}", text(&all_at_once.stderr));
+    let sequential = memtopo(&dir)
+        .args([
+            "--simulate",
+            spec,
+            "--only",
+            "shared",
+            "-d",
+            "all",
+            "--sequential",
+        ])
+        .arg("-o")
+        .arg(dir.join("sequential/"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&sequential), Some(0), "{}", text(&sequential.stderr));
+
+    let at_once = results_by_uuid(&dir.join("at-once"));
+    let one_by_one = results_by_uuid(&dir.join("sequential"));
+    assert_eq!(at_once.len(), 4);
+    let uuids: Vec<&String> = at_once.iter().map(|r| &r.0).collect();
+    for ((uuid, elements, with), (uuid2, elements2, with2)) in at_once.iter().zip(&one_by_one) {
+        assert_eq!(uuid, uuid2);
+        // The simulated GPU's noise is its own: the same values either way.
+        assert_eq!(elements, elements2, "{uuid}");
+        // Measured at once, a GPU names the three others; one after another, none.
+        let mut others: Vec<&String> = uuids.iter().copied().filter(|u| *u != uuid).collect();
+        others.sort();
+        let mut named: Vec<&String> = with.iter().collect();
+        named.sort();
+        assert_eq!(named, others, "{uuid}");
+        assert!(with2.is_empty(), "{uuid}: {with2:?}");
+    }
+    let schedule = |sub: &str| {
+        let text = std::fs::read_to_string(dir.join(sub).join("node-testnode.json")).unwrap();
+        Fleet::from_json_str(&text).unwrap().nodes[0]
+            .schedule
+            .clone()
+    };
+    assert_eq!(schedule("at-once").as_deref(), Some("concurrent"));
+    assert_eq!(schedule("sequential").as_deref(), Some("sequential"));
+
+    // Standard output: each GPU's table whole, in device order, then the node's.
+    let text_of = std::fs::read_to_string(dir.join("at-once/node-testnode.json")).unwrap();
+    let mut gpus = Fleet::from_json_str(&text_of).unwrap().gpus;
+    gpus.sort_by_key(|g| g.device_index);
+    for out in [&all_at_once, &sequential] {
+        let stdout = text(&out.stdout);
+        let node_table = stdout.find("Node testnode").expect("the node's table");
+        let mut last = 0;
+        for gpu in &gpus {
+            // Each GPU's table ends with its run record, which names it first.
+            let table = stdout[..node_table]
+                .find(&format!(
+                    "GPU: simulated (volta), {}",
+                    gpu.uuid.as_deref().unwrap()
+                ))
+                .unwrap_or_else(|| panic!("no table of {:?}:\n{stdout}", gpu.uuid));
+            assert!(table >= last, "tables out of device order:\n{stdout}");
+            // The table is whole: its header and rows lie between the previous GPU's and it.
+            assert_eq!(
+                stdout[last..table].matches("Shared memory").count(),
+                1,
+                "{stdout}"
+            );
+            last = table;
+        }
+    }
+}
+
+#[test]
+fn the_node_script_diffs_gpus_measured_at_once_against_one_after_another() {
+    let found = |tool: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !found("bash") || !found("bc") {
+        eprintln!("SKIPPED the node script's test: no bash or bc");
+        return;
+    }
+    let dir = scratch("node-script");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/gpu/node.sh");
+    let run = |args: &str, out: &str| {
+        Command::new("bash")
+            .arg(&script)
+            .arg(env!("CARGO_BIN_EXE_memtopo"))
+            .arg(dir.join(out))
+            .arg("2")
+            .env("MEMTOPO_ARGS", args)
+            .env("MEMTOPO_LOCK_DIR", dir.join("locks"))
+            .env("SLURMD_NODENAME", "testnode")
+            .output()
+            .unwrap()
+    };
+    let out = run("--simulate 3xvolta --only shared", "good");
+    assert_eq!(code(&out), Some(0), "{}", text(&out.stderr));
+    let tsv = std::fs::read_to_string(dir.join("good/diffs.tsv")).unwrap();
+    let rows: Vec<Vec<&str>> = tsv
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').collect())
+        .collect();
+    // Three GPUs: each run at once against each sequential one (2 x 2), and the two
+    // sequential runs against each other.
+    let at_once = rows
+        .iter()
+        .filter(|r| r[0] == "at-once-vs-sequential")
+        .count();
+    let sequential = rows
+        .iter()
+        .filter(|r| r[0] == "sequential-vs-sequential")
+        .count();
+    assert_eq!((at_once, sequential), (12, 3), "{tsv}");
+    assert!(rows.iter().all(|r| r[4] == "0"), "{tsv}");
+    let summary = std::fs::read_to_string(dir.join("good/summary.txt")).unwrap();
+    assert!(
+        summary.contains("at-once-vs-sequential      12 / 12"),
+        "{summary}"
+    );
+    for run in ["at-once-1", "sequential-2"] {
+        let wall: f64 = std::fs::read_to_string(dir.join("good").join(run).join("wall.txt"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(wall > 0.0, "{run}: {wall}");
+    }
+    // A node run that fails: the script exits with memtopo's own code for it.
+    let own = memtopo(&dir)
+        .args(["--simulate", "nosuchprofile", "-d", "all"])
+        .output()
+        .unwrap();
+    assert_ne!(code(&own), Some(0));
+    let out = run("--simulate nosuchprofile", "bad");
+    assert_eq!(code(&out), code(&own), "{}", text(&out.stderr));
+}

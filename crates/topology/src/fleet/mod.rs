@@ -233,7 +233,8 @@ pub struct Node {
     /// How many CUDA devices the node has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_count: Option<u32>,
-    /// How the GPUs were measured (`sequential`).
+    /// How the GPUs were measured: `concurrent` (all at once, each on a thread of its
+    /// own) or `sequential` (one after another).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
     /// The peer links between the measured GPUs (both directions of each pair).

@@ -187,3 +187,31 @@ fn the_memory_conditions_are_recorded_shown_and_diffed() {
     let paths: Vec<&str> = d.conditions.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(paths, ["run.after.remapped_rows"]);
 }
+
+/// Schema 1.9: the GPUs measured at the same time, shown, kept through both formats, and a
+/// condition (not a change) in a diff against the same GPU measured alone.
+#[test]
+fn the_gpus_measured_at_the_same_time_are_recorded_shown_and_diffed() {
+    let alone = topo_with(record());
+    let mut run = record();
+    run.concurrent_with = vec!["GPU-1".into(), "GPU-2".into()];
+    let together = topo_with(run);
+    let json = together.to_json_string().unwrap();
+    assert!(json.contains("\"concurrent_with\": ["), "{json}");
+    assert_eq!(Topology::from_json_str(&json).unwrap(), together);
+    let toml = together.to_toml_string().unwrap();
+    assert_eq!(Topology::from_toml_str(&toml).unwrap(), together);
+    assert!(!alone.to_json_string().unwrap().contains("concurrent_with"));
+    let table = render::table(&together);
+    assert!(
+        table.contains("measured at the same time as 2 other GPU(s): GPU-1, GPU-2"),
+        "{table}"
+    );
+    assert!(!render::table(&alone).contains("at the same time"));
+    let md = render::markdown(&together);
+    assert!(md.contains("| concurrent_with | GPU-1, GPU-2 |"), "{md}");
+    let d = diff::diff(&alone, &together);
+    assert!(d.is_empty(), "the topology itself did not change");
+    let paths: Vec<&str> = d.conditions.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["run.concurrent_with"]);
+}
