@@ -4,6 +4,7 @@ mod cli;
 mod driver_errors;
 mod faults;
 mod fleet;
+mod merge;
 mod no_driver;
 mod outputs;
 mod progress;

@@ -214,7 +214,8 @@ pub fn key_values(topo: &Topology) -> BTreeMap<String, KeyValue> {
     }
     if let Some(run) = &topo.run {
         let states: Vec<&crate::GpuState> = run.before.iter().chain(run.after.iter()).collect();
-        let fields: [(&str, fn(&crate::GpuState) -> Option<u32>); 4] = [
+        type Field = fn(&crate::GpuState) -> Option<u32>;
+        let fields: [(&str, Field); 4] = [
             ("pcie.generation", |g| g.pcie_generation),
             ("pcie.width", |g| g.pcie_width),
             ("pcie.max_generation", |g| g.pcie_max_generation),
