@@ -50,7 +50,8 @@ pub enum Command {
     /// Compare two saved results: exit 0 when equal within the tolerances, 1 when not.
     Diff(DiffArgs),
     /// Join results and node summaries into one fleet report; flag GPUs outside their
-    /// model's spread (exit 1 when a GPU is flagged or was not measured).
+    /// model's spread, degraded or differing (exit 1 when a GPU is flagged degraded or
+    /// was not measured).
     Merge(MergeArgs),
     /// Check saved results against the schema and the physical bounds: exit 0 when valid.
     Validate(ValidateArgs),
@@ -200,7 +201,9 @@ pub struct ToleranceArgs {
     /// Latencies: how many combined standard errors the means must be apart.
     #[arg(long, default_value_t = 3.0, value_name = "N", value_parser = parse_non_negative)]
     pub sigmas: f64,
-    /// Latencies: the smallest relative change that counts, in percent.
+    /// Latencies, clocks and bandwidths: the smallest relative change that counts, in
+    /// percent; a quantity that moves more from run to run (its measured tolerance,
+    /// `docs/fleet.md`) takes its own.
     #[arg(long, default_value = "2", value_name = "PERCENT", value_parser = parse_percent)]
     pub latency_tolerance: f64,
     /// Sizes: how far each side's interval is widened, in percent.

@@ -68,7 +68,8 @@ impl Exit {
             Exit::Success => "success (diff: no differences; validate: every file valid)",
             Exit::Findings => {
                 "a benchmark failed, the rest was measured and written; diff: the results \
-                 differ; merge: a GPU is flagged or was not measured"
+                 differ; merge and node runs: a GPU is flagged degraded (merge: or was not \
+                 measured)"
             }
             Exit::Usage => "bad command line",
             Exit::NoGpu => "no CUDA driver or no GPU",

@@ -195,12 +195,17 @@ pub struct SimState<'a>(pub &'a SimBackend);
 impl StateSource for SimState<'_> {
     fn observe(&mut self) -> Result<Observation, String> {
         let seen = self.0.observe();
+        let links = self.0.profile().links;
         Ok(Observation {
             state: GpuState {
                 sm_clock_mhz: Some(seen.sm_clock_mhz.round() as u32),
                 max_sm_clock_mhz: Some(self.0.profile().clock.sm_mhz.round() as u32),
                 utilization_percent: Some(seen.utilization_percent),
                 compute_mode: Some("default".into()),
+                pcie_generation: links.map(|l| l.pcie_generation),
+                pcie_width: links.map(|l| l.pcie_width),
+                pcie_max_generation: links.map(|l| l.pcie_max_generation),
+                pcie_max_width: links.map(|l| l.pcie_max_width),
                 ..GpuState::default()
             },
             processes: seen

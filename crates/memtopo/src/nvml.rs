@@ -219,6 +219,13 @@ impl StateSource for Nvml {
             mig_enabled: read("MIG mode", device.mig_mode()).map(|m| m.current != 0),
             utilization_percent: read("utilization", device.utilization_rates()).map(|u| u.gpu),
             memory_used_bytes: read("memory", device.memory_info()).map(|m| m.used),
+            // nvmlDeviceGetCurrPcieLinkGeneration/Width and nvmlDeviceGetMaxPcieLink…: the
+            // maxima are what the GPU and its slot both support. A GPU on NVLink-C2C
+            // (Grace Hopper) has none: NotSupported, left absent.
+            pcie_generation: read("PCIe generation", device.current_pcie_link_gen()),
+            pcie_width: read("PCIe width", device.current_pcie_link_width()),
+            pcie_max_generation: read("max PCIe generation", device.max_pcie_link_gen()),
+            pcie_max_width: read("max PCIe width", device.max_pcie_link_width()),
         };
         let mut others = Vec::new();
         match device.running_compute_processes() {

@@ -45,6 +45,13 @@ fn factor(key: &str, text: &str) -> Result<f64, RunnerError> {
     }
 }
 
+/// `gen4x8` as (4, 8).
+fn pcie_link(text: &str) -> Option<(u32, u32)> {
+    let lower = text.trim().to_ascii_lowercase();
+    let (generation, width) = lower.strip_prefix("gen")?.split_once('x')?;
+    Some((generation.parse().ok()?, width.parse().ok()?))
+}
+
 fn scaled(cycles: u32, by: f64) -> u32 {
     (f64::from(cycles) * by)
         .round()
@@ -52,9 +59,12 @@ fn scaled(cycles: u32, by: f64) -> u32 {
 }
 
 /// Loads one simulated GPU: `PROFILE[:KEY=VALUE]...`, the profile a bundled name or a
-/// TOML file; keys `memory` (device-memory latency), `l2` (the L2's latencies), `clock`
-/// (the SM clock) take a change (`+25%`) or a factor, `uuid` names the GPU. A perturbed
-/// profile models a GPU unlike its siblings (a slow memory, a throttled clock).
+/// TOML file; keys `memory` (device-memory latency), `memory_bandwidth` (its read, write
+/// and copy throughput), `l2` (the L2's latencies), `l2_bandwidth` (the L2's read and
+/// write throughput), `clock` (the SM clock) take a change (`+25%`) or a factor; `pcie`
+/// the trained PCIe link (`gen4x8`, below the profile's maximum), `nvlink` the active
+/// NVLinks (`17`); `uuid` names the GPU and `seed` draws its noise afresh. A perturbed profile models a GPU unlike its
+/// siblings (a slow memory, a throttled clock, a link down).
 pub fn load_profile(spec: &str) -> Result<SimProfile, RunnerError> {
     let path = Path::new(spec);
     if path.exists() {
@@ -86,13 +96,67 @@ pub fn load_profile(spec: &str) -> Result<SimProfile, RunnerError> {
                 profile.l2.far_latency = profile.l2.far_latency.map(|f| scaled(f, by));
             }
             "clock" => profile.clock.sm_mhz *= factor(key, value)?,
+            "memory_bandwidth" | "l2_bandwidth" => {
+                let by = factor(key, value)?;
+                let Some(bw) = profile.bandwidth.as_mut() else {
+                    return Err(RunnerError::Profile(format!(
+                        "`{part}` in `{spec}`: the profile models no bandwidths"
+                    )));
+                };
+                let levels = if key.trim() == "memory_bandwidth" {
+                    vec![
+                        &mut bw.memory_read,
+                        &mut bw.memory_write,
+                        &mut bw.memory_copy,
+                    ]
+                } else {
+                    let mut l2 = vec![&mut bw.l2_near, &mut bw.l2];
+                    l2.extend(bw.l2_write.as_mut());
+                    l2
+                };
+                for level in levels {
+                    level.peak *= by;
+                }
+            }
+            "pcie" => {
+                let links = profile.links.as_mut().ok_or_else(|| {
+                    RunnerError::Profile(format!(
+                        "`{part}` in `{spec}`: the profile has no [links] to change"
+                    ))
+                })?;
+                (links.pcie_generation, links.pcie_width) = pcie_link(value).ok_or_else(|| {
+                    RunnerError::Profile(format!(
+                        "`{part}` in `{spec}`: give the link as gen<N>x<lanes>, e.g. gen4x8"
+                    ))
+                })?;
+            }
+            "nvlink" => {
+                let links = profile.links.as_mut().ok_or_else(|| {
+                    RunnerError::Profile(format!(
+                        "`{part}` in `{spec}`: the profile has no [links] to change"
+                    ))
+                })?;
+                links.nvlink = value.trim().parse().map_err(|_| {
+                    RunnerError::Profile(format!(
+                        "`{part}` in `{spec}`: give the number of active NVLinks, e.g. nvlink=17"
+                    ))
+                })?;
+            }
             "uuid" => {
                 profile.uuid = Some(value.trim().to_owned());
                 continue;
             }
+            "seed" => {
+                // Another draw of the same GPU's noise, not a change of the GPU.
+                profile.seed = value.trim().parse().map_err(|_| {
+                    RunnerError::Profile(format!("`{part}` in `{spec}`: give a whole number"))
+                })?;
+                continue;
+            }
             other => {
                 return Err(RunnerError::Profile(format!(
-                    "`{other}` in `{spec}`: unknown perturbation; use memory, l2, clock or uuid"
+                    "`{other}` in `{spec}`: unknown perturbation; use memory, \
+                     memory_bandwidth, l2, l2_bandwidth, clock, pcie, nvlink, uuid or seed"
                 )))
             }
         }

@@ -191,17 +191,16 @@ impl Bandwidths {
     }
 }
 
-/// How far (relative) two bandwidths of one element may differ without a change in
-/// `memtopo diff`: the tuned best of several launches moves by a percent or two between
-/// runs; 5 % is a real difference.
-pub const BANDWIDTH_TOLERANCE: f64 = 0.05;
-
-/// The bandwidths that differ between `a` and `b` beyond [`BANDWIDTH_TOLERANCE`] (or are
-/// on one side only): `(key, before, after)`. The launch shapes are not compared (the
-/// search may settle on another shape of the same bandwidth).
+/// The bandwidths of the element at `base` (`elements.l2`) that differ between `a` and `b`
+/// beyond their tolerance ([`crate::tolerance::relative`] of the bandwidth's path, never
+/// below `kind`, the relative tolerance of the kind) or are on one side only:
+/// `(key, before, after)`. The launch shapes are not compared (the search may settle on
+/// another shape of the same bandwidth).
 pub(crate) fn changes(
+    base: &str,
     a: Option<&Bandwidths>,
     b: Option<&Bandwidths>,
+    kind: f64,
 ) -> Vec<(&'static str, String, String)> {
     let empty = Bandwidths::default();
     let (a, b) = (a.unwrap_or(&empty), b.unwrap_or(&empty));
@@ -221,7 +220,9 @@ pub(crate) fn changes(
         let differs = match (before, after) {
             (None, None) => false,
             (Some(x), Some(y)) => {
-                (x.value - y.value).abs() > BANDWIDTH_TOLERANCE * x.value.abs().max(y.value.abs())
+                let tolerance =
+                    crate::tolerance::relative(&format!("{base}.bandwidth.{key}"), kind);
+                (x.value - y.value).abs() > tolerance * x.value.abs().max(y.value.abs())
             }
             _ => true,
         };
@@ -313,13 +314,22 @@ mod tests {
     }
 
     #[test]
-    fn bandwidths_change_beyond_five_percent_or_when_one_side_lacks_them() {
-        assert!(changes(Some(&read(1000.0)), Some(&read(1040.0))).is_empty());
-        let moved = changes(Some(&read(1000.0)), Some(&read(1060.0)));
+    fn bandwidths_change_beyond_their_tolerance_or_when_one_side_lacks_them() {
+        // The L2's read moves by up to 5 % run to run, the device memory's by 2 %.
+        let l2 = "elements.l2";
+        assert!(changes(l2, Some(&read(1000.0)), Some(&read(1040.0)), 0.02).is_empty());
+        let moved = changes(l2, Some(&read(1000.0)), Some(&read(1060.0)), 0.02);
         assert_eq!(moved.len(), 1);
         assert_eq!(moved[0].0, "read");
-        assert_eq!(changes(None, Some(&read(1.0)))[0].1, "-");
-        assert!(changes(None, None).is_empty());
+        let memory = "elements.device_memory";
+        assert_eq!(
+            changes(memory, Some(&read(1000.0)), Some(&read(1040.0)), 0.02).len(),
+            1
+        );
+        // The kind's tolerance is a floor.
+        assert!(changes(memory, Some(&read(1000.0)), Some(&read(1040.0)), 0.1).is_empty());
+        assert_eq!(changes(l2, None, Some(&read(1.0)), 0.02)[0].1, "-");
+        assert!(changes(l2, None, None, 0.02).is_empty());
     }
 
     #[test]

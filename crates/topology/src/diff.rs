@@ -4,9 +4,13 @@
 //! identically; what matters is a change larger than the noise. The rules:
 //!
 //! - latencies differ when the means are further apart than
-//!   [`DiffOptions::sigmas`] combined standard errors *and* than
-//!   [`DiffOptions::relative_tolerance`] of the larger mean (the second guard
-//!   keeps huge sample counts from flagging a 0.1-cycle drift);
+//!   [`DiffOptions::sigmas`] combined standard errors *and* than the quantity's
+//!   relative tolerance of the larger mean: its measured run-to-run tolerance
+//!   ([`crate::tolerance`]), never below [`DiffOptions::relative_tolerance`] (the second
+//!   guard keeps huge sample counts from flagging a 0.1-cycle drift);
+//! - bandwidths differ when they are further apart than the same relative tolerance
+//!   of the larger (the L2's near-partition read moves by 12 % run to run, the device
+//!   memory's read by 1.4 %: [`crate::tolerance::TOLERANCES`]);
 //! - sizes from the API differ when they are not equal; benchmarked sizes are
 //!   intervals (a bound is open on one side, the change-point resolution widens
 //!   an exact value, [`DiffOptions::size_tolerance`] widens both) and differ
@@ -59,7 +63,9 @@ use crate::quantity::{Count, Latency, Provenance, Size, SizeBound};
 pub struct DiffOptions {
     /// How many combined standard errors two latency means must be apart.
     pub sigmas: f64,
-    /// The smallest relative change of a latency that counts (0.02 = 2 %).
+    /// The smallest relative change of a latency, clock or bandwidth that counts (0.02 =
+    /// 2 %); a quantity whose measured run-to-run tolerance ([`crate::tolerance`]) is
+    /// larger takes that one.
     pub relative_tolerance: f64,
     /// How far (relative) a benchmarked size's interval is widened on each side
     /// before two intervals are compared (0.02 = 2 %).
@@ -188,9 +194,8 @@ impl Differ {
                     .standard_error()
                     .hypot(b.summary().standard_error());
                 let largest = a.mean.0.abs().max(b.mean.0.abs());
-                if delta > self.options.sigmas * error
-                    && delta > self.options.relative_tolerance * largest
-                {
+                let relative = crate::tolerance::relative(&path, self.options.relative_tolerance);
+                if delta > self.options.sigmas * error && delta > relative * largest {
                     let show = |l: &Latency| format!("{:.1} ± {:.1} cycles", l.mean.0, l.stdev.0);
                     self.change(path, show(a), show(b));
                 } else {
@@ -321,8 +326,10 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
             eb.and_then(|e| e.latency.as_ref()),
         );
         for (key, before, after) in crate::bandwidth::changes(
+            &base,
             ea.and_then(|e| e.bandwidth.as_ref()),
             eb.and_then(|e| e.bandwidth.as_ref()),
+            d.options.relative_tolerance,
         ) {
             d.change(field(&format!("bandwidth.{key}")), before, after);
         }

@@ -74,6 +74,7 @@ pub mod render;
 mod run;
 pub mod schema;
 mod section;
+pub mod tolerance;
 mod units;
 mod validate;
 mod version;

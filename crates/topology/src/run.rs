@@ -75,6 +75,48 @@ pub struct GpuState {
     /// Device memory in use, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_used_bytes: Option<u64>,
+    /// The PCIe link's generation now (NVML; schema 1.9). A GPU lowers it when idle to save
+    /// power, so it is the trained generation only while the GPU works: the state after
+    /// the run is read right after the last benchmark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_generation: Option<u32>,
+    /// The PCIe link's width now, lanes (schema 1.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
+    /// The highest PCIe generation the GPU and its slot both support (schema 1.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_max_generation: Option<u32>,
+    /// The widest PCIe link the GPU and its slot both support, lanes (schema 1.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_max_width: Option<u32>,
+}
+
+impl GpuState {
+    /// The PCIe link as text: `Gen5 x16 (max Gen5 x16)`, `Gen4 x8`; `None` when nothing
+    /// of it is known.
+    ///
+    /// ```
+    /// let state = topology::GpuState {
+    ///     pcie_generation: Some(4), pcie_width: Some(8),
+    ///     pcie_max_generation: Some(5), pcie_max_width: Some(16),
+    ///     ..Default::default()
+    /// };
+    /// assert_eq!(state.pcie_link().as_deref(), Some("Gen4 x8 (max Gen5 x16)"));
+    /// ```
+    pub fn pcie_link(&self) -> Option<String> {
+        let link = |generation: Option<u32>, width: Option<u32>| match (generation, width) {
+            (None, None) => None,
+            (g, w) => Some(format!("Gen{} x{}", opt(g), opt(w))),
+        };
+        let now = link(self.pcie_generation, self.pcie_width);
+        let max = link(self.pcie_max_generation, self.pcie_max_width);
+        match (now, max) {
+            (Some(now), Some(max)) => Some(format!("{now} (max {max})")),
+            (Some(now), None) => Some(now),
+            (None, Some(max)) => Some(format!("max {max}")),
+            (None, None) => None,
+        }
+    }
 }
 
 /// Another process found on the GPU.
@@ -238,7 +280,7 @@ impl RunRecord {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         for (name, s) in [("before", &self.before), ("after", &self.after)] {
-            let entries: [(&'static str, &StateField); 16] = [
+            let entries: [(&'static str, &StateField); 17] = [
                 ("sm_clock_mhz", &|g| opt(g.sm_clock_mhz)),
                 ("memory_clock_mhz", &|g| opt(g.memory_clock_mhz)),
                 ("max_sm_clock_mhz", &|g| opt(g.max_sm_clock_mhz)),
@@ -259,6 +301,7 @@ impl RunRecord {
                 ("mig", &|g| yes_no(g.mig_enabled)),
                 ("utilization_percent", &|g| opt(g.utilization_percent)),
                 ("memory_used_bytes", &|g| opt(g.memory_used_bytes)),
+                ("pcie_link", &|g| opt(g.pcie_link())),
             ];
             for (field, read) in entries {
                 fields.push((format!("{name}.{field}"), state(s, read)));
@@ -348,6 +391,7 @@ impl RunRecord {
             "MIG",
             self.before_after(|g| g.mig_enabled.map(|v| yes_no(Some(v))), ""),
         );
+        add("PCIe", self.before_after(GpuState::pcie_link, ""));
         if !state.is_empty() {
             lines.push(format!("state (before → after): {}", state.join(", ")));
         }

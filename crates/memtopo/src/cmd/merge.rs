@@ -1,7 +1,8 @@
 //! `memtopo merge`: results and node summaries joined into one fleet report
 //! (`topology::fleet::Fleet::merge`), with every GPU outside its model's spread flagged.
-//! Exit 0 when nothing is flagged and every GPU asked for was measured, 1 otherwise, 11
-//! when an input cannot be read, 6 when an output cannot be written.
+//! Exit 0 when no GPU is flagged degraded (flags that say a GPU differs are shown, not
+//! counted) and every GPU asked for was measured, 1 otherwise, 11 when an input cannot be
+//! read, 6 when an output cannot be written.
 
 use std::path::{Path, PathBuf};
 
@@ -194,7 +195,7 @@ pub fn merge(args: &Request) -> Result<Exit, CliError> {
     }
     Ok(if failed > 0 {
         Exit::Output
-    } else if !report.flags.is_empty() || !report.failures.is_empty() {
+    } else if report.degraded().next().is_some() || !report.failures.is_empty() {
         Exit::Findings
     } else {
         Exit::Success

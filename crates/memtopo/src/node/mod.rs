@@ -136,8 +136,8 @@ fn identify(_index: u32) -> Result<(String, Option<String>), CliError> {
 /// Measures the GPUs `plan` names (all at once, or one after another), then their links;
 /// writes the summary. The exit code: 0 when every GPU's run gave 0; when a GPU could not
 /// be measured while others were, 12; when none was measured, the first GPU's code; else the
-/// first of 6, 9, 10, 1 among the GPUs' codes (as a single run orders them). A summary
-/// that cannot be written is 6.
+/// first of 6, 9, 10, 1 among the GPUs' codes (as a single run orders them), and 1 when a
+/// GPU is flagged degraded against its peers. A summary that cannot be written is 6.
 pub fn run(
     settings: &Settings,
     plan: &NodePlan,
@@ -264,6 +264,13 @@ pub fn run(
         let mut stdout = Stdout::default();
         stdout.print(&format!("\n{}", topology::fleet::table(&summary)));
     }
+    for flag in summary.degraded() {
+        progress::say(
+            Level::Warning,
+            format!("{}: degraded: {}: {}", flag.label(), flag.path, flag.reason),
+        );
+    }
+    let degraded = summary.degraded().next().is_some();
     let none_measured = summary.gpus.is_empty();
     Ok(if !written {
         Exit::Output
@@ -280,7 +287,11 @@ pub fn run(
         ]
         .into_iter()
         .find(|c| codes.contains(c))
-        .unwrap_or(Exit::Success)
+        .unwrap_or(if degraded {
+            Exit::Findings
+        } else {
+            Exit::Success
+        })
     })
 }
 

@@ -2,7 +2,9 @@
 
 mod cli;
 mod driver_errors;
+mod faults;
 mod fleet;
+mod merge;
 mod no_driver;
 mod outputs;
 mod progress;

@@ -18,7 +18,7 @@ use crate::{
     backend::Backend,
     device::DeviceInfo,
     error::RunnerError,
-    sim::{SimBackend, SimProfile},
+    sim::{LinkSpec, SimBackend, SimProfile},
 };
 
 /// The modelled link between two simulated GPUs.
@@ -104,11 +104,19 @@ impl SimNode {
         if let Some((_, link)) = self.links.iter().find(|(pair, _)| *pair == (from, to)) {
             return Ok(*link);
         }
-        Ok(if a.device().name == b.device().name {
-            SimLink::nvlink()
-        } else {
-            SimLink::pcie()
-        })
+        if a.device().name != b.device().name {
+            return Ok(SimLink::pcie());
+        }
+        // The reader's links into the fabric are what NVML counts for it; a copy moves at
+        // the share of links the less connected of the two has up.
+        let up = |g: &SimBackend| g.profile().links.map_or(LinkSpec::NVLINKS, |l| l.nvlink);
+        let mut link = SimLink::nvlink();
+        link.nvlink_links = up(a);
+        link.bandwidth_gib_per_s *= f64::from(up(a).min(up(b))) / f64::from(LinkSpec::NVLINKS);
+        if link.nvlink_links == 0 {
+            link = SimLink::pcie();
+        }
+        Ok(link)
     }
 
     fn gpu(&self, position: u32) -> Result<&SimBackend, RunnerError> {

@@ -73,8 +73,8 @@ pub use icache::{IcacheLevelSpec, IcacheSpec};
 pub use mlp::MlpSpec;
 pub use profile::{
     Associativity, CacheSpec, ClockSpec, ClusterSpec, CopyPathSpec, CopySpec, L2Interleave, L2Spec,
-    MemorySpec, NoiseSpec, Replacement, SetIndex, SharedMemorySpec, SimProfile, UnifiedStore,
-    CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
+    LinkSpec, MemorySpec, NoiseSpec, Replacement, SetIndex, SharedMemorySpec, SimProfile,
+    UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
 pub use tlb::{TlbLevelSpec, TlbSpec};

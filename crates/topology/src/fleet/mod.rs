@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 
 pub use render::{html, markdown, table};
 pub use spread::{median, robust_spread, SpreadOptions};
-pub use values::{key_values, KeyValue, ValueBound, ValueKind};
+pub use values::{key_values, link_values, KeyValue, ValueBound, ValueKind};
 
 use crate::error::Error;
 use crate::model::Topology;
@@ -50,7 +50,7 @@ use crate::quantity::Latency;
 use crate::version::SchemaVersion;
 
 /// The version of the fleet document this crate writes.
-pub const FLEET_SCHEMA_VERSION: SchemaVersion = SchemaVersion { major: 1, minor: 1 };
+pub const FLEET_SCHEMA_VERSION: SchemaVersion = SchemaVersion { major: 1, minor: 2 };
 
 /// What a fleet document covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -288,9 +288,39 @@ pub struct SiblingValue {
     pub value: f64,
 }
 
+/// What a flag says of its GPU (fleet schema 1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worse than its peers (or than its own maximum) beyond the quantity's tolerance, in
+    /// the quantity's bad direction and beyond the stable spread healthy GPUs of the model
+    /// show: slower, smaller, fewer links, lower clocks, a PCIe link trained below its
+    /// maximum. `merge` and node runs exit 1 for it. Documents older than 1.2 knew no
+    /// other kind of flag, so a flag without a severity is this one.
+    #[default]
+    Degraded,
+    /// Different from its peers beyond the tolerance, but not worse: better, a quantity
+    /// with no bad direction (a line size), or worse by no more than healthy GPUs of the
+    /// model differ from each other. Informational; exit 0.
+    Differs,
+}
+
+impl Severity {
+    /// `degraded` or `differs`, as in the document.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Degraded => "degraded",
+            Severity::Differs => "differs",
+        }
+    }
+}
+
 /// A GPU whose value lies outside its model's spread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Flag {
+    /// Degraded, or differs (fleet schema 1.2).
+    #[serde(default)]
+    pub severity: Severity,
     /// The model.
     pub model: String,
     /// The flagged GPU's UUID.
@@ -368,7 +398,7 @@ pub struct Fleet {
     /// Per model, the spread of each quantity.
     #[serde(default)]
     pub models: Vec<ModelSpread>,
-    /// The values outside their model's spread.
+    /// The values outside their model's spread, and the PCIe links below their maximum.
     #[serde(default)]
     pub flags: Vec<Flag>,
     /// Notes on the whole document (a GPU found twice, …).
@@ -377,6 +407,13 @@ pub struct Fleet {
 }
 
 impl Fleet {
+    /// The flags that say a GPU is degraded (what makes `merge` exit 1).
+    pub fn degraded(&self) -> impl Iterator<Item = &Flag> {
+        self.flags
+            .iter()
+            .filter(|f| f.severity == Severity::Degraded)
+    }
+
     /// Reads and checks a fleet document (JSON).
     pub fn from_json_str(text: &str) -> Result<Fleet, Error> {
         let tree = crate::format::json_tree(text)?;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Fleet, FleetKind, GpuEntry, KeyValue, PeerLink, ValueKind};
+use super::{Fleet, FleetKind, GpuEntry, KeyValue, PeerLink, Severity, ValueKind};
 use crate::render::{escape, number, STYLE};
 
 /// The columns of the side-by-side table: (path, header).
@@ -95,20 +95,29 @@ impl Grid {
     }
 }
 
-/// A value of `gpu`, marked `⚑` where it is flagged.
+/// A value of `gpu`, marked `⚑` where it is flagged degraded and `≠` where it differs.
 fn cell(fleet: &Fleet, gpu: &GpuEntry, path: &str) -> String {
     let Some(value) = gpu.values.get(path) else {
         return "-".into();
     };
-    let flagged = fleet
+    let flag = fleet
         .flags
         .iter()
-        .any(|f| f.path == path && f.is_about(gpu));
-    if flagged {
-        format!("{} ⚑", value.display())
-    } else {
-        value.display()
+        .find(|f| f.path == path && f.is_about(gpu));
+    match flag.map(|f| f.severity) {
+        Some(Severity::Degraded) => format!("{} ⚑", value.display()),
+        Some(Severity::Differs) => format!("{} ≠", value.display()),
+        None => value.display(),
     }
+}
+
+/// `2 degraded, 1 differs`.
+fn flag_counts(fleet: &Fleet) -> String {
+    let degraded = fleet.degraded().count();
+    format!(
+        "{degraded} degraded, {} differ(s)",
+        fleet.flags.len() - degraded
+    )
 }
 
 fn plain(kind: ValueKind, x: f64) -> String {
@@ -136,18 +145,18 @@ fn title(fleet: &Fleet) -> String {
         .collect::<Vec<_>>();
     match fleet.kind {
         FleetKind::Node => format!(
-            "Node {}: {} GPU(s) measured, {} failed, {} flag(s)",
+            "Node {}: {} GPU(s) measured, {} failed, {}",
             nodes.first().copied().unwrap_or("?"),
             fleet.gpus.len(),
             fleet.failures.len(),
-            fleet.flags.len()
+            flag_counts(fleet)
         ),
         FleetKind::Fleet => format!(
-            "Fleet: {} GPU(s) on {} node(s), {} failed, {} flag(s)",
+            "Fleet: {} GPU(s) on {} node(s), {} failed, {}",
             fleet.gpus.len(),
             fleet.nodes.len().max(distinct_nodes(fleet)),
             fleet.failures.len(),
-            fleet.flags.len()
+            flag_counts(fleet)
         ),
     }
 }
@@ -206,6 +215,7 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
     let mut flags = Grid::new(&[
         "GPU",
         "node",
+        "flag",
         "quantity",
         "value",
         "median",
@@ -217,6 +227,7 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
         flags.rows.push(vec![
             f.label(),
             f.node.clone().unwrap_or_else(|| "-".into()),
+            f.severity.as_str().into(),
             f.path.clone(),
             plain(f.kind, f.value),
             plain(f.kind, f.median),

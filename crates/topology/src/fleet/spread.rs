@@ -5,24 +5,33 @@
 //! median absolute deviation (MAD, scaled by 1.4826 so that it estimates a standard
 //! deviation of normal noise) give the allowed range `median ± max(k · MAD, floor)`,
 //! `k` = [`SpreadOptions::mad_threshold`] (3.5, the usual cut of the modified z-score).
-//! The floor is the tolerance `memtopo diff` uses for the kind of quantity
-//! ([`crate::diff::DiffOptions`]): a latency needs more than the relative tolerance of the
-//! median and more than `sigmas` of its standard errors; a benchmarked size more than the
-//! size tolerance (its change-point resolution widens it); a count more than the count
-//! tolerance; a size from the driver any difference. So identical GPUs (MAD 0) are not
-//! flagged for noise, and one GPU in eight cannot widen the range enough to hide itself.
-//! A GPU is flagged when every value consistent with its own (a bound is open on one
-//! side) lies outside the range. With two GPUs of a model there is no majority: when they
-//! differ beyond the floor both are flagged, each against the other.
+//! The floor is the tolerance `memtopo diff` uses for the quantity: a latency, clock or
+//! bandwidth its run-to-run tolerance ([`crate::tolerance::relative`]: measured over
+//! repeated runs of one GPU, never below the kind's relative tolerance) of the median,
+//! a latency also more than `sigmas` of its standard errors; a benchmarked size more than
+//! the size tolerance (its change-point resolution widens it); a count more than the
+//! count tolerance; a size from the driver any difference. So identical GPUs (MAD 0) are
+//! not flagged for noise, and one GPU in eight cannot widen the range enough to hide
+//! itself. A GPU is flagged when every value consistent with its own (a bound is open on
+//! one side) lies outside the range. With two GPUs of a model there is no majority: when
+//! they differ beyond the floor both are flagged, each against the other.
+//!
+//! A flag is [`Severity::Degraded`] when the value lies on the quantity's bad side
+//! ([`crate::tolerance::worse`]: a higher latency, a lower bandwidth, clock, size or link
+//! count) and also beyond the stable difference healthy GPUs of the model are known to
+//! show ([`crate::tolerance::between_gpus`]); otherwise [`Severity::Differs`]. A GPU
+//! whose PCIe link runs below its own maximum generation or width is degraded whatever
+//! its peers show.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{
     Flag, Fleet, FleetKind, GpuEntry, GpuFailure, Input, KeyValue, ModelSpread, Node,
-    QuantitySpread, SiblingValue, ValueKind, FLEET_SCHEMA_VERSION,
+    QuantitySpread, Severity, SiblingValue, ValueKind, FLEET_SCHEMA_VERSION,
 };
 use crate::diff::DiffOptions;
+use crate::tolerance::{self, Worse};
 
 /// The tolerances of the comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -30,7 +39,8 @@ pub struct SpreadOptions {
     /// The floor of latencies in standard errors (`diff --sigmas`).
     pub sigmas: f64,
     /// The floor of latencies, clocks and bandwidths relative to the median
-    /// (`diff --latency-tolerance`, 0.02 = 2 %).
+    /// (`diff --latency-tolerance`, 0.02 = 2 %); a quantity whose measured run-to-run
+    /// tolerance ([`crate::tolerance`]) is larger takes that one.
     pub relative_tolerance: f64,
     /// The floor of benchmarked sizes relative to the median (`diff --size-tolerance`).
     pub size_tolerance: f64,
@@ -58,15 +68,17 @@ impl SpreadOptions {
         }
     }
 
-    /// The smallest distance from `median` that counts for `value`.
-    fn floor(&self, value: &KeyValue, median: f64) -> f64 {
+    /// The smallest distance from `median` that counts for `value` of `path`.
+    fn floor(&self, path: &str, value: &KeyValue, median: f64) -> f64 {
+        let relative = tolerance::relative(path, self.relative_tolerance);
         match value.kind {
-            ValueKind::Latency => (self.relative_tolerance * median.abs())
-                .max(self.sigmas * value.error.unwrap_or(0.0)),
+            ValueKind::Latency => {
+                (relative * median.abs()).max(self.sigmas * value.error.unwrap_or(0.0))
+            }
             ValueKind::Size => self.size_tolerance * median.abs(),
             ValueKind::ApiSize => 0.0,
             ValueKind::Count => f64::from(self.count_tolerance),
-            ValueKind::Clock | ValueKind::Bandwidth => self.relative_tolerance * median.abs(),
+            ValueKind::Clock | ValueKind::Bandwidth => relative * median.abs(),
         }
     }
 }
@@ -150,6 +162,15 @@ impl Fleet {
         let mut results: Vec<(String, String)> = Vec::new();
         // `placed`: the entry comes from a node's document, which knows the node and index
         // better than a result's host name does.
+        // A node's document adds the GPUs' link values (`links.…`), which a result cannot
+        // hold: they do not make the GPU's values differ.
+        let measured = |g: &GpuEntry| {
+            g.values
+                .iter()
+                .filter(|(path, _)| !path.starts_with("links."))
+                .map(|(p, v)| (p.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        };
         let mut add = |gpu: GpuEntry, source: &str, placed: bool, notes: &mut Vec<String>| {
             // A GPU in two results: two runs of one GPU, or one file given twice. Counted
             // once, and said so (a node's document and its own result files name the same
@@ -164,7 +185,7 @@ impl Fleet {
                     Some((_, first)) => {
                         twice = true;
                         let values = match &same {
-                            Some(kept) if kept.values != gpu.values => "different values",
+                            Some(kept) if measured(kept) != measured(&gpu) => "different values",
                             _ => "the same values",
                         };
                         notes.push(format!(
@@ -177,7 +198,7 @@ impl Fleet {
             }
             match same {
                 Some(kept) => {
-                    if kept.values != gpu.values && !twice {
+                    if measured(kept) != measured(&gpu) && !twice {
                         notes.push(format!(
                             "{} is in more than one input with different values; the first \
                              (not {source}) is kept",
@@ -234,10 +255,12 @@ impl Fleet {
         fleet
     }
 
-    /// Recomputes [`Fleet::models`] and [`Fleet::flags`] from the GPUs' values.
+    /// Recomputes the GPUs' link values ([`super::link_values`]), [`Fleet::models`] and
+    /// [`Fleet::flags`] from the GPUs' values.
     pub fn compare(&mut self) {
         self.models.clear();
         self.flags.clear();
+        super::link_values(&mut self.gpus, &self.nodes);
         let mut models: Vec<&str> = Vec::new();
         for gpu in &self.gpus {
             if !models.contains(&gpu.model.as_str()) {
@@ -247,10 +270,79 @@ impl Fleet {
         let models: Vec<String> = models.into_iter().map(str::to_owned).collect();
         for model in models {
             let members: Vec<&GpuEntry> = self.gpus.iter().filter(|g| g.model == model).collect();
-            let (spread, flags) = compare_model(&model, &members, &self.options);
+            let (spread, mut flags) = compare_model(&model, &members, &self.options);
+            for gpu in &members {
+                for flag in below_maximum(&model, gpu) {
+                    if !flags.iter().any(|f| f.path == flag.path && f.is_about(gpu)) {
+                        flags.push(flag);
+                    }
+                }
+            }
             self.models.push(spread);
             self.flags.extend(flags);
         }
+    }
+}
+
+/// The flags of a GPU whose PCIe link runs below its own maximum generation or width.
+fn below_maximum(model: &str, gpu: &GpuEntry) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    for (path, max_path, what) in [
+        ("pcie.generation", "pcie.max_generation", "generation"),
+        ("pcie.width", "pcie.max_width", "width"),
+    ] {
+        let (Some(now), Some(max)) = (
+            gpu.values.get(path).and_then(KeyValue::exact_value),
+            gpu.values.get(max_path).and_then(KeyValue::exact_value),
+        ) else {
+            continue;
+        };
+        if now >= max {
+            continue;
+        }
+        flags.push(Flag {
+            severity: Severity::Degraded,
+            model: model.to_owned(),
+            uuid: gpu.uuid.clone(),
+            node: gpu.node.clone(),
+            device_index: gpu.device_index,
+            file: gpu.file.clone(),
+            path: path.to_owned(),
+            kind: ValueKind::Count,
+            value: now,
+            median: max,
+            allowed: [max, max],
+            siblings: Vec::new(),
+            reason: format!(
+                "the PCIe link's {what} is {now:.0}, below the {max:.0} the GPU and its slot \
+                 support: the link trained down (a reseated card, a bad riser or slot)"
+            ),
+        });
+    }
+    flags
+}
+
+/// Degraded when `value` lies beyond `centre ± width` on the bad side of `path` and beyond
+/// the stable difference healthy GPUs show; else differs. With the verdict in words.
+fn severity(path: &str, value: &KeyValue, centre: f64, width: f64) -> (Severity, &'static str) {
+    let (low, high) = value.interval();
+    let beyond = |width: f64| match tolerance::worse(path) {
+        Worse::Higher => low > centre + width,
+        Worse::Lower => high < centre - width,
+        Worse::Neither => false,
+    };
+    let stable = width.max(tolerance::between_gpus(path) * centre.abs());
+    if tolerance::worse(path) == Worse::Neither {
+        (Severity::Differs, "the quantity has no worse side: differs")
+    } else if beyond(stable) {
+        (Severity::Degraded, "worse than its peers: degraded")
+    } else if beyond(width) {
+        (
+            Severity::Differs,
+            "within the stable difference healthy GPUs of the model show: differs",
+        )
+    } else {
+        (Severity::Differs, "on the better side: differs")
     }
 }
 
@@ -324,26 +416,27 @@ fn compare_model(
                 median
             };
             let width = if exact.len() == 2 {
-                options.floor(value, centre)
+                options.floor(path, value, centre)
             } else {
-                (options.mad_threshold * mad).max(options.floor(value, centre))
+                (options.mad_threshold * mad).max(options.floor(path, value, centre))
             };
             let allowed = (centre - width, centre + width);
             if !outside(value, allowed) {
                 continue;
             }
             let unit = kind.unit();
+            let (severity, verdict) = severity(path, value, centre, width);
             let reason = if exact.len() == 2 {
                 format!(
                     "{} differs from the other {model} GPU's {centre:.1} {unit} beyond the \
                      tolerance ({width:.1} {unit}); with two GPUs there is no majority to say \
-                     which is off",
+                     which is off; {verdict}",
                     value.display()
                 )
             } else {
                 format!(
                     "{} lies outside {:.1} … {:.1} {unit}: median {median:.1}, MAD {mad:.2}, \
-                     over {} GPUs of {model}",
+                     over {} GPUs of {model}; {verdict}",
                     value.display(),
                     allowed.0,
                     allowed.1,
@@ -351,6 +444,7 @@ fn compare_model(
                 )
             };
             flags.push(Flag {
+                severity,
                 model: model.to_owned(),
                 uuid: gpu.uuid.clone(),
                 node: gpu.node.clone(),

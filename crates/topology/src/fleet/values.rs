@@ -81,7 +81,8 @@ fn is_exact(bound: &ValueBound) -> bool {
 }
 
 impl KeyValue {
-    fn exact(kind: ValueKind, value: f64) -> Self {
+    /// An exact value.
+    pub fn exact(kind: ValueKind, value: f64) -> Self {
         KeyValue {
             kind,
             value,
@@ -173,7 +174,10 @@ impl KeyValue {
 
 /// The quantities of `topo` a fleet compares, by path (the paths of
 /// [`crate::diff`]): per element its sizes, latency, copies per SM, bandwidths and
-/// L2 partitions; the device's SM count, memory and L2 size; the measured SM clock.
+/// L2 partitions; the device's SM count, memory and L2 size; the measured SM clock; the
+/// PCIe link from the run record (`pcie.generation`, `pcie.width` and their maxima; the
+/// higher of the states before and after the run, since an idle GPU lowers its link's
+/// generation).
 ///
 /// ```
 /// use topology::{fleet, *};
@@ -207,6 +211,24 @@ pub fn key_values(topo: &Topology) -> BTreeMap<String, KeyValue> {
             "conditions.sm_clock_mhz".into(),
             KeyValue::exact(ValueKind::Clock, clock.0),
         );
+    }
+    if let Some(run) = &topo.run {
+        let states: Vec<&crate::GpuState> = run.before.iter().chain(run.after.iter()).collect();
+        type Field = fn(&crate::GpuState) -> Option<u32>;
+        let fields: [(&str, Field); 4] = [
+            ("pcie.generation", |g| g.pcie_generation),
+            ("pcie.width", |g| g.pcie_width),
+            ("pcie.max_generation", |g| g.pcie_max_generation),
+            ("pcie.max_width", |g| g.pcie_max_width),
+        ];
+        for (path, field) in fields {
+            if let Some(value) = states.iter().filter_map(|g| field(g)).max() {
+                out.insert(
+                    path.into(),
+                    KeyValue::exact(ValueKind::Count, f64::from(value)),
+                );
+            }
+        }
     }
     for kind in ElementKind::ALL {
         let Some(e) = topo.element(kind) else {
@@ -257,6 +279,33 @@ pub fn key_values(topo: &Topology) -> BTreeMap<String, KeyValue> {
         }
     }
     out
+}
+
+/// The quantities of the GPUs' links on their node, added to `gpus`' values: per GPU,
+/// `links.nvlink_links`, the fewest active NVLinks from it to any other measured GPU of
+/// its node (on an NVSwitch node, the GPU's links into the switches, so one link down
+/// shows on its GPU only). A GPU without links measured gets none.
+pub fn link_values(gpus: &mut [super::GpuEntry], nodes: &[super::Node]) {
+    for gpu in gpus {
+        let Some(node) = nodes.iter().find(|n| Some(&n.name) == gpu.node.as_ref()) else {
+            continue;
+        };
+        let fewest = node
+            .links
+            .iter()
+            .filter(|l| match (&gpu.uuid, &l.from_uuid) {
+                (Some(a), Some(b)) => a == b,
+                _ => Some(l.from) == gpu.device_index,
+            })
+            .filter_map(|l| l.nvlink_links)
+            .min();
+        if let Some(links) = fewest {
+            gpu.values.insert(
+                "links.nvlink_links".into(),
+                KeyValue::exact(ValueKind::Count, f64::from(links)),
+            );
+        }
+    }
 }
 
 #[cfg(test)]

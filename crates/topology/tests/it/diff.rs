@@ -121,3 +121,34 @@ fn shared_cache_groups_are_compared() {
     assert_eq!(d.changes[0].before, "read_only+texture");
     assert_eq!(d.changes[0].after, "l1_data+read_only+texture");
 }
+
+#[test]
+fn bandwidths_differ_by_their_measured_run_to_run_tolerance() {
+    let with = |near: f64, read: f64| {
+        let mut topo = k20c_partial();
+        topo.element_mut(ElementKind::L2).bandwidth = Some(Bandwidths {
+            read_near_partition: Some(Bandwidth::gib_per_second(near, Provenance::Benchmark)),
+            ..Bandwidths::default()
+        });
+        topo.element_mut(ElementKind::DeviceMemory).bandwidth = Some(Bandwidths {
+            read: Some(Bandwidth::gib_per_second(read, Provenance::Benchmark)),
+            ..Bandwidths::default()
+        });
+        topo
+    };
+    // Two runs of one H200 (docs/evidence/2026-11-26-h200-default-runs): the near
+    // partition's read took 14,646 and then 12,910 GiB/s; the memory's read 4,652 and 4,666.
+    let d = diff(&with(14645.6, 4651.9), &with(12910.1, 4666.2));
+    assert!(d.is_empty(), "{d}");
+    // A device memory 3 % slower is a change (its runs moved by 1.4 % at most); the near
+    // partition's read 20 % lower is one too.
+    let d = diff(&with(14645.6, 4651.9), &with(11716.0, 4512.0));
+    let paths: Vec<&str> = d.changes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "elements.l2.bandwidth.read_near_partition",
+            "elements.device_memory.bandwidth.read"
+        ]
+    );
+}

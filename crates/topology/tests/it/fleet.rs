@@ -315,3 +315,190 @@ mod properties {
         }
     }
 }
+
+/// Four H200s with the values a healthy node gave: `(constant L1.5 latency, L2
+/// near-partition read GiB/s)` per GPU.
+fn healthy_h200s(values: [(f64, f64); 4]) -> Fleet {
+    let gpus = values
+        .iter()
+        .enumerate()
+        .map(|(i, &(l15, near))| {
+            let mut gpu = GpuEntry::from_topology(
+                &gpu("NVIDIA H200", &format!("GPU-{i}"), 287.0),
+                None,
+                None,
+            );
+            gpu.values.insert(
+                "elements.constant_l15.latency".into(),
+                KeyValue {
+                    error: Some(0.05),
+                    ..KeyValue::exact(ValueKind::Latency, l15)
+                },
+            );
+            gpu.values.insert(
+                "elements.l2.bandwidth.read_near_partition".into(),
+                KeyValue::exact(ValueKind::Bandwidth, near),
+            );
+            gpu
+        })
+        .collect();
+    build(gpus)
+}
+
+#[test]
+fn a_healthy_nodes_stable_and_bimodal_differences_are_not_degraded() {
+    // One GPU's constant L1.5 at 103 cycles against 98–99 (stable per GPU, as between two
+    // H100s); one GPU's near-partition read at 13.2 TiB/s against 14.3–14.7 (bimodal from
+    // run to run on one GPU).
+    let tib = 1024.0;
+    let fleet = healthy_h200s([
+        (98.0, 14.3 * tib),
+        (99.0, 14.5 * tib),
+        (98.5, 14.7 * tib),
+        (103.0, 13.2 * tib),
+    ]);
+    assert_eq!(fleet.degraded().count(), 0, "{:#?}", fleet.flags);
+    // The L1.5 is still shown, as a stable difference; the bandwidth lies within its
+    // run-to-run tolerance (16 %).
+    assert_eq!(fleet.flags.len(), 1, "{:#?}", fleet.flags);
+    let flag = &fleet.flags[0];
+    assert_eq!(flag.severity, Severity::Differs);
+    assert_eq!(flag.path, "elements.constant_l15.latency");
+    assert_eq!(flag.uuid.as_deref(), Some("GPU-3"));
+    assert!(flag.reason.contains("stable difference"), "{}", flag.reason);
+    assert!(!table(&fleet).contains("⚑"), "{}", table(&fleet));
+    // Beyond those spreads the same quantities are degraded: an L1.5 at 110 cycles (12 %
+    // above), a near-partition read at 11 TiB/s (25 % below).
+    let fleet = healthy_h200s([
+        (98.0, 14.3 * tib),
+        (99.0, 14.5 * tib),
+        (98.5, 14.7 * tib),
+        (110.0, 11.0 * tib),
+    ]);
+    let degraded: Vec<&str> = fleet.degraded().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        degraded,
+        [
+            "elements.constant_l15.latency",
+            "elements.l2.bandwidth.read_near_partition"
+        ]
+    );
+    // A GPU faster than its peers differs, it is not degraded.
+    let fleet = healthy_h200s([
+        (98.0, 14.3 * tib),
+        (98.0, 14.5 * tib),
+        (98.0, 14.7 * tib),
+        (90.0, 14.5 * tib),
+    ]);
+    assert_eq!(fleet.degraded().count(), 0, "{:#?}", fleet.flags);
+    assert_eq!(fleet.flags.len(), 1);
+    assert!(fleet.flags[0].reason.contains("better side"));
+}
+
+#[test]
+fn a_pcie_link_below_its_maximum_is_degraded_even_when_every_peer_is_alike() {
+    let gpus = (0..2)
+        .map(|i| {
+            let mut topo = gpu("NVIDIA H100", &format!("GPU-{i}"), 283.0);
+            let state = GpuState {
+                pcie_generation: Some(5),
+                pcie_width: Some(8),
+                pcie_max_generation: Some(5),
+                pcie_max_width: Some(16),
+                ..GpuState::default()
+            };
+            topo.run.as_mut().unwrap().after = Some(state);
+            GpuEntry::from_topology(&topo, None, None)
+        })
+        .collect();
+    let fleet = build(gpus);
+    let flags: Vec<(&str, &str, Severity)> = fleet
+        .flags
+        .iter()
+        .map(|f| (f.uuid.as_deref().unwrap(), f.path.as_str(), f.severity))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            ("GPU-0", "pcie.width", Severity::Degraded),
+            ("GPU-1", "pcie.width", Severity::Degraded)
+        ]
+    );
+    assert!(fleet.flags[0].reason.contains("trained down"));
+}
+
+#[test]
+fn the_two_h100s_of_one_node_read_by_the_rule() {
+    // GPU-9ff66c60 and GPU-5fee84f8 (docs/evidence/2026-11-25-h100x2-node): constant L1.5,
+    // device-memory read and copy, L2 read and write.
+    let values = |l15: f64, read: f64, copy: f64, l2_read: f64, l2_write: f64| {
+        [
+            ("elements.constant_l15.latency", ValueKind::Latency, l15),
+            (
+                "elements.device_memory.bandwidth.read",
+                ValueKind::Bandwidth,
+                read,
+            ),
+            (
+                "elements.device_memory.bandwidth.copy",
+                ValueKind::Bandwidth,
+                copy,
+            ),
+            ("elements.l2.bandwidth.read", ValueKind::Bandwidth, l2_read),
+            (
+                "elements.l2.bandwidth.write",
+                ValueKind::Bandwidth,
+                l2_write,
+            ),
+        ]
+    };
+    let gpus = [
+        ("GPU-9ff66c60", values(98.0, 2858.3, 2742.4, 7508.0, 3618.6)),
+        (
+            "GPU-5fee84f8",
+            values(103.0, 2934.7, 2829.9, 8962.0, 3839.1),
+        ),
+    ]
+    .into_iter()
+    .map(|(uuid, values)| {
+        let mut gpu = entry("NVIDIA H100 80GB HBM3", uuid, 283.0);
+        for (path, kind, value) in values {
+            gpu.values.insert(path.into(), KeyValue::exact(kind, value));
+        }
+        gpu
+    })
+    .collect();
+    let fleet = build(gpus);
+    let flags: Vec<(&str, &str, &str)> = fleet
+        .flags
+        .iter()
+        .map(|f| {
+            (
+                f.uuid.as_deref().unwrap(),
+                f.path.as_str(),
+                f.severity.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            ("GPU-9ff66c60", "elements.constant_l15.latency", "differs"),
+            ("GPU-5fee84f8", "elements.constant_l15.latency", "differs"),
+            (
+                "GPU-9ff66c60",
+                "elements.device_memory.bandwidth.read",
+                "degraded"
+            ),
+            (
+                "GPU-5fee84f8",
+                "elements.device_memory.bandwidth.read",
+                "differs"
+            ),
+            ("GPU-9ff66c60", "elements.l2.bandwidth.read", "degraded"),
+            ("GPU-5fee84f8", "elements.l2.bandwidth.read", "differs"),
+            ("GPU-9ff66c60", "elements.l2.bandwidth.write", "degraded"),
+            ("GPU-5fee84f8", "elements.l2.bandwidth.write", "differs"),
+        ]
+    );
+}

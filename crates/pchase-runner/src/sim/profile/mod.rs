@@ -13,12 +13,14 @@
 
 mod cluster;
 mod copy;
+mod links;
 mod load;
 mod random;
 mod validate;
 
 pub use cluster::ClusterSpec;
 pub use copy::{CopyPathSpec, CopySpec};
+pub use links::LinkSpec;
 
 use std::collections::BTreeMap;
 
@@ -104,6 +106,11 @@ pub struct SimProfile {
     /// and checks its own table. Absent: those benchmarks have nothing to find and say so.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub benchmarks: BTreeMap<String, toml::Value>,
+    /// The GPU's links (`[links]`, `docs/simulator.md`): its PCIe link as NVML would report
+    /// it, and its active NVLinks; absent: not reported (NVLink: 18 between GPUs of one
+    /// model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<LinkSpec>,
 }
 
 /// The SM clock and the cost of reading it.
@@ -444,7 +451,7 @@ pub(crate) fn ways_for(associativity: Associativity, size: u64, line: u32) -> u6
 /// (a typo of a few zeros must not make the simulator allocate tens of gigabytes).
 pub const SIM_MEMORY_BUDGET: u64 = 2 << 30;
 
-fn profile_error(message: String) -> RunnerError {
+pub(super) fn profile_error(message: String) -> RunnerError {
     RunnerError::Profile(message)
 }
 

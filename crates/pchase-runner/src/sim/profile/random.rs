@@ -178,6 +178,7 @@ impl SimProfile {
             clusters: None,
             copies: None,
             benchmarks: Default::default(),
+            links: None,
         }
     }
 }

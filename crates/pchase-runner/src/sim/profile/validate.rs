@@ -31,6 +31,9 @@ impl SimProfile {
         if let Some(icache) = &self.icache {
             icache.validate()?;
         }
+        if let Some(links) = &self.links {
+            links.validate()?;
+        }
         if let Some((name, _)) = self.benchmarks.iter().find(|(_, truth)| !truth.is_table()) {
             return err(format!("benchmarks.{name}: must be a table"));
         }

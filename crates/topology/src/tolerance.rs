@@ -1,0 +1,279 @@
+//! How far a quantity may move between two runs of one GPU, and which way is worse: the
+//! one table that `diff` and the fleet's flags both read.
+//!
+//! Each [`QuantityTolerance`] is measured: the largest relative range, (max − min) / max,
+//! that the quantity showed over repeated runs of one GPU kept under `docs/evidence/`,
+//! plus a quarter, rounded up to a whole percent (`scripts/run-to-run-spread.py` prints
+//! the runs, the ranges and these numbers). A quantity that no repeated run shows, or
+//! whose measured tolerance is below its kind's (`diff --latency-tolerance`, 2 %: the
+//! tables quote latencies to the cycle), takes its kind's: [`relative`] is the larger of
+//! the two. Where healthy GPUs of one model differ from each other by a stable amount
+//! (each GPU the same in every run), [`QuantityTolerance::between_gpus`] says how much,
+//! and a value worse than its peers by no more than that is a stable difference, not a
+//! degradation (`docs/fleet.md`).
+//!
+//! ```
+//! use topology::tolerance::{self, Worse};
+//! // The near partition's read bandwidth of one H200 took two values run to run.
+//! assert_eq!(tolerance::relative("elements.l2.bandwidth.read_near_partition", 0.02), 0.16);
+//! // A latency without a measured spread wider than its kind's takes the kind's.
+//! assert_eq!(tolerance::relative("elements.l2.latency", 0.02), 0.02);
+//! assert_eq!(tolerance::worse("elements.l2.latency"), Worse::Higher);
+//! assert_eq!(tolerance::worse("elements.l2.line_size"), Worse::Neither);
+//! ```
+
+/// Which direction of a quantity is the bad one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worse {
+    /// Higher is worse (a latency).
+    Higher,
+    /// Lower is worse (a bandwidth, a clock, a size, a count of SMs or links, a PCIe
+    /// link's generation or width).
+    Lower,
+    /// Neither: the quantity describes the design, not its health (a line size, the
+    /// number of L2 partitions).
+    Neither,
+}
+
+/// One quantity's measured run-to-run tolerance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuantityTolerance {
+    /// The quantity's path, as [`crate::fleet::key_values`] and [`crate::diff`] name it.
+    pub path: &'static str,
+    /// The largest relative range seen over repeated runs of one GPU.
+    pub measured_range: f64,
+    /// The tolerance: the range plus a quarter, rounded up to a whole percent.
+    pub run_to_run: f64,
+    /// How much healthy GPUs of one model differ from each other, each the same in every
+    /// run (relative, with the same margin); 0 where no such difference is known.
+    pub between_gpus: f64,
+    /// The repeated runs it comes from (folders under `docs/evidence/`).
+    pub source: &'static str,
+}
+
+const DEFAULT_RUNS: &str =
+    "2026-11-26-h100-default-runs (four runs of one H100), 2026-11-26-h200-default-runs \
+     (four runs of one H200)";
+const TWO_H100S: &str = "2026-11-25-h100x2-node (eight runs of each of two H100s)";
+const MEMORY_RUNS: &str = "2026-11-26-h200x4-memory-bandwidth (three runs of each of four H200s), \
+     2026-11-25-h100x2-node (eight runs of each of two H100s), 2026-11-26-h100-default-runs, \
+     2026-11-26-h200-default-runs";
+
+/// Every measured tolerance, by path (`scripts/run-to-run-spread.py` derives them).
+pub const TOLERANCES: &[QuantityTolerance] = &[
+    QuantityTolerance {
+        path: "conditions.sm_clock_mhz",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.constant_l1.latency",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    // 98 cycles on one H100 and 103 on the other in all eight runs of each: 5.1 %.
+    QuantityTolerance {
+        path: "elements.constant_l15.latency",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.07,
+        source: TWO_H100S,
+    },
+    QuantityTolerance {
+        path: "elements.device_memory.bandwidth.copy",
+        measured_range: 0.0386,
+        run_to_run: 0.05,
+        between_gpus: 0.0,
+        source: MEMORY_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.device_memory.bandwidth.read",
+        measured_range: 0.0142,
+        run_to_run: 0.02,
+        between_gpus: 0.0,
+        source: MEMORY_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.device_memory.bandwidth.write",
+        measured_range: 0.0075,
+        run_to_run: 0.01,
+        between_gpus: 0.0,
+        source: MEMORY_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.device_memory.latency",
+        measured_range: 0.0089,
+        run_to_run: 0.02,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.l1_data.bandwidth.read",
+        measured_range: 0.005,
+        run_to_run: 0.01,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.l1_data.latency",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.l2.bandwidth.read",
+        measured_range: 0.0375,
+        run_to_run: 0.05,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    // Bimodal on one H200: 15,726 GiB/s in one run, 13,827–13,862 in three.
+    QuantityTolerance {
+        path: "elements.l2.bandwidth.read_near_partition",
+        measured_range: 0.1208,
+        run_to_run: 0.16,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.l2.bandwidth.write",
+        measured_range: 0.0138,
+        run_to_run: 0.02,
+        between_gpus: 0.0,
+        source: "2026-11-26-h200-default-runs, 2026-11-25-h100x2-node",
+    },
+    QuantityTolerance {
+        path: "elements.l2.latency",
+        measured_range: 0.0035,
+        run_to_run: 0.01,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.l2.partitions.far_latency",
+        measured_range: 0.0022,
+        run_to_run: 0.01,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.l2.partitions.near_latency",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.read_only.latency",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.shared_memory.bandwidth.read",
+        measured_range: 0.0046,
+        run_to_run: 0.01,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.shared_memory.latency",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+    QuantityTolerance {
+        path: "elements.texture.latency",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: DEFAULT_RUNS,
+    },
+];
+
+/// The measured tolerance of `path`, where the table has one.
+pub fn lookup(path: &str) -> Option<&'static QuantityTolerance> {
+    TOLERANCES.iter().find(|t| t.path == path)
+}
+
+/// The relative tolerance of `path`: its measured one, never below `kind` (the kind's
+/// tolerance, e.g. [`crate::diff::DiffOptions::relative_tolerance`]).
+pub fn relative(path: &str, kind: f64) -> f64 {
+    lookup(path).map_or(kind, |t| t.run_to_run.max(kind))
+}
+
+/// How much healthy GPUs of one model differ in `path` (relative; 0 when not known).
+pub fn between_gpus(path: &str) -> f64 {
+    lookup(path).map_or(0.0, |t| t.between_gpus)
+}
+
+/// Which direction of `path` is the bad one, by what the path names: latencies higher;
+/// bandwidths, clocks, sizes of storage, SM and link counts and PCIe links lower; line,
+/// fetch and sector sizes, copies per SM and the L2's partition geometry neither (they
+/// describe the design: a GPU that shows another one is different, not slower).
+pub fn worse(path: &str) -> Worse {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    if last.ends_with("latency") {
+        return Worse::Higher;
+    }
+    let design = [
+        "line_size",
+        "fetch_granularity",
+        "sector_size",
+        "count_per_sm",
+        "count",
+        "size_each",
+        "far_size",
+    ];
+    if design.contains(&last) {
+        return Worse::Neither;
+    }
+    Worse::Lower
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_unique_and_whole_percents() {
+        for pair in TOLERANCES.windows(2) {
+            assert!(
+                pair[0].path < pair[1].path,
+                "{} ≥ {}",
+                pair[0].path,
+                pair[1].path
+            );
+        }
+        for t in TOLERANCES {
+            let derived = (t.measured_range * 1.25 * 100.0 - 1e-9).ceil() / 100.0;
+            assert!(
+                (t.run_to_run - derived.max(0.0)).abs() < 1e-12,
+                "{}: {} is not the range {} plus a quarter, rounded up",
+                t.path,
+                t.run_to_run,
+                t.measured_range
+            );
+        }
+    }
+
+    #[test]
+    fn directions_follow_the_paths() {
+        assert_eq!(worse("elements.device_memory.latency"), Worse::Higher);
+        assert_eq!(worse("elements.l2.partitions.far_latency"), Worse::Higher);
+        assert_eq!(worse("elements.l2.bandwidth.read"), Worse::Lower);
+        assert_eq!(worse("elements.l2.size"), Worse::Lower);
+        assert_eq!(worse("device.sm_count"), Worse::Lower);
+        assert_eq!(worse("pcie.width"), Worse::Lower);
+        assert_eq!(worse("links.nvlink_links"), Worse::Lower);
+        assert_eq!(worse("elements.l2.partitions.count"), Worse::Neither);
+        assert_eq!(worse("elements.l1_data.sector_size"), Worse::Neither);
+    }
+}
