@@ -104,6 +104,15 @@ def percent_runs(path):
     return gpus
 
 
+def values_tsv(path):
+    """Per GPU, the runs of a node folder's values.tsv (run, GPU, quantity, value)."""
+    gpus = {}
+    for line in path.read_text().splitlines()[1:]:
+        run, gpu, quantity, value = line.split("\t")
+        gpus.setdefault(gpu, {}).setdefault(run, {})[quantity] = float(value)
+    return {gpu: list(runs.values()) for gpu, runs in gpus.items()}
+
+
 def sources():
     """(label, list of runs) per GPU and source."""
     out = []
@@ -116,6 +125,11 @@ def sources():
     folder = "2026-11-26-h200x4-memory-bandwidth"
     for gpu, runs in percent_runs(EVIDENCE / folder / "summary.txt").items():
         out.append((f"H200 {gpu} ({folder}, {len(runs)} runs)", runs))
+    # Node runs of scripts/gpu/node.sh: GPUs at once and one after another.
+    for tsv in sorted(EVIDENCE.glob("*/*/values.tsv")):
+        folder = f"{tsv.parent.parent.name}/{tsv.parent.name}"
+        for gpu, runs in values_tsv(tsv).items():
+            out.append((f"H100 {gpu} ({folder}, {len(runs)} runs)", runs))
     return out
 
 

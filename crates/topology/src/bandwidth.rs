@@ -315,10 +315,10 @@ mod tests {
 
     #[test]
     fn bandwidths_change_beyond_their_tolerance_or_when_one_side_lacks_them() {
-        // The L2's read moves by up to 5 % run to run, the device memory's by 2 %.
+        // The L2's read moves by up to 9 % run to run, the device memory's by 2 %.
         let l2 = "elements.l2";
-        assert!(changes(l2, Some(&read(1000.0)), Some(&read(1040.0)), 0.02).is_empty());
-        let moved = changes(l2, Some(&read(1000.0)), Some(&read(1060.0)), 0.02);
+        assert!(changes(l2, Some(&read(1000.0)), Some(&read(1080.0)), 0.02).is_empty());
+        let moved = changes(l2, Some(&read(1000.0)), Some(&read(1100.0)), 0.02);
         assert_eq!(moved.len(), 1);
         assert_eq!(moved[0].0, "read");
         let memory = "elements.device_memory";

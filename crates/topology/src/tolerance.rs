@@ -59,14 +59,18 @@ const MEMORY_RUNS: &str = "2026-11-26-h200x4-memory-bandwidth (three runs of eac
      2026-11-25-h100x2-node (eight runs of each of two H100s), 2026-11-26-h100-default-runs, \
      2026-11-26-h200-default-runs";
 
+const NODE_RUNS: &str =
+    "2026-11-28-h100-nodes-gpus-at-once (six to twelve runs of each of ten H100s \
+     on three nodes, GPUs at once and one after another)";
+
 /// Every measured tolerance, by path (`scripts/run-to-run-spread.py` derives them).
 pub const TOLERANCES: &[QuantityTolerance] = &[
     QuantityTolerance {
         path: "conditions.sm_clock_mhz",
-        measured_range: 0.0,
-        run_to_run: 0.0,
+        measured_range: 0.0081,
+        run_to_run: 0.02,
         between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.constant_l1.latency",
@@ -85,10 +89,10 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
     },
     QuantityTolerance {
         path: "elements.device_memory.bandwidth.copy",
-        measured_range: 0.0386,
-        run_to_run: 0.05,
+        measured_range: 0.0699,
+        run_to_run: 0.09,
         between_gpus: 0.0,
-        source: MEMORY_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.device_memory.bandwidth.read",
@@ -99,24 +103,24 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
     },
     QuantityTolerance {
         path: "elements.device_memory.bandwidth.write",
-        measured_range: 0.0075,
-        run_to_run: 0.01,
+        measured_range: 0.0268,
+        run_to_run: 0.04,
         between_gpus: 0.0,
-        source: MEMORY_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.device_memory.latency",
-        measured_range: 0.0089,
+        measured_range: 0.0097,
         run_to_run: 0.02,
         between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.l1_data.bandwidth.read",
-        measured_range: 0.005,
-        run_to_run: 0.01,
+        measured_range: 0.009,
+        run_to_run: 0.02,
         between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.l1_data.latency",
@@ -125,12 +129,14 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
         between_gpus: 0.0,
         source: DEFAULT_RUNS,
     },
+    // One H100 of a healthy node read its L2 7-11 % below the median of its three peers in
+    // all twelve runs (the others within 3 %): 11.4 % with the margin, 15 %.
     QuantityTolerance {
         path: "elements.l2.bandwidth.read",
-        measured_range: 0.0375,
-        run_to_run: 0.05,
-        between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        measured_range: 0.0701,
+        run_to_run: 0.09,
+        between_gpus: 0.15,
+        source: NODE_RUNS,
     },
     // Bimodal on one H200: 15,726 GiB/s in one run, 13,827–13,862 in three.
     QuantityTolerance {
@@ -149,24 +155,24 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
     },
     QuantityTolerance {
         path: "elements.l2.latency",
-        measured_range: 0.0035,
+        measured_range: 0.0043,
         run_to_run: 0.01,
         between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.l2.partitions.far_latency",
-        measured_range: 0.0022,
+        measured_range: 0.0061,
         run_to_run: 0.01,
         between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.l2.partitions.near_latency",
-        measured_range: 0.0,
-        run_to_run: 0.0,
+        measured_range: 0.0042,
+        run_to_run: 0.01,
         between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.read_only.latency",
@@ -177,10 +183,10 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
     },
     QuantityTolerance {
         path: "elements.shared_memory.bandwidth.read",
-        measured_range: 0.0046,
-        run_to_run: 0.01,
+        measured_range: 0.0085,
+        run_to_run: 0.02,
         between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        source: NODE_RUNS,
     },
     QuantityTolerance {
         path: "elements.shared_memory.latency",
