@@ -1,8 +1,8 @@
 //! A single-GPU run on a node of several GPUs starts the driver on its GPU alone.
 //!
-//! `cuInit` brings up every GPU the process may see; without persistence mode that costs
-//! some 200 ms per GPU (on a node of four H100s the driver took 0.9 s to start, against
-//! 0.1 s on a machine of one). A run that measures one GPU needs one, so before the driver
+//! `cuInit` brings up every GPU the process may see: on nodes of four H100s the driver took
+//! 0.8–0.9 s to start (persistence mode on), against 0.1 s on a machine of one, and 0.3 s
+//! there when it sees one GPU. A run that measures one GPU needs one, so before the driver
 //! starts memtopo names that GPU alone in `CUDA_VISIBLE_DEVICES`, by UUID, and measures
 //! CUDA device 0.
 //!
