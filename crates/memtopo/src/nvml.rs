@@ -86,9 +86,21 @@ pub fn load() -> Result<nvml_wrapper::Nvml, String> {
     Err(failures.join("; "))
 }
 
-/// Every GPU NVML lists, in its order (the PCI bus order `nvidia-smi -L` shows), for
-/// [`crate::visible`]. NVML does not read `CUDA_VISIBLE_DEVICES`.
-pub fn list() -> Result<Vec<crate::visible::Listed>, String> {
+/// What NVML says of one GPU: enough to decide which GPU a single run may narrow the
+/// driver to.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The model's name.
+    pub name: String,
+    /// Its UUID.
+    pub uuid: String,
+    /// MIG mode is on.
+    pub mig: bool,
+}
+
+/// Every GPU NVML lists, in its order (the PCI bus order `nvidia-smi -L` shows). NVML
+/// does not read `CUDA_VISIBLE_DEVICES`.
+pub fn list() -> Result<Vec<Listed>, String> {
     let nvml = load()?;
     let count = nvml
         .device_count()
@@ -98,7 +110,7 @@ pub fn list() -> Result<Vec<crate::visible::Listed>, String> {
             let device = nvml
                 .device_by_index(index)
                 .map_err(|e| format!("NVML device {index}: {e}"))?;
-            Ok(crate::visible::Listed {
+            Ok(Listed {
                 name: device
                     .name()
                     .map_err(|e| format!("NVML device {index}: {e}"))?,

@@ -18,6 +18,8 @@
 
 use std::sync::OnceLock;
 
+pub use crate::nvml::Listed;
+
 /// The GPU a single run narrowed the driver to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Narrowed {
@@ -29,17 +31,6 @@ pub struct Narrowed {
 
 static NARROWED: OnceLock<Option<Narrowed>> = OnceLock::new();
 static REASON: OnceLock<String> = OnceLock::new();
-
-/// What NVML says of one GPU, for the decision.
-#[derive(Debug, Clone)]
-pub struct Listed {
-    /// The model's name.
-    pub name: String,
-    /// Its UUID.
-    pub uuid: String,
-    /// MIG mode is on.
-    pub mig: bool,
-}
 
 /// Whether to narrow to GPU `index`, from the environment and NVML's list; `Err` says why
 /// not (logged once the logger runs).
