@@ -14,6 +14,7 @@ use crate::{error::CliError, guard, plan::GuardPolicy, simulate::load_profile};
 
 /// Measures every ordered pair of `gpus` into `node.links`; what fails is a note.
 pub(super) fn measure(policy: &GuardPolicy, gpus: &[Measured], node: &mut Node) {
+    let started = std::time::Instant::now();
     let mut record = RunRecord::default();
     let mut locks = Vec::new();
     for gpu in gpus {
@@ -60,6 +61,11 @@ pub(super) fn measure(policy: &GuardPolicy, gpus: &[Measured], node: &mut Node) 
             node.links.push(link);
         }
     }
+    log::debug!(
+        "{} link(s) measured in {:.1} ms",
+        node.links.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
     if gpus.iter().all(|g| g.spec.is_some()) {
         node.notes.push(
             "simulated node: the links are the simulator's model (NVLink between GPUs of one \

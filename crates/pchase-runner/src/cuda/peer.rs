@@ -69,6 +69,9 @@ struct Member {
     backend: CudaBackend,
     context: ContextHandle,
     device: c_int,
+    /// Its SM clock (MHz) and clock-read overhead, measured when it first reads a peer:
+    /// one 20 ms measurement per reader, not one per link.
+    clock: Option<(f64, u32)>,
 }
 
 /// GPUs of one node (positions in the order of the ordinals given).
@@ -83,6 +86,7 @@ impl CudaNode {
     /// # Errors
     /// As [`CudaBackend::new`] for any of them.
     pub fn new(ordinals: &[u32]) -> Result<CudaNode, RunnerError> {
+        let started = std::time::Instant::now();
         let mut members = Vec::new();
         for &ordinal in ordinals {
             let device = checked_device(ordinal)?;
@@ -95,8 +99,14 @@ impl CudaNode {
                 backend,
                 context,
                 device,
+                clock: None,
             });
         }
+        log::debug!(
+            "the links' contexts on {} GPU(s) created in {:.1} ms",
+            members.len(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
         Ok(CudaNode { members })
     }
 
@@ -315,9 +325,14 @@ impl PeerBackend for CudaNode {
 
     fn clock(&mut self, position: u32) -> Result<(f64, u32), RunnerError> {
         let member = self.enter(position)?;
-        Ok((
+        if let Some(clock) = member.clock {
+            return Ok(clock);
+        }
+        let clock = (
             member.backend.measure_sm_clock_mhz()?,
             member.backend.clock_overhead(256)?,
-        ))
+        );
+        member.clock = Some(clock);
+        Ok(clock)
     }
 }

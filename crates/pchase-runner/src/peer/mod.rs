@@ -97,7 +97,8 @@ pub trait PeerBackend {
     ) -> Result<Vec<Duration>, RunnerError>;
 
     /// `from`'s measured SM clock (MHz) and the overhead of its clock reads (cycles), as
-    /// the single-GPU session measures them.
+    /// the single-GPU session measures them; a backend may measure it once per reader for
+    /// all of its links.
     fn clock(&mut self, position: u32) -> Result<(f64, u32), RunnerError>;
 }
 
@@ -163,6 +164,11 @@ pub fn measure_link(
         copy_bytes: None,
         notes: Vec::new(),
     };
+    let started = std::time::Instant::now();
+    let mut phases: Vec<(&str, f64)> = Vec::new();
+    let mark = |name: &'static str, phases: &mut Vec<(&str, f64)>| {
+        phases.push((name, started.elapsed().as_secs_f64() * 1e3));
+    };
     match node.access(from, to) {
         Ok(access) => {
             link.peer_access = access.can_access;
@@ -179,6 +185,7 @@ pub fn measure_link(
             .push("the driver denies peer access: nothing measured".into());
         return link;
     }
+    mark("access", &mut phases);
     let overhead = match node.clock(from) {
         Ok((mhz, overhead)) => {
             link.sm_clock_mhz = Some(mhz);
@@ -206,6 +213,7 @@ pub fn measure_link(
             false,
         ),
     ];
+    mark("clock", &mut phases);
     for (name, chain, flush, warm_up) in chases {
         let result = chain.and_then(|chain| {
             let request = PeerChaseRequest {
@@ -226,6 +234,7 @@ pub fn measure_link(
             Ok(None) => link.notes.push(format!("{name} chase: no samples")),
             Err(e) => link.notes.push(format!("{name} chase failed: {e}")),
         }
+        mark(name, &mut phases);
     }
     let copy = PeerCopyRequest {
         bytes: options.copy_bytes,
@@ -244,5 +253,14 @@ pub fn measure_link(
         }
         Err(e) => link.notes.push(format!("peer copy failed: {e}")),
     }
+    mark("copy", &mut phases);
+    log::debug!(
+        "link {from} → {to}: {}",
+        phases
+            .iter()
+            .map(|(name, ms)| format!("{name} done at {ms:.1} ms"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     link
 }
