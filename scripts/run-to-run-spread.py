@@ -105,12 +105,13 @@ def percent_runs(path):
 
 
 def values_tsv(path):
-    """Per GPU, the runs of a node folder's values.tsv (run, GPU, quantity, value)."""
+    """Per node and GPU, the runs of a node folder's values.tsv (node, run, GPU, quantity,
+    value)."""
     gpus = {}
     for line in path.read_text().splitlines()[1:]:
-        run, gpu, quantity, value = line.split("\t")
-        gpus.setdefault(gpu, {}).setdefault(run, {})[quantity] = float(value)
-    return {gpu: list(runs.values()) for gpu, runs in gpus.items()}
+        node, run, gpu, quantity, value = line.split("\t")
+        gpus.setdefault((node, gpu), {}).setdefault(run, {})[quantity] = float(value)
+    return {key: list(runs.values()) for key, runs in gpus.items()}
 
 
 def sources():
@@ -126,10 +127,9 @@ def sources():
     for gpu, runs in percent_runs(EVIDENCE / folder / "summary.txt").items():
         out.append((f"H200 {gpu} ({folder}, {len(runs)} runs)", runs))
     # Node runs of scripts/gpu/node.sh: GPUs at once and one after another.
-    for tsv in sorted(EVIDENCE.glob("*/*/values.tsv")):
-        folder = f"{tsv.parent.parent.name}/{tsv.parent.name}"
-        for gpu, runs in values_tsv(tsv).items():
-            out.append((f"H100 {gpu} ({folder}, {len(runs)} runs)", runs))
+    folder = "2026-11-28-h100-nodes-gpus-at-once"
+    for (node, gpu), runs in values_tsv(EVIDENCE / folder / "values.tsv").items():
+        out.append((f"H100 {gpu} ({folder}, {node}, {len(runs)} runs)", runs))
     return out
 
 
