@@ -152,6 +152,17 @@ impl HostSmRequest {
         }
     }
 
+    /// The bandwidth request it launches: a grid stride over the mapped buffer.
+    pub fn bandwidth_request(&self) -> crate::bandwidth::BandwidthRequest {
+        crate::bandwidth::BandwidthRequest {
+            shape: self.shape,
+            layout: crate::bandwidth::RegionLayout::GridStride,
+            region_bytes: self.bytes,
+            iterations: self.iterations,
+            repetitions: self.repeats,
+        }
+    }
+
     /// Bytes one launch moves over the link.
     pub fn bytes_per_launch(&self, sm_count: u32) -> u64 {
         u64::from(self.shape.blocks(sm_count))

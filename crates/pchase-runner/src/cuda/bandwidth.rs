@@ -212,6 +212,17 @@ impl CudaBackend {
         &mut self,
         request: &BandwidthRequest,
     ) -> Result<BandwidthRun, RunnerError> {
+        self.run_bandwidth_over(request, None)
+    }
+
+    /// Runs a bandwidth request whose reads or writes go to `over` (a device pointer to at
+    /// least the request's buffer, e.g. mapped host memory) instead of the backend's
+    /// buffers; `None`: the backend's device buffers.
+    pub(super) fn run_bandwidth_over(
+        &mut self,
+        request: &BandwidthRequest,
+        over: Option<u64>,
+    ) -> Result<BandwidthRun, RunnerError> {
         check_bandwidth(request, &self.info)?;
         let kernel = request.kernel()?;
         let function = self.bandwidth_function(kernel)?;
@@ -221,7 +232,7 @@ impl CudaBackend {
         let (block_stride, block_phase, step, mask) = request.addressing(sm_count);
         let buffer = request.buffer_bytes(sm_count);
         let threads = u64::from(blocks) * u64::from(shape.threads);
-        let alternate = alternates(request, &self.info);
+        let alternate = over.is_none() && alternates(request, &self.info);
         let buffers = &mut self.bandwidth;
         let (reads, writes) = match shape.op {
             BandwidthOp::Read(_) => (true, false),
@@ -236,10 +247,16 @@ impl CudaBackend {
                 Ok(0)
             }
         };
-        let mut sets = vec![(
-            used(&mut buffers.src, reads)?,
-            used(&mut buffers.dst, writes)?,
-        )];
+        let mut sets = vec![match over {
+            Some(pointer) => (
+                if reads { pointer } else { 0 },
+                if writes { pointer } else { 0 },
+            ),
+            None => (
+                used(&mut buffers.src, reads)?,
+                used(&mut buffers.dst, writes)?,
+            ),
+        }];
         if alternate {
             sets.push((
                 used(&mut buffers.src_b, reads)?,

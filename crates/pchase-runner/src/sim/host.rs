@@ -62,6 +62,7 @@ impl HostBackend for SimBackend {
     fn host_sm_copy(&mut self, request: &HostSmRequest) -> Result<HostSmRun, RunnerError> {
         request.check()?;
         let spec = self.host_spec()?;
+        crate::bandwidth::check_bandwidth(&request.bandwidth_request(), &self.profile.device)?;
         let kernel = request.shape.kernel()?;
         let cc = self.profile.device.compute_capability;
         kernel
