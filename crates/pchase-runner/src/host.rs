@@ -216,8 +216,7 @@ impl HostChaseRequest {
     /// steps, or a chain over [`MAX_HOST_BYTES`].
     pub fn chain(&self) -> Result<crate::chain::ChainSpec, RunnerError> {
         let bytes = (u64::from(self.steps) + 1) * u64::from(self.stride);
-        if self.stride == 0 || self.stride % 128 != 0 || self.steps == 0 || bytes > MAX_HOST_BYTES
-        {
+        if self.stride == 0 || self.stride % 128 != 0 || self.steps == 0 || bytes > MAX_HOST_BYTES {
             return Err(RunnerError::InvalidRequest(format!(
                 "a host chase of {} steps {} B apart: a positive multiple of 128 B, at least one step, at most {MAX_HOST_BYTES} B",
                 self.steps, self.stride

@@ -9,8 +9,7 @@ use topology::fleet::Fleet;
 use topology::{RowValue, Topology};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("memtopo-host-link-{}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("memtopo-host-link-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -33,9 +32,13 @@ fn a_simulated_h100_reports_its_host_link_against_the_gen5_peak() {
         .arg(dir.join("h100.json"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let topo = Topology::from_json_str(&std::fs::read_to_string(dir.join("h100.json")).unwrap())
-        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let topo =
+        Topology::from_json_str(&std::fs::read_to_string(dir.join("h100.json")).unwrap()).unwrap();
     let section = &topo.sections["host-link"];
     let value = |key: &str| {
         section
@@ -44,12 +47,20 @@ fn a_simulated_h100_reports_its_host_link_against_the_gen5_peak() {
             .unwrap_or_else(|| panic!("no {key}: {section:#?}"))
     };
     // The profile's model: 55.0 and 53.5 GB/s by the copy engine, 1100 ns; Gen5 x16.
-    assert!((value("copy_h2d") - 55.0).abs() < 0.3, "{}", value("copy_h2d"));
+    assert!(
+        (value("copy_h2d") - 55.0).abs() < 0.3,
+        "{}",
+        value("copy_h2d")
+    );
     assert!((value("copy_d2h") - 53.5).abs() < 0.3);
     assert!((value("both_sum") - 100.0).abs() < 0.5);
     assert!((value("peak") - 63.015).abs() < 0.01);
     assert!((value("copy_h2d_of_peak") - 100.0 * 55.0 / 63.015).abs() < 0.5);
-    assert!((value("latency_ns") - 1100.0).abs() < 25.0, "{}", value("latency_ns"));
+    assert!(
+        (value("latency_ns") - 1100.0).abs() < 25.0,
+        "{}",
+        value("latency_ns")
+    );
     assert!(matches!(
         section.row("latency").map(|r| &r.value),
         Some(RowValue::Latency(_))

@@ -40,8 +40,11 @@ extern "C" {
     #[link_name = "cuda_shim_raw_cuMemFreeHost"]
     fn cuMemFreeHost(host: *mut c_void) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemHostGetDevicePointer_v2"]
-    fn cuMemHostGetDevicePointer(device: *mut DevicePtr, host: *mut c_void, flags: c_uint)
-        -> CuResult;
+    fn cuMemHostGetDevicePointer(
+        device: *mut DevicePtr,
+        host: *mut c_void,
+        flags: c_uint,
+    ) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemcpyHtoDAsync_v2"]
     fn cuMemcpyHtoDAsync(
         dst: DevicePtr,

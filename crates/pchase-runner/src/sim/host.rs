@@ -94,12 +94,9 @@ impl HostBackend for SimBackend {
     fn host_chase(&mut self, request: &HostChaseRequest) -> Result<Vec<u32>, RunnerError> {
         request.chain()?;
         let spec = self.host_spec()?;
-        let kernel = crate::backend::ChaseRequest::fine(
-            LoadPath::GlobalCg,
-            request.chain()?,
-            request.steps,
-        )
-        .kernel();
+        let kernel =
+            crate::backend::ChaseRequest::fine(LoadPath::GlobalCg, request.chain()?, request.steps)
+                .kernel();
         self.kernels_used.insert(kernel.entry());
         self.count_launch();
         let cycles = spec.latency_ns * self.profile.clock.sm_mhz / 1000.0;

@@ -18,9 +18,7 @@ use super::{Benchmark, Info};
 use crate::{
     bandwidth::{BandwidthOp, BandwidthShape, ReadVariant},
     error::RunnerError,
-    host::{
-        HostChaseRequest, HostCopyRequest, HostDirection, HostMemory, HostSmRequest, PcieLink,
-    },
+    host::{HostChaseRequest, HostCopyRequest, HostDirection, HostMemory, HostSmRequest, PcieLink},
     measure::{Measurements, Session},
     sim::SimProfile,
 };
@@ -126,6 +124,15 @@ impl Found {
     }
 }
 
+/// One copy-engine request: host memory, directions, timed repeats, and each direction's
+/// row key and label (in direction order; unused ones empty).
+type CopyCase = (
+    HostMemory,
+    Vec<HostDirection>,
+    u32,
+    [(&'static str, &'static str); 2],
+);
+
 fn measure(s: &mut Session<'_>, gpu: &mut Duration) -> Result<Found, RunnerError> {
     let host = s.backend.host().ok_or_else(|| RunnerError::Unsupported {
         kernel: "host-link",
@@ -135,18 +142,24 @@ fn measure(s: &mut Session<'_>, gpu: &mut Duration) -> Result<Found, RunnerError
     let mut found = Found::default();
     let h2d = HostDirection::HostToDevice;
     let d2h = HostDirection::DeviceToHost;
-    let copies: [(HostMemory, Vec<HostDirection>, u32, [(&str, &str); 2]); 5] = [
+    let copies: [CopyCase; 5] = [
         (
             HostMemory::Pinned,
             vec![h2d],
             COPY_REPEATS,
-            [("copy_h2d", "copy engine, pinned, host to device"), ("", "")],
+            [
+                ("copy_h2d", "copy engine, pinned, host to device"),
+                ("", ""),
+            ],
         ),
         (
             HostMemory::Pinned,
             vec![d2h],
             COPY_REPEATS,
-            [("copy_d2h", "copy engine, pinned, device to host"), ("", "")],
+            [
+                ("copy_d2h", "copy engine, pinned, device to host"),
+                ("", ""),
+            ],
         ),
         (
             HostMemory::Pinned,
@@ -161,13 +174,19 @@ fn measure(s: &mut Session<'_>, gpu: &mut Duration) -> Result<Found, RunnerError
             HostMemory::Pageable,
             vec![h2d],
             PAGEABLE_REPEATS,
-            [("pageable_h2d", "copy engine, pageable, host to device"), ("", "")],
+            [
+                ("pageable_h2d", "copy engine, pageable, host to device"),
+                ("", ""),
+            ],
         ),
         (
             HostMemory::Pageable,
             vec![d2h],
             PAGEABLE_REPEATS,
-            [("pageable_d2h", "copy engine, pageable, device to host"), ("", "")],
+            [
+                ("pageable_d2h", "copy engine, pageable, device to host"),
+                ("", ""),
+            ],
         ),
     ];
     for (memory, directions, repeats, names) in copies {
@@ -212,9 +231,10 @@ fn measure(s: &mut Session<'_>, gpu: &mut Duration) -> Result<Found, RunnerError
         }
     }
     let overhead = f64::from(s.results.clock_overhead.unwrap_or(0));
-    let host = s.backend.host().ok_or_else(|| {
-        RunnerError::InvalidRequest("the backend's host link went away".into())
-    })?;
+    let host = s
+        .backend
+        .host()
+        .ok_or_else(|| RunnerError::InvalidRequest("the backend's host link went away".into()))?;
     match host.host_chase(&CHASE) {
         Ok(samples) => {
             let cycles: Vec<f64> = samples
@@ -275,7 +295,7 @@ fn section(found: &Found, pcie: Option<PcieLink>, sm_clock_mhz: Option<f64>) -> 
         section.push(
             "latency",
             "one load's round trip over the link",
-            RowValue::latency(latency.clone()),
+            RowValue::latency(*latency),
         );
         if let Some(mhz) = sm_clock_mhz.filter(|m| *m > 0.0) {
             section.push(
@@ -299,23 +319,26 @@ fn section(found: &Found, pcie: Option<PcieLink>, sm_clock_mhz: Option<f64>) -> 
             ("sm_write", 1.0),
         ];
         for (key, directions) in shares {
-            let value = section.row(key).and_then(|r| r.value.as_number());
-            if let Some(value) = value {
-                let label = format!(
-                    "{} against the peak{}",
-                    key.replace('_', " "),
-                    if directions > 1.0 {
-                        " of both directions"
-                    } else {
-                        ""
-                    }
-                );
-                section.push(
-                    &format!("{key}_of_peak"),
-                    &label,
-                    derived(100.0 * value / (peak * directions), "%"),
-                );
-            }
+            let Some(row) = section.row(key) else {
+                continue;
+            };
+            let Some(value) = row.value.as_number() else {
+                continue;
+            };
+            let label = format!(
+                "{}, against the peak{}",
+                row.label,
+                if directions > 1.0 {
+                    " of both directions"
+                } else {
+                    ""
+                }
+            );
+            section.push(
+                &format!("{key}_of_peak"),
+                &label,
+                derived(100.0 * value / (peak * directions), "%"),
+            );
         }
     }
     section
@@ -348,7 +371,9 @@ impl Benchmark for HostLink {
         let Some(truth) = profile.host_link else {
             return match m.sections.get(name) {
                 Some(Err(_)) => Ok(()),
-                other => Err(format!("{name}: no [host_link] in the profile, found {other:?}")),
+                other => Err(format!(
+                    "{name}: no [host_link] in the profile, found {other:?}"
+                )),
             };
         };
         let section = m
@@ -366,9 +391,8 @@ impl Benchmark for HostLink {
         ];
         // The SM copies need the bandwidth kernels' compute capability.
         let cc = profile.device.compute_capability;
-        let runs = |op| {
-            kernels::kernel(op, 16, 4).is_some_and(|k| k.check_supported(cc.into()).is_ok())
-        };
+        let runs =
+            |op| kernels::kernel(op, 16, 4).is_some_and(|k| k.check_supported(cc.into()).is_ok());
         let mut wrong = Vec::new();
         for (key, want) in pairs {
             let runnable = match key {
