@@ -133,7 +133,8 @@ pub struct HostSmRequest {
     pub bytes: u64,
     /// Passes of the grid over its chunk per launch.
     pub iterations: u32,
-    /// Timed launches (one untimed launch goes first).
+    /// Timed launches, each after an L2 flush (none untimed: the L2 may keep lines of host
+    /// memory).
     pub repeats: u32,
 }
 

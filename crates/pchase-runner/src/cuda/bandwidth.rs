@@ -217,7 +217,8 @@ impl CudaBackend {
 
     /// Runs a bandwidth request whose reads or writes go to `over` (a device pointer to at
     /// least the request's buffer, e.g. mapped host memory) instead of the backend's
-    /// buffers; `None`: the backend's device buffers.
+    /// buffers, each timed launch after an L2 flush and none untimed; `None`: the
+    /// backend's device buffers.
     pub(super) fn run_bandwidth_over(
         &mut self,
         request: &BandwidthRequest,
@@ -297,10 +298,32 @@ impl CudaBackend {
                 )
             })
             .collect();
-        // One untimed launch first: it brings the data into the cache under test and the
-        // clocks up; each repetition is then timed on its own, all back to back.
-        let (elapsed, gpu_time) =
-            self.timed_launches(&function, launch, &args, request.repetitions)?;
+        let (elapsed, gpu_time) = if let Some(pointer) = over {
+            // Memory elsewhere (mapped host memory): the L2 may keep lines of it, so no
+            // untimed launch, and every timed one starts after an L2 flush. The flush runs
+            // a launch of its own; the sink is fetched again after it.
+            let mut elapsed = Vec::new();
+            for _ in 0..request.repetitions {
+                self.flush_l2()?;
+                let sink = match shape.op {
+                    BandwidthOp::Read(_) => ensure(&mut self.bandwidth.sink, 4 * threads)?,
+                    _ => 0,
+                };
+                let args = launch_args(
+                    shape.op,
+                    request.iterations,
+                    (block_stride, block_phase, step, mask),
+                    [pointer, pointer, sink],
+                );
+                elapsed.push(self.timed_launch(&function, launch, &args)?);
+            }
+            let total = elapsed.iter().sum();
+            (elapsed, total)
+        } else {
+            // One untimed launch first: it brings the data into the cache under test and
+            // the clocks up; each repetition is then timed on its own, all back to back.
+            self.timed_launches(&function, launch, &args, request.repetitions)?
+        };
         if elapsed.contains(&Duration::ZERO) {
             return Err(RunnerError::WrongResult(format!(
                 "a bandwidth launch ({}) took no measurable time",

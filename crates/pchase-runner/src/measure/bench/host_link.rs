@@ -28,17 +28,27 @@ pub(crate) struct HostLink {
     info: Info,
 }
 
-/// The shape of the SM copies: 16-byte accesses, four in flight per thread, two blocks of
-/// 1024 threads per SM (the device-memory tuner's usual optimum): far more bytes in flight
-/// than the link's bandwidth-delay product (some 100 KB at 55 GB/s and 2 µs).
+/// The shape of the SM copies: 16-byte accesses, four in flight per thread, one block of
+/// 512 threads per SM: some 4 MB in flight on an H100, far more than the link's
+/// bandwidth-delay product (some 100 KB at 55 GB/s and 2 µs), and a grid small enough that
+/// several passes fit the mapped buffer without reading a byte twice.
 fn sm_shape(op: BandwidthOp) -> BandwidthShape {
     BandwidthShape {
         op,
         vector_bytes: 16,
         unroll: 4,
-        blocks_per_sm: 2,
-        threads: 1024,
+        blocks_per_sm: 1,
+        threads: 512,
     }
+}
+
+/// Passes of the SM copies' grid per launch: as many as the mapped buffer holds, so that no
+/// launch reads or writes a byte twice (the L2 may keep lines of host memory), at least one.
+fn sm_iterations(sm_count: u32) -> u32 {
+    let pass = u64::from(sm_shape(READ).blocks(sm_count)) * sm_shape(READ).block_iteration_bytes();
+    u32::try_from(COPY_BYTES / pass.max(1))
+        .unwrap_or(u32::MAX)
+        .max(1)
 }
 
 const READ: BandwidthOp = BandwidthOp::Read(ReadVariant::Cg);
@@ -70,8 +80,6 @@ const COPY_BYTES: u64 = 16 << 20;
 const COPY_REPEATS: u32 = 5;
 /// Timed copies of pageable memory, per direction.
 const PAGEABLE_REPEATS: u32 = 3;
-/// Passes of the SM copies' grid per launch (each some 17 MB on an H100).
-const SM_ITERATIONS: u32 = 2;
 /// Timed launches of each SM copy.
 const SM_REPEATS: u32 = 3;
 /// The chase: nodes a few lines apart, one timed load per node.
@@ -134,6 +142,7 @@ type CopyCase = (
 );
 
 fn measure(s: &mut Session<'_>, gpu: &mut Duration) -> Result<Found, RunnerError> {
+    let sm_count = s.backend.device().sm_count;
     let host = s.backend.host().ok_or_else(|| RunnerError::Unsupported {
         kernel: "host-link",
         needed: "a backend with a host link".into(),
@@ -216,7 +225,7 @@ fn measure(s: &mut Session<'_>, gpu: &mut Duration) -> Result<Found, RunnerError
         let request = HostSmRequest {
             shape: sm_shape(op),
             bytes: COPY_BYTES,
-            iterations: SM_ITERATIONS,
+            iterations: sm_iterations(sm_count),
             repeats: SM_REPEATS,
         };
         match host.host_sm_copy(&request) {
@@ -275,14 +284,28 @@ fn section(found: &Found, pcie: Option<PcieLink>, sm_clock_mhz: Option<f64>) -> 
         },
     };
     let mut section = Section::new("Host link").with_method(format!(
-        "Copies of {} MiB between host and device memory by the copy engines (cuMemcpyHtoDAsync, cuMemcpyDtoHAsync; both directions at once on two streams, each timed by its own events), median of {COPY_REPEATS} ({PAGEABLE_REPEATS} for pageable memory); SM copies: a grid of 16-byte loads or stores, two blocks of 1024 threads per SM, over {} MiB of mapped pinned host memory, median of {SM_REPEATS} launches; latency: one thread chasing {} nodes {} B apart in mapped pinned host memory after an L2 flush. GB/s are 10⁹ bytes per second. {peak_text}",
+        "Copies of {} MiB between host and device memory by the copy engines (cuMemcpyHtoDAsync, cuMemcpyDtoHAsync; both directions at once on two streams, each timed by its own events), median of {COPY_REPEATS} ({PAGEABLE_REPEATS} for pageable memory); SM copies: a grid of 16-byte loads or stores, one block of 512 threads per SM, over {} MiB of mapped pinned host memory, no byte twice in a launch, each launch after an L2 flush, median of {SM_REPEATS}; latency: one thread chasing {} nodes {} B apart in mapped pinned host memory after an L2 flush. GB/s are 10⁹ bytes per second. {peak_text}",
         COPY_BYTES >> 20,
         COPY_BYTES >> 20,
         CHASE.steps,
         CHASE.stride
     ));
+    // A rate above the link's peak did not cross the link (a cache served it): no row.
+    let mut above = Vec::new();
     for (key, label, number) in &found.rates {
-        section.push(key, label, RowValue::Number(number.clone()));
+        match peak {
+            Some((_, p)) if number.value > p * 1.02 => {
+                above.push(format!("{label}: {:.1} GB/s", number.value));
+            }
+            _ => section.push(key, label, RowValue::Number(number.clone())),
+        }
+    }
+    if !above.is_empty() {
+        let method = section.method.take().unwrap_or_default();
+        section.method = Some(format!(
+            "{method} Above the link's peak, so not reported: {}.",
+            above.join("; ")
+        ));
     }
     if let (Some(h2d), Some(d2h)) = (found.value("both_h2d"), found.value("both_d2h")) {
         section.push(
@@ -447,6 +470,21 @@ mod tests {
     }
 
     #[test]
+    fn no_sm_launch_touches_a_byte_twice() {
+        for sms in [3, 80, 132, 148, 4096] {
+            let pass = u64::from(sms) * 512 * 64;
+            let iterations = u64::from(sm_iterations(sms));
+            assert!(iterations >= 1);
+            assert!(iterations * pass <= COPY_BYTES || iterations == 1, "{sms}");
+            assert!(
+                (iterations + 1) * pass > COPY_BYTES,
+                "{sms}: room for one more pass"
+            );
+        }
+        assert_eq!(sm_iterations(132), 3);
+    }
+
+    #[test]
     fn rates_are_medians_in_decimal_gigabytes() {
         let ms = |m: f64| Duration::from_secs_f64(m / 1e3);
         let r = rate(50_000_000, &[ms(1.0), ms(2.0), ms(1.25)]).unwrap();
@@ -476,6 +514,23 @@ mod tests {
         assert!(s.method.as_deref().unwrap().contains("PCIe Gen5 x16"));
         // The SM copies were not measured: no share of them.
         assert!(s.row("sm_read_of_peak").is_none());
+    }
+
+    #[test]
+    fn a_rate_above_the_peak_is_not_reported() {
+        let gen4 = PcieLink {
+            generation: 4,
+            width: 16,
+            max_generation: 4,
+            max_width: 16,
+        };
+        // 55 GB/s cannot cross a Gen4 x16 link (31.5 GB/s).
+        let s = section(&found(), Some(gen4), None);
+        assert!(s.row("copy_h2d").is_none());
+        assert!(s.row("copy_h2d_of_peak").is_none());
+        let method = s.method.as_deref().unwrap();
+        assert!(method.contains("Above the link's peak"), "{method}");
+        assert!(method.contains("h2d: 55.0 GB/s"), "{method}");
     }
 
     #[test]
