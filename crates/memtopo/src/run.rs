@@ -297,6 +297,24 @@ fn quiet_findings(topo: &Topology) {
     }
 }
 
+/// `options` with the PCIe link NVML (or the simulated GPU's profile) reported before the
+/// run, for the host-link benchmark's peak.
+fn with_pcie(
+    mut options: MeasureOptions,
+    before: Option<&conditions::Observation>,
+) -> MeasureOptions {
+    let state = before.map(|b| &b.state);
+    options.pcie = state.and_then(|g| {
+        Some(pchase_runner::host::PcieLink {
+            generation: g.pcie_generation?,
+            width: g.pcie_width?,
+            max_generation: g.pcie_max_generation.or(g.pcie_generation)?,
+            max_width: g.pcie_max_width.or(g.pcie_width)?,
+        })
+    });
+    options
+}
+
 /// The simulated GPU of profile `spec`: its UUID (if the profile names one) is locked,
 /// its co-tenant checked as a real GPU's processes are.
 fn simulated(
@@ -312,6 +330,7 @@ fn simulated(
     let mut backend = SimBackend::new(profile)?;
     let _lock = guard::lock_gpu(policy, record.gpu_uuid.clone().as_deref(), record)?;
     let before = guard::check_busy(policy, Some(&mut guard::SimState(&backend)), record)?;
+    let options = with_pcie(options, before.as_ref());
     let info = backend.device().clone();
     let measured = guard::watched(&mut backend, options, progress, record)?;
     log::info!("the simulated GPU ran {} launches", backend.launches());
@@ -367,6 +386,7 @@ fn real_gpu(
     };
     phase("lock and NVML");
     let before = guard::check_busy(policy, source(&mut nvml), record)?;
+    let options = with_pcie(options, before.as_ref());
     phase("busy check");
     let mut backend = pchase_runner::cuda::CudaBackend::new(cuda_ordinal)?;
     phase("context and modules");

@@ -61,7 +61,8 @@ fn scaled(cycles: u32, by: f64) -> u32 {
 /// Loads one simulated GPU: `PROFILE[:KEY=VALUE]...`, the profile a bundled name or a
 /// TOML file; keys `memory` (device-memory latency), `memory_bandwidth` (its read, write
 /// and copy throughput), `l2` (the L2's latencies), `l2_bandwidth` (the L2's read and
-/// write throughput), `clock` (the SM clock) take a change (`+25%`) or a factor; `pcie`
+/// write throughput), `clock` (the SM clock), `host_link` (every rate of the host link)
+/// take a change (`+25%`) or a factor; `pcie`
 /// the trained PCIe link (`gen4x8`, below the profile's maximum), `nvlink` the active
 /// NVLinks (`17`); `uuid` names the GPU and `seed` draws its noise afresh. A perturbed profile models a GPU unlike its
 /// siblings (a slow memory, a throttled clock, a link down).
@@ -118,6 +119,26 @@ pub fn load_profile(spec: &str) -> Result<SimProfile, RunnerError> {
                     level.peak *= by;
                 }
             }
+            "host_link" => {
+                let by = factor(key, value)?;
+                let Some(host) = profile.host_link.as_mut() else {
+                    return Err(RunnerError::Profile(format!(
+                        "`{part}` in `{spec}`: the profile has no [host_link] to change"
+                    )));
+                };
+                for rate in [
+                    &mut host.copy_h2d_gb_per_s,
+                    &mut host.copy_d2h_gb_per_s,
+                    &mut host.both_h2d_gb_per_s,
+                    &mut host.both_d2h_gb_per_s,
+                    &mut host.pageable_h2d_gb_per_s,
+                    &mut host.pageable_d2h_gb_per_s,
+                    &mut host.sm_read_gb_per_s,
+                    &mut host.sm_write_gb_per_s,
+                ] {
+                    *rate *= by;
+                }
+            }
             "pcie" => {
                 let links = profile.links.as_mut().ok_or_else(|| {
                     RunnerError::Profile(format!(
@@ -156,7 +177,7 @@ pub fn load_profile(spec: &str) -> Result<SimProfile, RunnerError> {
             other => {
                 return Err(RunnerError::Profile(format!(
                     "`{other}` in `{spec}`: unknown perturbation; use memory, \
-                     memory_bandwidth, l2, l2_bandwidth, clock, pcie, nvlink, uuid or seed"
+                     memory_bandwidth, l2, l2_bandwidth, clock, host_link, pcie, nvlink, uuid or seed"
                 )))
             }
         }

@@ -26,6 +26,7 @@ pub mod copy;
 pub mod cuda;
 pub mod device;
 pub mod error;
+pub mod host;
 pub mod icache;
 pub mod measure;
 pub mod peer;

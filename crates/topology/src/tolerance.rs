@@ -59,6 +59,9 @@ const MEMORY_RUNS: &str = "2026-11-26-h200x4-memory-bandwidth (three runs of eac
      2026-11-25-h100x2-node (eight runs of each of two H100s), 2026-11-26-h100-default-runs, \
      2026-11-26-h200-default-runs";
 
+const HOST_LINK: &str = "not yet measured run to run: the bandwidth kind's floor \
+     (diff --latency-tolerance, 2 %) until repeated runs of one GPU give the range";
+
 const NODE_RUNS: &str =
     "2026-11-28-h100-nodes-gpus-at-once (six to twelve runs of each of ten H100s \
      on three nodes, GPUs at once and one after another)";
@@ -202,6 +205,49 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
         between_gpus: 0.0,
         source: DEFAULT_RUNS,
     },
+    // The host link's copies: not yet measured run to run; the kind's floor holds.
+    QuantityTolerance {
+        path: "sections.host-link.both_d2h",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: HOST_LINK,
+    },
+    QuantityTolerance {
+        path: "sections.host-link.both_h2d",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: HOST_LINK,
+    },
+    QuantityTolerance {
+        path: "sections.host-link.copy_d2h",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: HOST_LINK,
+    },
+    QuantityTolerance {
+        path: "sections.host-link.copy_h2d",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: HOST_LINK,
+    },
+    QuantityTolerance {
+        path: "sections.host-link.sm_read",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: HOST_LINK,
+    },
+    QuantityTolerance {
+        path: "sections.host-link.sm_write",
+        measured_range: 0.0,
+        run_to_run: 0.0,
+        between_gpus: 0.0,
+        source: HOST_LINK,
+    },
 ];
 
 /// The measured tolerance of `path`, where the table has one.
@@ -279,6 +325,10 @@ mod tests {
         assert_eq!(worse("device.sm_count"), Worse::Lower);
         assert_eq!(worse("pcie.width"), Worse::Lower);
         assert_eq!(worse("links.nvlink_links"), Worse::Lower);
+        // A slower host link is a degraded one.
+        assert_eq!(worse("sections.host-link.copy_h2d"), Worse::Lower);
+        assert_eq!(worse("sections.host-link.both_d2h"), Worse::Lower);
+        assert_eq!(relative("sections.host-link.copy_h2d", 0.02), 0.02);
         assert_eq!(worse("elements.l2.partitions.count"), Worse::Neither);
         assert_eq!(worse("elements.l1_data.sector_size"), Worse::Neither);
     }

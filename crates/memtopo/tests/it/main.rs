@@ -4,6 +4,7 @@ mod cli;
 mod driver_errors;
 mod faults;
 mod fleet;
+mod host_link;
 mod merge;
 mod no_driver;
 mod outputs;

@@ -515,6 +515,12 @@ pub trait Backend {
         None
     }
 
+    /// The link to the host ([`crate::host`]): copies and a chase over it; `None` where the
+    /// backend has none.
+    fn host(&mut self) -> Option<&mut dyn crate::host::HostBackend> {
+        None
+    }
+
     /// Runs a probe ([`ProbeLaunch`]): the CUDA backend launches its kernel, the simulated
     /// GPU runs `model` instead. The default, for a backend that has neither, is
     /// [`RunnerError::Unsupported`].

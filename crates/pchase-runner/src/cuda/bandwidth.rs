@@ -212,6 +212,18 @@ impl CudaBackend {
         &mut self,
         request: &BandwidthRequest,
     ) -> Result<BandwidthRun, RunnerError> {
+        self.run_bandwidth_over(request, None)
+    }
+
+    /// Runs a bandwidth request whose reads or writes go to `over` (a device pointer to at
+    /// least the request's buffer, e.g. mapped host memory) instead of the backend's
+    /// buffers, each timed launch after an L2 flush and none untimed; `None`: the
+    /// backend's device buffers.
+    pub(super) fn run_bandwidth_over(
+        &mut self,
+        request: &BandwidthRequest,
+        over: Option<u64>,
+    ) -> Result<BandwidthRun, RunnerError> {
         check_bandwidth(request, &self.info)?;
         let kernel = request.kernel()?;
         let function = self.bandwidth_function(kernel)?;
@@ -221,7 +233,7 @@ impl CudaBackend {
         let (block_stride, block_phase, step, mask) = request.addressing(sm_count);
         let buffer = request.buffer_bytes(sm_count);
         let threads = u64::from(blocks) * u64::from(shape.threads);
-        let alternate = alternates(request, &self.info);
+        let alternate = over.is_none() && alternates(request, &self.info);
         let buffers = &mut self.bandwidth;
         let (reads, writes) = match shape.op {
             BandwidthOp::Read(_) => (true, false),
@@ -236,10 +248,16 @@ impl CudaBackend {
                 Ok(0)
             }
         };
-        let mut sets = vec![(
-            used(&mut buffers.src, reads)?,
-            used(&mut buffers.dst, writes)?,
-        )];
+        let mut sets = vec![match over {
+            Some(pointer) => (
+                if reads { pointer } else { 0 },
+                if writes { pointer } else { 0 },
+            ),
+            None => (
+                used(&mut buffers.src, reads)?,
+                used(&mut buffers.dst, writes)?,
+            ),
+        }];
         if alternate {
             sets.push((
                 used(&mut buffers.src_b, reads)?,
@@ -280,10 +298,32 @@ impl CudaBackend {
                 )
             })
             .collect();
-        // One untimed launch first: it brings the data into the cache under test and the
-        // clocks up; each repetition is then timed on its own, all back to back.
-        let (elapsed, gpu_time) =
-            self.timed_launches(&function, launch, &args, request.repetitions)?;
+        let (elapsed, gpu_time) = if let Some(pointer) = over {
+            // Memory elsewhere (mapped host memory): the L2 may keep lines of it, so no
+            // untimed launch, and every timed one starts after an L2 flush. The flush runs
+            // a launch of its own; the sink is fetched again after it.
+            let mut elapsed = Vec::new();
+            for _ in 0..request.repetitions {
+                self.flush_l2()?;
+                let sink = match shape.op {
+                    BandwidthOp::Read(_) => ensure(&mut self.bandwidth.sink, 4 * threads)?,
+                    _ => 0,
+                };
+                let args = launch_args(
+                    shape.op,
+                    request.iterations,
+                    (block_stride, block_phase, step, mask),
+                    [pointer, pointer, sink],
+                );
+                elapsed.push(self.timed_launch(&function, launch, &args)?);
+            }
+            let total = elapsed.iter().sum();
+            (elapsed, total)
+        } else {
+            // One untimed launch first: it brings the data into the cache under test and
+            // the clocks up; each repetition is then timed on its own, all back to back.
+            self.timed_launches(&function, launch, &args, request.repetitions)?
+        };
         if elapsed.contains(&Duration::ZERO) {
             return Err(RunnerError::WrongResult(format!(
                 "a bandwidth launch ({}) took no measurable time",

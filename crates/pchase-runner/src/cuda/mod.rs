@@ -28,6 +28,7 @@ mod driver;
 mod errors;
 mod ffi;
 mod handles;
+mod host;
 mod icache;
 mod launch;
 mod list;
@@ -77,6 +78,8 @@ pub struct CudaBackend {
     single_thread_fill: bool,
     bandwidth: bandwidth::BandwidthState,
     copy: copy::CopyState,
+    /// The host link's pinned and device buffers (`host.rs`).
+    host: host::HostState,
     /// The instruction-fetch module loaded last, by its segment count.
     icache: Option<(u32, LoadedModule)>,
     /// Module `probes`, once a probe has been launched.
@@ -160,6 +163,7 @@ impl CudaBackend {
             single_thread_fill: false,
             bandwidth: bandwidth::BandwidthState::default(),
             copy: copy::CopyState::default(),
+            host: host::HostState::default(),
             icache: None,
             probes: None,
             loader,
@@ -190,6 +194,7 @@ impl CudaBackend {
         self.chain_buffer = None;
         self.walk = None;
         self.bandwidth.free_buffers();
+        self.host = host::HostState::default();
         self.outputs = scratch::Scratch::default();
         self.inputs = scratch::Scratch::default();
     }
@@ -267,6 +272,10 @@ impl Backend for CudaBackend {
 
     fn clock_overhead(&mut self, samples: u32) -> Result<u32, RunnerError> {
         self.launch_clock_overhead(samples)
+    }
+
+    fn host(&mut self) -> Option<&mut dyn crate::host::HostBackend> {
+        Some(self)
     }
 
     fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {

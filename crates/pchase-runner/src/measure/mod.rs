@@ -62,6 +62,9 @@ pub struct MeasureOptions {
     /// a benchmark after which they moved is run again once, and what stays disturbed is
     /// listed in [`Measurements::disturbed`].
     pub watch: bool,
+    /// The GPU's PCIe link as NVML reported it before the run, where it did: the host-link
+    /// benchmark reports its rates against the link's peak (`crate::host::PcieLink`).
+    pub pcie: Option<crate::host::PcieLink>,
 }
 
 impl Default for MeasureOptions {
@@ -77,6 +80,7 @@ impl Default for MeasureOptions {
             search_stride: 32,
             carveout_table: true,
             watch: false,
+            pcie: None,
         }
     }
 }

@@ -49,6 +49,7 @@ mod bandwidth;
 pub(crate) mod cache;
 mod cluster;
 mod copy;
+mod host;
 mod icache;
 mod mlp;
 mod model;
@@ -72,9 +73,9 @@ pub use bandwidth::{BandwidthSpec, LevelThroughput};
 pub use icache::{IcacheLevelSpec, IcacheSpec};
 pub use mlp::MlpSpec;
 pub use profile::{
-    Associativity, CacheSpec, ClockSpec, ClusterSpec, CopyPathSpec, CopySpec, L2Interleave, L2Spec,
-    LinkSpec, MemorySpec, NoiseSpec, Replacement, SetIndex, SharedMemorySpec, SimProfile,
-    UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
+    Associativity, CacheSpec, ClockSpec, ClusterSpec, CopyPathSpec, CopySpec, HostLinkSpec,
+    L2Interleave, L2Spec, LinkSpec, MemorySpec, NoiseSpec, Replacement, SetIndex, SharedMemorySpec,
+    SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
 pub use tlb::{TlbLevelSpec, TlbSpec};

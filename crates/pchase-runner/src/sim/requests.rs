@@ -351,6 +351,14 @@ impl Backend for SimBackend {
         Some(self)
     }
 
+    fn host(&mut self) -> Option<&mut dyn crate::host::HostBackend> {
+        if self.profile.host_link.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn clusters(&mut self) -> Option<&mut dyn crate::cluster::ClusterBackend> {
         if self.profile.clusters.is_some() {
             Some(self)

@@ -177,7 +177,8 @@ impl KeyValue {
 /// L2 partitions; the device's SM count, memory and L2 size; the measured SM clock; the
 /// PCIe link from the run record (`pcie.generation`, `pcie.width` and their maxima; the
 /// higher of the states before and after the run, since an idle GPU lowers its link's
-/// generation).
+/// generation); the sections' bandwidths that the tolerance table names (the host link's
+/// copies, `sections.host-link.copy_h2d`, in GiB/s).
 ///
 /// ```
 /// use topology::{fleet, *};
@@ -278,7 +279,40 @@ pub fn key_values(topo: &Topology) -> BTreeMap<String, KeyValue> {
             );
         }
     }
+    section_values(topo, &mut out);
     out
+}
+
+/// The bandwidths of `topo`'s sections that a fleet compares: a row whose path
+/// (`sections.<name>.<key>`) the tolerance table names ([`crate::tolerance`]), a number in
+/// GB/s or GiB/s, as a [`ValueKind::Bandwidth`] in GiB/s. Only rows with a tolerance are
+/// compared, so that a figure that depends on more than the GPU (a pageable copy, through
+/// the host's own memory copies) never flags one.
+fn section_values(topo: &Topology, out: &mut BTreeMap<String, KeyValue>) {
+    const GIB: f64 = 1_073_741_824.0;
+    for (name, section) in &topo.sections {
+        for row in &section.rows {
+            let path = format!("sections.{name}.{}", row.key);
+            if crate::tolerance::lookup(&path).is_none() {
+                continue;
+            }
+            let crate::RowValue::Number(number) = &row.value else {
+                continue;
+            };
+            let scale = match number.unit.as_str() {
+                "GB/s" => 1e9 / GIB,
+                "GiB/s" => 1.0,
+                _ => continue,
+            };
+            out.insert(
+                path,
+                KeyValue {
+                    error: number.standard_error.map(|e| e * scale),
+                    ..KeyValue::exact(ValueKind::Bandwidth, number.value * scale)
+                },
+            );
+        }
+    }
 }
 
 /// The quantities of the GPUs' links on their node, added to `gpus`' values: per GPU,
@@ -324,5 +358,32 @@ mod tests {
         assert_eq!(v.exact_value(), None);
         assert_eq!(v.interval(), (65_536.0, f64::INFINITY));
         assert_eq!(v.display(), "≥ 64 KiB");
+    }
+
+    #[test]
+    fn host_link_bandwidths_are_compared_in_gib_per_s_and_pageable_ones_not() {
+        use crate::{Number, RowValue, Section};
+        let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 1));
+        let number = |value: f64, unit: &str| {
+            RowValue::Number(Number {
+                value,
+                unit: unit.into(),
+                provenance: Provenance::Benchmark,
+                standard_error: Some(0.1),
+            })
+        };
+        let section = Section::new("Host link")
+            .with_row("copy_h2d", "h2d", number(53.687_091_2, "GB/s"))
+            .with_row("sm_write", "write", number(50.0, "GiB/s"))
+            .with_row("pageable_h2d", "pageable", number(20.0, "GB/s"))
+            .with_row("copy_d2h_of_peak", "share", number(85.0, "%"));
+        topo.sections.insert("host-link".into(), section);
+        let values = key_values(&topo);
+        let h2d = &values["sections.host-link.copy_h2d"];
+        assert_eq!(h2d.kind, ValueKind::Bandwidth);
+        assert!((h2d.value - 50.0).abs() < 1e-6, "{}", h2d.value);
+        assert_eq!(values["sections.host-link.sm_write"].value, 50.0);
+        assert!(!values.contains_key("sections.host-link.pageable_h2d"));
+        assert!(!values.contains_key("sections.host-link.copy_d2h_of_peak"));
     }
 }

@@ -24,6 +24,7 @@ mod banks;
 mod dsmem;
 mod element;
 mod gpc;
+mod host_link;
 mod icache;
 mod l2;
 mod memory;
@@ -156,6 +157,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &gpc::GPC_MAP,
     &dsmem::DSMEM,
     &async_copy::ASYNC_COPY,
+    &host_link::HOST_LINK,
 ];
 
 /// The registered benchmark called `name`.

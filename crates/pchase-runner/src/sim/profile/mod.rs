@@ -13,6 +13,7 @@
 
 mod cluster;
 mod copy;
+mod host;
 mod links;
 mod load;
 mod random;
@@ -20,6 +21,7 @@ mod validate;
 
 pub use cluster::ClusterSpec;
 pub use copy::{CopyPathSpec, CopySpec};
+pub use host::HostLinkSpec;
 pub use links::LinkSpec;
 
 use std::collections::BTreeMap;
@@ -111,6 +113,10 @@ pub struct SimProfile {
     /// model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links: Option<LinkSpec>,
+    /// The GPU's link to its host (`[host_link]`, `docs/simulator.md`): the rates and
+    /// latency the host-link benchmark should find; absent: it has nothing to measure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link: Option<HostLinkSpec>,
 }
 
 /// The SM clock and the cost of reading it.

@@ -179,6 +179,7 @@ impl SimProfile {
             copies: None,
             benchmarks: Default::default(),
             links: None,
+            host_link: None,
         }
     }
 }

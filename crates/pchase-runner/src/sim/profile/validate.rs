@@ -31,6 +31,9 @@ impl SimProfile {
         if let Some(icache) = &self.icache {
             icache.validate()?;
         }
+        if let Some(host) = &self.host_link {
+            host.validate()?;
+        }
         if let Some(links) = &self.links {
             links.validate()?;
         }

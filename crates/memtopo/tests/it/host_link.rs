@@ -1,0 +1,139 @@
+//! The host link end to end on the simulator: a simulated H100 reports the profile's
+//! host-link rates against its Gen5 x16 peak, and a node with one GPU's host link slower
+//! has that GPU, and only it, flagged degraded.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use topology::fleet::Fleet;
+use topology::{RowValue, Topology};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memtopo-host-link-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn memtopo(dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_memtopo"));
+    command
+        .env("MEMTOPO_LOCK_DIR", dir.join("locks"))
+        .env("SLURMD_NODENAME", "hostlink")
+        .env_remove("RUST_LOG");
+    command
+}
+
+#[test]
+fn a_simulated_h100_reports_its_host_link_against_the_gen5_peak() {
+    let dir = scratch("one");
+    let out = memtopo(&dir)
+        .args(["--simulate", "h100", "--only", "host-link", "-q", "-o"])
+        .arg(dir.join("h100.json"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let topo =
+        Topology::from_json_str(&std::fs::read_to_string(dir.join("h100.json")).unwrap()).unwrap();
+    let section = &topo.sections["host-link"];
+    let value = |key: &str| {
+        section
+            .row(key)
+            .and_then(|r| r.value.as_number())
+            .unwrap_or_else(|| panic!("no {key}: {section:#?}"))
+    };
+    // The profile's model: 55.0 and 53.5 GB/s by the copy engine, 1100 ns; Gen5 x16.
+    assert!(
+        (value("copy_h2d") - 55.0).abs() < 0.3,
+        "{}",
+        value("copy_h2d")
+    );
+    assert!((value("copy_d2h") - 53.5).abs() < 0.3);
+    assert!((value("both_sum") - 100.0).abs() < 0.5);
+    assert!((value("peak") - 63.015).abs() < 0.01);
+    assert!((value("copy_h2d_of_peak") - 100.0 * 55.0 / 63.015).abs() < 0.5);
+    assert!(
+        (value("latency_ns") - 1100.0).abs() < 25.0,
+        "{}",
+        value("latency_ns")
+    );
+    assert!(matches!(
+        section.row("latency").map(|r| &r.value),
+        Some(RowValue::Latency(_))
+    ));
+    // Every renderer shows it.
+    let markdown = memtopo(&dir)
+        .args(["render", "--format", "md"])
+        .arg(dir.join("h100.json"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&markdown.stdout);
+    assert!(
+        text.contains("Host link") && text.contains("GB/s"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&markdown.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A node of three simulated H100s, GPU 1 perturbed by `perturbation`: the exit code and
+/// the fleet summary.
+fn node(name: &str, perturbation: Option<&str>) -> (i32, Fleet) {
+    let dir = scratch(name);
+    let specs: Vec<String> = (0..3)
+        .map(|i| match perturbation.filter(|_| i == 1) {
+            Some(p) => format!("h100:seed={}:{p}", 10 + i),
+            None => format!("h100:seed={}", 10 + i),
+        })
+        .collect();
+    let out = memtopo(&dir)
+        .args([
+            "--simulate",
+            &specs.join(","),
+            "-d",
+            "all",
+            "--only",
+            "host-link",
+            "--no-peers",
+            "-q",
+            "-o",
+        ])
+        .arg(dir.join("res/"))
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(dir.join("res/node-hostlink.json"))
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let _ = std::fs::remove_dir_all(&dir);
+    (
+        out.status.code().unwrap(),
+        Fleet::from_json_str(&text).unwrap(),
+    )
+}
+
+#[test]
+fn a_slower_host_link_is_degraded_on_its_gpu_only() {
+    let (code, fleet) = node("slow", Some("host_link=-20%"));
+    let degraded: Vec<_> = fleet.degraded().collect();
+    assert!(
+        degraded
+            .iter()
+            .any(|f| f.device_index == Some(1) && f.path == "sections.host-link.copy_h2d"),
+        "{degraded:#?}"
+    );
+    assert!(
+        degraded.iter().all(|f| f.device_index == Some(1)),
+        "{degraded:#?}"
+    );
+    assert!(
+        !degraded.iter().any(|f| f.path.contains("pageable")),
+        "pageable copies are not compared: {degraded:#?}"
+    );
+    assert_eq!(code, 1, "a degraded GPU exits 1");
+    let (code, fleet) = node("healthy", None);
+    assert_eq!(fleet.degraded().count(), 0, "{:#?}", fleet.flags);
+    assert_eq!(code, 0);
+}
