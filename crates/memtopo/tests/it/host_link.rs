@@ -1,6 +1,6 @@
 //! The host link end to end on the simulator: a simulated H100 reports the profile's
 //! host-link rates against its Gen5 x16 peak, and a node with one GPU's host link slower
-//! has that GPU, and only it, flagged degraded.
+//! has that GPU, and only it, flagged as differing (not degraded).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -115,24 +115,34 @@ fn node(name: &str, perturbation: Option<&str>) -> (i32, Fleet) {
 }
 
 #[test]
-fn a_slower_host_link_is_degraded_on_its_gpu_only() {
+fn a_slower_host_link_differs_on_its_gpu_only_and_degrades_nothing() {
     let (code, fleet) = node("slow", Some("host_link=-20%"));
-    let degraded: Vec<_> = fleet.degraded().collect();
+    // A host shared with others' traffic slows copies on healthy links: the rates are
+    // shown, flagged as differing, never degraded (the PCIe link's training is).
+    let differing: Vec<_> = fleet
+        .flags
+        .iter()
+        .filter(|f| f.path.starts_with("sections.host-link."))
+        .collect();
     assert!(
-        degraded
+        differing
             .iter()
             .any(|f| f.device_index == Some(1) && f.path == "sections.host-link.copy_h2d"),
-        "{degraded:#?}"
+        "{:#?}",
+        fleet.flags
     );
     assert!(
-        degraded.iter().all(|f| f.device_index == Some(1)),
-        "{degraded:#?}"
+        differing
+            .iter()
+            .all(|f| f.device_index == Some(1) && f.severity == topology::fleet::Severity::Differs),
+        "{differing:#?}"
     );
     assert!(
-        !degraded.iter().any(|f| f.path.contains("pageable")),
-        "pageable copies are not compared: {degraded:#?}"
+        !differing.iter().any(|f| f.path.contains("pageable")),
+        "pageable copies are not compared: {differing:#?}"
     );
-    assert_eq!(code, 1, "a degraded GPU exits 1");
+    assert_eq!(fleet.degraded().count(), 0, "{:#?}", fleet.flags);
+    assert_eq!(code, 0, "differing is not degraded");
     let (code, fleet) = node("healthy", None);
     assert_eq!(fleet.degraded().count(), 0, "{:#?}", fleet.flags);
     assert_eq!(code, 0);

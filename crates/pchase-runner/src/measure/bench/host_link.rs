@@ -9,10 +9,7 @@
 //! `cuMemcpyHtoDAsync`/`cuMemcpyDtoHAsync` and the bandwidth and chase kernels of the
 //! catalogue over mapped host memory; the simulator from the profile's `[host_link]`).
 
-use std::{
-    sync::{Mutex, PoisonError},
-    time::Duration,
-};
+use std::time::Duration;
 
 use pchase_kernels::{bandwidth as kernels, catalogue, Granularity, LoadPath};
 use topology::{LatencySummary, Number, Provenance, RowValue, Section};
@@ -144,19 +141,7 @@ type CopyCase = (
     [(&'static str, &'static str); 2],
 );
 
-/// One host link measured at a time in this process. The GPUs of a node share the host's
-/// memory and PCIe root ports, and a node run measures its GPUs at once: two GPUs copying
-/// to and from the host together took each other's bandwidth (an H100's host-to-device
-/// copy fell from 50 to 35 GB/s while another's ran). Holding this while measuring keeps
-/// each GPU's figures its own; the other GPUs' benchmarks move next to nothing over the
-/// link meanwhile.
-static ONE_LINK_AT_A_TIME: Mutex<()> = Mutex::new(());
-
 fn measure(s: &mut Session<'_>, gpu: &mut Duration) -> Result<Found, RunnerError> {
-    // A thread that panicked while holding it left nothing to repair: the guard only orders.
-    let _alone = ONE_LINK_AT_A_TIME
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
     let sm_count = s.backend.device().sm_count;
     let host = s.backend.host().ok_or_else(|| RunnerError::Unsupported {
         kernel: "host-link",
