@@ -60,7 +60,7 @@ const MEMORY_RUNS: &str = "2026-11-26-h200x4-memory-bandwidth (three runs of eac
      2026-11-26-h200-default-runs";
 
 const HOST_LINK: &str =
-    "2026-11-28-h100x4-host-link (five calm runs of one H100 of a node of four, \
+    "2026-11-28-h100-h200-host-link (five calm runs of one H100 of a node of four, \
      alone or one GPU after another)";
 
 const NODE_RUNS: &str =
@@ -273,7 +273,7 @@ pub fn between_gpus(path: &str) -> f64 {
 /// describe the design: a GPU that shows another one is different, not slower); and
 /// neither the host link's copy rates: on the lent four-H100 nodes one GPU in four of a
 /// node run copied to and from the host at 40-80 % of its usual rate, a different GPU
-/// each run, in runs one GPU after another too (`2026-11-28-h100x4-host-link`): traffic
+/// each run, in runs one GPU after another too (`2026-11-28-h100-h200-host-link`): traffic
 /// the host carries for others, not a sick link. The link's own health is its PCIe
 /// generation and width (`pcie.*`), which are degraded when they train down.
 pub fn worse(path: &str) -> Worse {
