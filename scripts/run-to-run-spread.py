@@ -127,9 +127,14 @@ def sources():
     for gpu, runs in percent_runs(EVIDENCE / folder / "summary.txt").items():
         out.append((f"H200 {gpu} ({folder}, {len(runs)} runs)", runs))
     # Node runs of scripts/gpu/node.sh: GPUs at once and one after another.
-    folder = "2026-11-28-h100-nodes-gpus-at-once"
-    for (node, gpu), runs in values_tsv(EVIDENCE / folder / "values.tsv").items():
-        out.append((f"H100 {gpu} ({folder}, {node}, {len(runs)} runs)", runs))
+    # Every folder whose values.tsv names its node in the first column.
+    for tsv in sorted(EVIDENCE.glob("*/values.tsv")):
+        if not tsv.read_text().startswith("node\t"):
+            continue
+        folder = tsv.parent.name
+        model = "H200" if "h200" in folder else "H100"
+        for (node, gpu), runs in values_tsv(tsv).items():
+            out.append((f"{model} {gpu} ({folder}, {node}, {len(runs)} runs)", runs))
     return out
 
 

@@ -62,9 +62,9 @@ fn number(d: &mut Differ, path: String, a: &Number, b: &Number) {
         .unwrap_or(0.0)
         .hypot(b.standard_error.unwrap_or(0.0));
     let largest = a.value.abs().max(b.value.abs());
-    if a.unit == b.unit
-        && (delta <= d.options.sigmas * error || delta <= d.options.relative_tolerance * largest)
-    {
+    // A row's measured run-to-run tolerance where the table has one, never below the kind's.
+    let relative = crate::tolerance::relative(&path, d.options.relative_tolerance);
+    if a.unit == b.unit && (delta <= d.options.sigmas * error || delta <= relative * largest) {
         d.result.within_uncertainty += 1;
     } else {
         d.change(

@@ -293,7 +293,9 @@ fn section_values(topo: &Topology, out: &mut BTreeMap<String, KeyValue>) {
     for (name, section) in &topo.sections {
         for row in &section.rows {
             let path = format!("sections.{name}.{}", row.key);
-            if crate::tolerance::lookup(&path).is_none() {
+            if crate::tolerance::lookup(&path).is_none()
+                || crate::tolerance::HOST_DEPENDENT.contains(&path.as_str())
+            {
                 continue;
             }
             let crate::RowValue::Number(number) = &row.value else {

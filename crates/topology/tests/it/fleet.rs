@@ -367,8 +367,9 @@ fn a_healthy_nodes_stable_and_bimodal_differences_are_not_degraded() {
     assert_eq!(flag.uuid.as_deref(), Some("GPU-3"));
     assert!(flag.reason.contains("stable difference"), "{}", flag.reason);
     assert!(!table(&fleet).contains("⚑"), "{}", table(&fleet));
-    // Beyond those spreads the same quantities are degraded: an L1.5 at 110 cycles (12 %
-    // above), a near-partition read at 11 TiB/s (25 % below).
+    // Beyond its spread the L1.5 is degraded (110 cycles, 12 % above); a near-partition read
+    // at 11 TiB/s (25 % below) only differs: that figure moves between two modes from run to
+    // run, and the whole-L2 read and write are the L2's bandwidth health.
     let fleet = healthy_h200s([
         (98.0, 14.3 * tib),
         (99.0, 14.5 * tib),
@@ -376,12 +377,15 @@ fn a_healthy_nodes_stable_and_bimodal_differences_are_not_degraded() {
         (110.0, 11.0 * tib),
     ]);
     let degraded: Vec<&str> = fleet.degraded().map(|f| f.path.as_str()).collect();
-    assert_eq!(
-        degraded,
-        [
-            "elements.constant_l15.latency",
-            "elements.l2.bandwidth.read_near_partition"
-        ]
+    assert_eq!(degraded, ["elements.constant_l15.latency"]);
+    assert!(
+        fleet
+            .flags
+            .iter()
+            .any(|f| f.path == "elements.l2.bandwidth.read_near_partition"
+                && f.severity == Severity::Differs),
+        "{:#?}",
+        fleet.flags
     );
     // A GPU faster than its peers differs, it is not degraded.
     let fleet = healthy_h200s([
