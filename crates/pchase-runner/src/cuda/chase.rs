@@ -9,12 +9,14 @@ use pchase_kernels::{catalogue, ChainArgument};
 use super::{
     chains::{verify_block, ChainPlan, BLOCK_ALIGN_ELEMS},
     driver::{self, Arg, LaunchShape, LinearTexture},
-    ffi, CudaBackend,
+    ffi,
+    handles::DeviceBuffer,
+    to_host, CudaBackend,
 };
 use crate::{
     backend::{
-        check_two_phase, check_written, BlockSamples, ChaseMode, ChaseRequest, ChaseRun, LoadPath,
-        Phase, TwoPhaseRequest,
+        check_two_phase, check_written, BlockSamples, Carveout, ChainSpec, ChaseMode, ChaseRequest,
+        ChaseRun, LoadPath, Phase, TwoPhaseRequest,
     },
     error::RunnerError,
 };
@@ -313,5 +315,60 @@ impl CudaBackend {
             blocks: results,
             gpu_time,
         })
+    }
+
+    /// One warp's fine `.cg` chase of `steps` timed loads over `chain`, already built at
+    /// the device address `at` (in this context's memory, a peer's or mapped host memory),
+    /// after `warmup_steps` untimed ones; the latencies, each load's index checked against
+    /// the chain (`what` names the chase in the error).
+    pub(super) fn warp_chase_at(
+        &mut self,
+        chain: ChainSpec,
+        at: u64,
+        warmup_steps: u32,
+        steps: u32,
+        what: &str,
+    ) -> Result<Vec<u32>, RunnerError> {
+        let nodes = u32::try_from(chain.nodes())
+            .map_err(|_| RunnerError::InvalidRequest("a chain of over 2^32 nodes".into()))?;
+        let stride_elems = chain.stride / 4;
+        let kernel = ChaseRequest::fine(LoadPath::GlobalCg, chain, steps).kernel();
+        let function = self.function(kernel)?;
+        let dynamic = kernel
+            .dynamic_shared_bytes(steps, 0)
+            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
+        self.configure_shared(&function, dynamic, Carveout::DriverDefault)?;
+        let out_block = DeviceBuffer::<u32>::zeroed(2)?;
+        let latency = DeviceBuffer::<u32>::zeroed(steps as usize)?;
+        let index = DeviceBuffer::<u32>::zeroed(steps as usize)?;
+        self.timed_launch(
+            &function,
+            LaunchShape {
+                grid: (1, 1),
+                threads: 32,
+                shared_bytes: dynamic,
+            },
+            &[
+                ("chain", Arg::U64(at)),
+                ("block_stride", Arg::U64(0)),
+                ("shared_nodes_elems", Arg::U32(0)),
+                ("warmup_steps", Arg::U32(warmup_steps)),
+                ("steps", Arg::U32(steps)),
+                ("out_block", Arg::U64(out_block.device_ptr())),
+                ("out_latency", Arg::U64(latency.device_ptr())),
+                ("out_index", Arg::U64(index.device_ptr())),
+            ],
+        )?;
+        let latencies = to_host(&latency)?;
+        for (k, &got) in to_host(&index)?.iter().enumerate() {
+            let loads = u64::from(warmup_steps) + k as u64 + 1;
+            let expected = ((loads % u64::from(nodes)) * u64::from(stride_elems)) as u32;
+            if got != expected {
+                return Err(RunnerError::WrongResult(format!(
+                    "{what}: timed load {k} returned index {got}, the chain says {expected}"
+                )));
+            }
+        }
+        Ok(latencies)
     }
 }

@@ -14,13 +14,12 @@ use std::{
 };
 
 use super::{
-    driver::{check, device_attribute, Arg, LaunchShape},
+    driver::{check, device_attribute},
     ffi::{CuResult, DevicePtr, StreamHandle},
     handles::{DeviceBuffer, Event, Stream},
-    to_host, CudaBackend,
+    CudaBackend,
 };
 use crate::{
-    backend::{Carveout, ChaseRequest, LoadPath},
     error::RunnerError,
     host::{
         HostBackend, HostChaseRequest, HostCopyRequest, HostCopyRun, HostDirection, HostMemory,
@@ -254,43 +253,6 @@ impl HostBackend for CudaBackend {
         let mapped = pinned(&mut self.host.source, chain.bytes)?.device_ptr()?;
         self.init_chains_at(mapped, 0, &[nodes], stride_elems, 1)?;
         self.flush_l2()?;
-        let kernel = ChaseRequest::fine(LoadPath::GlobalCg, chain, request.steps).kernel();
-        let function = self.function(kernel)?;
-        let dynamic = kernel
-            .dynamic_shared_bytes(request.steps, 0)
-            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
-        self.configure_shared(&function, dynamic, Carveout::DriverDefault)?;
-        let steps = request.steps as usize;
-        let out_block = DeviceBuffer::<u32>::zeroed(2)?;
-        let latency = DeviceBuffer::<u32>::zeroed(steps)?;
-        let index = DeviceBuffer::<u32>::zeroed(steps)?;
-        self.timed_launch(
-            &function,
-            LaunchShape {
-                grid: (1, 1),
-                threads: 32,
-                shared_bytes: dynamic,
-            },
-            &[
-                ("chain", Arg::U64(mapped)),
-                ("block_stride", Arg::U64(0)),
-                ("shared_nodes_elems", Arg::U32(0)),
-                ("warmup_steps", Arg::U32(0)),
-                ("steps", Arg::U32(request.steps)),
-                ("out_block", Arg::U64(out_block.device_ptr())),
-                ("out_latency", Arg::U64(latency.device_ptr())),
-                ("out_index", Arg::U64(index.device_ptr())),
-            ],
-        )?;
-        let latencies = to_host(&latency)?;
-        for (k, &got) in to_host(&index)?.iter().enumerate() {
-            let expected = (((k as u64 + 1) % u64::from(nodes)) * u64::from(stride_elems)) as u32;
-            if got != expected {
-                return Err(RunnerError::WrongResult(format!(
-                    "host chase: timed load {k} returned index {got}, the chain says {expected}"
-                )));
-            }
-        }
-        Ok(latencies)
+        self.warp_chase_at(chain, mapped, 0, request.steps, "host chase")
     }
 }

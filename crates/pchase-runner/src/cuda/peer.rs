@@ -17,14 +17,14 @@ use std::{
 
 use super::{
     device::checked_device,
-    driver::{check, Arg, LaunchShape},
+    driver::check,
     errors,
     ffi::{self, ContextHandle, CuResult, DevicePtr, StreamHandle},
     handles::{DeviceBuffer, Event},
-    to_host, CudaBackend,
+    CudaBackend,
 };
 use crate::{
-    backend::{Backend, Carveout, ChaseRequest, LoadPath},
+    backend::Backend,
     device::DeviceInfo,
     error::RunnerError,
     peer::{PeerAccess, PeerBackend, PeerChaseRequest, PeerCopyRequest},
@@ -226,50 +226,13 @@ impl PeerBackend for CudaNode {
             owner.backend.flush_l2()?;
         }
         // The reader chases it.
-        let reader = self.enter(from)?;
-        let kernel = ChaseRequest::fine(LoadPath::GlobalCg, request.chain, request.steps).kernel();
-        let function = reader.backend.function(kernel)?;
-        let dynamic = kernel
-            .dynamic_shared_bytes(request.steps, 0)
-            .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
-        reader
-            .backend
-            .configure_shared(&function, dynamic, Carveout::DriverDefault)?;
-        let steps = request.steps as usize;
-        let out_block = DeviceBuffer::<u32>::zeroed(2)?;
-        let latency = DeviceBuffer::<u32>::zeroed(steps)?;
-        let index = DeviceBuffer::<u32>::zeroed(steps)?;
-        reader.backend.timed_launch(
-            &function,
-            LaunchShape {
-                grid: (1, 1),
-                threads: 32,
-                shared_bytes: dynamic,
-            },
-            &[
-                ("chain", Arg::U64(chain.device_ptr())),
-                ("block_stride", Arg::U64(0)),
-                ("shared_nodes_elems", Arg::U32(0)),
-                ("warmup_steps", Arg::U32(request.warmup_steps)),
-                ("steps", Arg::U32(request.steps)),
-                ("out_block", Arg::U64(out_block.device_ptr())),
-                ("out_latency", Arg::U64(latency.device_ptr())),
-                ("out_index", Arg::U64(index.device_ptr())),
-            ],
+        let latencies = self.enter(from)?.backend.warp_chase_at(
+            request.chain,
+            chain.device_ptr(),
+            request.warmup_steps,
+            request.steps,
+            &format!("peer chase {from} → {to}"),
         )?;
-        let latencies = to_host(&latency)?;
-        let indices = to_host(&index)?;
-        drop((out_block, latency, index));
-        for (k, &got) in indices.iter().enumerate() {
-            let loads = u64::from(request.warmup_steps) + k as u64 + 1;
-            let expected = ((loads % u64::from(nodes)) * u64::from(stride_elems)) as u32;
-            if got != expected {
-                return Err(RunnerError::WrongResult(format!(
-                    "peer chase {from} → {to}: timed load {k} returned index {got}, the chain \
-                     says {expected}"
-                )));
-            }
-        }
         self.enter(to)?;
         drop(chain);
         Ok(latencies)
