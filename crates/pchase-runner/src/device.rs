@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::RunnerError;
+
 /// A compute capability, e.g. 9.0 for Hopper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ComputeCapability {
@@ -68,4 +70,18 @@ pub struct DeviceInfo {
     pub global_l1_cache_supported: Option<bool>,
     /// Driver version as the driver reports it (e.g. 13000 for 13.0).
     pub driver_version: Option<u32>,
+}
+
+impl DeviceInfo {
+    /// Refuses `kernel` on a GPU below its compute capability, as the driver would refuse
+    /// to load it: [`RunnerError::Unsupported`] naming what it needs and what the GPU has.
+    pub(crate) fn check_kernel(&self, kernel: &pchase_kernels::Kernel) -> Result<(), RunnerError> {
+        kernel
+            .check_supported(self.compute_capability.into())
+            .map_err(|_| RunnerError::Unsupported {
+                kernel: kernel.entry(),
+                needed: kernel.min_capability().to_string(),
+                found: self.compute_capability.to_string(),
+            })
+    }
 }

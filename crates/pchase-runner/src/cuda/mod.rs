@@ -213,13 +213,7 @@ impl CudaBackend {
 
     /// Checks that this device can run `kernel`.
     fn check_kernel(&self, kernel: &'static Kernel) -> Result<(), RunnerError> {
-        kernel
-            .check_supported(self.info.compute_capability.into())
-            .map_err(|_| RunnerError::Unsupported {
-                kernel: kernel.entry(),
-                needed: kernel.min_capability().to_string(),
-                found: self.info.compute_capability.to_string(),
-            })
+        self.info.check_kernel(kernel)
     }
 
     fn module_of(&self, kernel: &'static Kernel) -> Result<&LoadedModule, RunnerError> {

@@ -64,14 +64,7 @@ impl HostBackend for SimBackend {
         let spec = self.host_spec()?;
         crate::bandwidth::check_bandwidth(&request.bandwidth_request(), &self.profile.device)?;
         let kernel = request.shape.kernel()?;
-        let cc = self.profile.device.compute_capability;
-        kernel
-            .check_supported(cc.into())
-            .map_err(|_| RunnerError::Unsupported {
-                kernel: kernel.entry(),
-                needed: kernel.min_capability().to_string(),
-                found: cc.to_string(),
-            })?;
+        self.profile.device.check_kernel(kernel)?;
         self.kernels_used.insert(kernel.entry());
         let rate = match request.direction()? {
             HostDirection::HostToDevice => spec.sm_read_gb_per_s,

@@ -74,14 +74,7 @@ impl SimBackend {
     ) -> Result<ProbeRun, RunnerError> {
         launch.check()?;
         let kernel = launch.kernel;
-        let cc = self.profile.device.compute_capability;
-        kernel
-            .check_supported(cc.into())
-            .map_err(|_| RunnerError::Unsupported {
-                kernel: kernel.entry(),
-                needed: kernel.min_capability().to_string(),
-                found: cc.to_string(),
-            })?;
+        self.profile.device.check_kernel(kernel)?;
         self.kernels_used.insert(kernel.entry());
         self.count_launch();
         self.probe_noise.1 = Some(kernel.entry());
