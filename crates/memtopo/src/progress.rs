@@ -220,6 +220,18 @@ struct GpuSlot {
     done: bool,
 }
 
+/// A bar of `len` steps in memtopo's style, its spinner ticking on its own.
+fn ticking_bar(len: u64) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed}] {pos}/{len} {wide_msg} ~{eta} left")
+            .expect("static template")
+            .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}
+
 /// One bar for the GPUs of a node measured at once: the steps of all of them, and the
 /// benchmark each runs (`0: l2 size · 1: l1 size …`).
 pub struct NodeBar {
@@ -230,15 +242,7 @@ pub struct NodeBar {
 impl NodeBar {
     /// The bar of the GPUs `indices`, shown on standard error while it is a terminal.
     fn new(indices: &[u32]) -> Arc<NodeBar> {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed}] {pos}/{len} {wide_msg} ~{eta} left",
-            )
-            .expect("static template")
-            .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "),
-        );
-        bar.enable_steady_tick(Duration::from_millis(100));
+        let bar = ticking_bar(0);
         *NODE_BAR.lock().unwrap_or_else(PoisonError::into_inner) = Some(bar.clone());
         Arc::new(NodeBar {
             bar,
@@ -356,15 +360,7 @@ impl Reporter {
         match &mut self.shown {
             Shown::Node(bar, slot) => bar.update(*slot, |g| g.steps = steps),
             Shown::Bar(bar) => {
-                *bar = ProgressBar::new(self.steps);
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{spinner} [{elapsed}] {pos}/{len} {wide_msg} ~{eta} left",
-                    )
-                    .expect("static template")
-                    .tick_chars("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ "),
-                );
-                bar.enable_steady_tick(Duration::from_millis(100));
+                *bar = ticking_bar(self.steps);
             }
             Shown::Json => event(
                 "measure_started",
