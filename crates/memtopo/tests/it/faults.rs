@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use topology::fleet::{Fleet, Severity};
 
@@ -82,10 +81,7 @@ const FAULTS: &[Fault] = &[
 const SEEDS: [u64; 3] = [1, 2, 3];
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memtopo-faults-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::scratch("faults", name)
 }
 
 /// A node run of four simulated H100s (GPU `faulty` with `perturbation`, each GPU its own
@@ -97,44 +93,7 @@ fn node(
     only: &str,
     peers: bool,
 ) -> (i32, Fleet) {
-    let specs: Vec<String> = (0..4)
-        .map(|i| {
-            let mut spec = format!("h100:seed={}", seed * 10 + i as u64);
-            if let Some((at, perturbation)) = faulty.filter(|(at, _)| *at == i) {
-                let _ = at;
-                spec.push(':');
-                spec.push_str(perturbation);
-            }
-            spec
-        })
-        .collect();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_memtopo"));
-    command
-        .env("MEMTOPO_LOCK_DIR", dir.join("locks"))
-        .env("SLURMD_NODENAME", "faults")
-        .env_remove("RUST_LOG")
-        .args([
-            "--simulate",
-            &specs.join(","),
-            "-d",
-            "all",
-            "--only",
-            only,
-            "-q",
-        ])
-        .arg("-o")
-        .arg(dir.join("res/"));
-    if !peers {
-        command.arg("--no-peers");
-    }
-    let out = command.output().unwrap();
-    let text = std::fs::read_to_string(dir.join("res/node-faults.json"))
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    let _ = std::fs::remove_dir_all(dir.join("res"));
-    (
-        out.status.code().unwrap(),
-        Fleet::from_json_str(&text).unwrap(),
-    )
+    crate::common::simulated_h100_node(dir, 4, seed * 10, faulty, only, peers)
 }
 
 /// The degraded quantities of GPU `index`.
@@ -249,8 +208,7 @@ fn a_bad_link_perturbation_is_refused() {
         "h100:nvlink=19",
         "volta:pcie=gen3x8",
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_memtopo"))
-            .env("MEMTOPO_LOCK_DIR", dir.join("locks"))
+        let out = crate::common::memtopo_on(&dir, "faults")
             .args(["--simulate", spec, "--only", "shared", "-q"])
             .output()
             .unwrap();

@@ -9,20 +9,12 @@ use std::{
 use topology::fleet::{Fleet, FleetKind};
 
 pub(crate) fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memtopo-fleet-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::scratch("fleet", name)
 }
 
 /// memtopo with its own lock folder in `dir` (tests run in parallel).
 pub(crate) fn memtopo(dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_memtopo"));
-    command
-        .env("MEMTOPO_LOCK_DIR", dir.join("locks"))
-        .env("SLURMD_NODENAME", "testnode")
-        .env_remove("RUST_LOG");
-    command
+    crate::common::memtopo_on(dir, "testnode")
 }
 
 pub(crate) fn text(bytes: &[u8]) -> String {

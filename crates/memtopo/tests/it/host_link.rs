@@ -9,19 +9,11 @@ use topology::fleet::Fleet;
 use topology::{RowValue, Topology};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memtopo-host-link-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::scratch("host-link", name)
 }
 
 fn memtopo(dir: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_memtopo"));
-    command
-        .env("MEMTOPO_LOCK_DIR", dir.join("locks"))
-        .env("SLURMD_NODENAME", "hostlink")
-        .env_remove("RUST_LOG");
-    command
+    crate::common::memtopo_on(dir, "hostlink")
 }
 
 #[test]
@@ -84,34 +76,16 @@ fn a_simulated_h100_reports_its_host_link_against_the_gen5_peak() {
 /// the fleet summary.
 fn node(name: &str, perturbation: Option<&str>) -> (i32, Fleet) {
     let dir = scratch(name);
-    let specs: Vec<String> = (0..3)
-        .map(|i| match perturbation.filter(|_| i == 1) {
-            Some(p) => format!("h100:seed={}:{p}", 10 + i),
-            None => format!("h100:seed={}", 10 + i),
-        })
-        .collect();
-    let out = memtopo(&dir)
-        .args([
-            "--simulate",
-            &specs.join(","),
-            "-d",
-            "all",
-            "--only",
-            "host-link",
-            "--no-peers",
-            "-q",
-            "-o",
-        ])
-        .arg(dir.join("res/"))
-        .output()
-        .unwrap();
-    let text = std::fs::read_to_string(dir.join("res/node-hostlink.json"))
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let node = crate::common::simulated_h100_node(
+        &dir,
+        3,
+        10,
+        perturbation.map(|p| (1, p)),
+        "host-link",
+        false,
+    );
     let _ = std::fs::remove_dir_all(&dir);
-    (
-        out.status.code().unwrap(),
-        Fleet::from_json_str(&text).unwrap(),
-    )
+    node
 }
 
 #[test]

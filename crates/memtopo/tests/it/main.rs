@@ -1,6 +1,7 @@
 //! Integration tests of the `memtopo` binary: one binary, one module per topic.
 
 mod cli;
+mod common;
 mod driver_errors;
 mod faults;
 mod fleet;

@@ -10,10 +10,7 @@ fn memtopo() -> Command {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memtopo-outputs-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::scratch("outputs", name)
 }
 
 fn stderr(out: &std::process::Output) -> String {

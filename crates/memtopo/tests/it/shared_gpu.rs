@@ -16,10 +16,7 @@ fn memtopo() -> Command {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memtopo-shared-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::scratch("shared", name)
 }
 
 /// The bundled Volta profile with `top` before its first table and `tail` after its last.

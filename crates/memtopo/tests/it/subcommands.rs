@@ -30,10 +30,7 @@ fn example(ext: &str) -> String {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memtopo-sub-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::scratch("sub", name)
 }
 
 fn path(p: &Path) -> &str {
