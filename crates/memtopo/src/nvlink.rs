@@ -38,7 +38,7 @@ pub fn links_between(from: &str, to: &str) -> Result<u32, String> {
     let device = nvml
         .device_by_pci_bus_id(from)
         .map_err(|e| format!("PCI bus id {from}: {e}"))?;
-    let gpus = gpu_buses(&nvml);
+    let gpus = gpu_buses(nvml);
     let mut count = 0;
     for index in 0..MAX_LINKS {
         let link = device.link_wrapper_for(index);

@@ -6,7 +6,7 @@
 //! PCI bus id, never by index: `CUDA_VISIBLE_DEVICES` renumbers CUDA devices, and NVML
 //! and CUDA may order them differently.
 
-use std::ffi::OsStr;
+use std::{ffi::OsStr, sync::OnceLock};
 
 use nvml_wrapper::{
     enum_wrappers::device::{Clock, ComputeMode, TemperatureSensor},
@@ -30,7 +30,7 @@ const LIBRARIES: [&str; 2] = ["libnvidia-ml.so.1", "libnvidia-ml.so"];
 /// An NVML session on one GPU.
 #[derive(Debug)]
 pub struct Nvml {
-    nvml: nvml_wrapper::Nvml,
+    nvml: &'static nvml_wrapper::Nvml,
     /// How the device was found again at each observation.
     key: DeviceKey,
 }
@@ -58,7 +58,7 @@ impl Nvml {
             keys.push(DeviceKey::PciBusId(bus.to_string()));
         }
         for key in keys {
-            match find(&nvml, &key) {
+            match find(nvml, &key) {
                 Ok(_) => return Ok(Nvml { nvml, key }),
                 Err(e) => tried.push(e),
             }
@@ -71,19 +71,28 @@ impl Nvml {
     }
 }
 
-/// Loads and initialises NVML from the first of [`LIBRARIES`] that loads.
-pub fn load() -> Result<nvml_wrapper::Nvml, String> {
-    let mut failures = Vec::new();
-    for name in LIBRARIES {
-        match nvml_wrapper::Nvml::builder()
-            .lib_path(OsStr::new(name))
-            .init()
-        {
-            Ok(nvml) => return Ok(nvml),
-            Err(e) => failures.push(format!("{name}: {e}")),
+/// NVML, loaded and initialised once for the process from the first of [`LIBRARIES`] that
+/// loads, and shared by every caller: the driver narrowing before the run, each GPU's
+/// session (one per thread in a node run; NVML is thread-safe) and every link's NVLink
+/// count. An initialisation costs milliseconds to tens of them; a handle dropped between
+/// callers would shut NVML down and make the next one pay again.
+pub fn load() -> Result<&'static nvml_wrapper::Nvml, String> {
+    static NVML: OnceLock<Result<nvml_wrapper::Nvml, String>> = OnceLock::new();
+    NVML.get_or_init(|| {
+        let mut failures = Vec::new();
+        for name in LIBRARIES {
+            match nvml_wrapper::Nvml::builder()
+                .lib_path(OsStr::new(name))
+                .init()
+            {
+                Ok(nvml) => return Ok(nvml),
+                Err(e) => failures.push(format!("{name}: {e}")),
+            }
         }
-    }
-    Err(failures.join("; "))
+        Err(failures.join("; "))
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
 /// What NVML says of one GPU: enough to decide which GPU a single run may narrow the
@@ -201,7 +210,7 @@ fn processes(nvml: &nvml_wrapper::Nvml, list: Vec<ProcessInfo>, kind: &str) -> V
 
 impl StateSource for Nvml {
     fn observe(&mut self) -> Result<Observation, String> {
-        let device = find(&self.nvml, &self.key)?;
+        let device = find(self.nvml, &self.key)?;
         let throttle = read("throttle reasons", device.current_throttle_reasons());
         let state = GpuState {
             sm_clock_mhz: read("SM clock", device.clock_info(Clock::SM)),
@@ -241,11 +250,11 @@ impl StateSource for Nvml {
         };
         let mut others = Vec::new();
         match device.running_compute_processes() {
-            Ok(list) => others.extend(processes(&self.nvml, list, "compute")),
+            Ok(list) => others.extend(processes(self.nvml, list, "compute")),
             Err(e) => return Err(format!("cannot list the GPU's compute processes: {e}")),
         }
         if let Some(list) = read("graphics processes", device.running_graphics_processes()) {
-            others.extend(processes(&self.nvml, list, "graphics"));
+            others.extend(processes(self.nvml, list, "graphics"));
         }
         Ok(Observation {
             state,
@@ -257,7 +266,7 @@ impl StateSource for Nvml {
 
     fn add_memory_conditions(&mut self, state: &mut GpuState) {
         let started = std::time::Instant::now();
-        let device = match find(&self.nvml, &self.key) {
+        let device = match find(self.nvml, &self.key) {
             Ok(device) => device,
             Err(e) => return log::debug!("NVML: memory conditions: {e}"),
         };

@@ -5,8 +5,8 @@
 //! its own lock, its own NVML session and busy check, its own CUDA backend (a context of
 //! its own, current on that thread only) or simulator, its own sentinels, and it writes its
 //! own files as soon as its GPU is done. What the threads share is thread-safe: the driver
-//! library, loaded once (`cuda-shim`), and NVML, which each thread initialises itself
-//! (NVML counts its initialisations and is thread-safe); the lock files are one per UUID.
+//! library, loaded once (`cuda-shim`), and NVML, initialised once for the process
+//! (`crate::nvml::load`; NVML is thread-safe); the lock files are one per UUID.
 //! What a thread prints goes through [`crate::progress`], which names its GPU. Standard
 //! output is the caller's: each GPU's table is handed back in device order, as soon as that
 //! GPU and every one before it are done, so that the tables follow one another whole.
