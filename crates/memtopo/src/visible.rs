@@ -29,8 +29,8 @@ pub struct Narrowed {
     pub uuid: String,
 }
 
-static NARROWED: OnceLock<Option<Narrowed>> = OnceLock::new();
-static REASON: OnceLock<String> = OnceLock::new();
+/// What [`narrow`] decided: the GPU the driver was narrowed to, or why not.
+static DECISION: OnceLock<Result<Narrowed, String>> = OnceLock::new();
 
 /// Whether to narrow to GPU `index`, from the environment and NVML's list; `Err` says why
 /// not (logged once the logger runs).
@@ -71,45 +71,37 @@ pub fn decide(
 /// Narrows the driver to GPU `index` where [`decide`] says so: sets `CUDA_VISIBLE_DEVICES`.
 /// Call before the driver starts and before any other thread runs (it changes the
 /// environment). Only the first call counts.
-#[cfg(feature = "cuda")]
 pub fn narrow(index: u32) {
-    let env = |name: &str| std::env::var(name).ok();
-    let decided = crate::nvml::list().and_then(|listed| {
-        decide(
-            index,
-            env("CUDA_VISIBLE_DEVICES").as_deref(),
-            env("CUDA_DEVICE_ORDER").as_deref(),
-            env("MEMTOPO_ALL_GPUS").as_deref(),
-            &listed,
-        )
-    });
-    let narrowed = match decided {
-        Ok(narrowed) => {
+    DECISION.get_or_init(|| {
+        let env = |name: &str| std::env::var(name).ok();
+        let decided = crate::nvml::list().and_then(|listed| {
+            decide(
+                index,
+                env("CUDA_VISIBLE_DEVICES").as_deref(),
+                env("CUDA_DEVICE_ORDER").as_deref(),
+                env("MEMTOPO_ALL_GPUS").as_deref(),
+                &listed,
+            )
+        });
+        if let Ok(narrowed) = &decided {
             // Before any thread exists and before the driver reads it.
             std::env::set_var("CUDA_VISIBLE_DEVICES", &narrowed.uuid);
-            let _ = REASON.set(format!(
-                "the driver starts on GPU {} alone ({})",
-                narrowed.index, narrowed.uuid
-            ));
-            Some(narrowed)
         }
-        Err(reason) => {
-            let _ = REASON.set(format!("the driver starts on every GPU: {reason}"));
-            None
-        }
-    };
-    let _ = NARROWED.set(narrowed);
+        decided
+    });
 }
 
 /// The narrowing in force, if any.
 pub fn narrowed() -> Option<&'static Narrowed> {
-    NARROWED.get().and_then(Option::as_ref)
+    DECISION.get().and_then(|d| d.as_ref().ok())
 }
 
 /// Logs what [`narrow`] decided (at debug level: once the logger runs).
 pub fn log_decision() {
-    if let Some(reason) = REASON.get() {
-        log::debug!("{reason}");
+    match DECISION.get() {
+        Some(Ok(n)) => log::debug!("the driver starts on GPU {} alone ({})", n.index, n.uuid),
+        Some(Err(reason)) => log::debug!("the driver starts on every GPU: {reason}"),
+        None => {}
     }
 }
 
