@@ -390,6 +390,12 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
                 pa.and_then(|p| p.near_keeps_far_copies),
                 pb.and_then(|p| p.near_keeps_far_copies),
             );
+            // The home function's bits (each page's own bit is the run's, not the GPU's).
+            let bits = |p: Option<&crate::L2Partitions>| {
+                p.and_then(|p| p.address_map.as_ref())
+                    .map(|m| format!("{:?}", m.bits))
+            };
+            d.exact(&field("partitions.address_map.bits"), bits(pa), bits(pb));
         }
         let mark = |value: &mut String, side: Option<&crate::Element>| {
             if side.is_some_and(|e| e.disturbed.is_some()) && value != "-" {

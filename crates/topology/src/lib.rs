@@ -86,8 +86,8 @@ pub use model::{
     Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
     ComputeCapability, CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind,
     CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc,
-    InstructionCacheLevel, L2Partitions, Limits, Note, NoteSeverity, QuantityKind, RankLatency,
-    ReplacementPolicy, SetMapping, SharedPhysicalCache, TlbLevel, Topology,
+    InstructionCacheLevel, L2AddressMap, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
+    RankLatency, ReplacementPolicy, SetMapping, SharedPhysicalCache, TlbLevel, Topology,
 };
 pub use quantities::{quantities, quantities_csv, QuantityRow};
 pub use quantity::{

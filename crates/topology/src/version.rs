@@ -20,7 +20,10 @@ pub struct SchemaVersion {
 
 impl SchemaVersion {
     /// The version this crate writes.
-    pub const CURRENT: SchemaVersion = SchemaVersion { major: 1, minor: 9 };
+    pub const CURRENT: SchemaVersion = SchemaVersion {
+        major: 1,
+        minor: 10,
+    };
 }
 
 impl fmt::Display for SchemaVersion {

@@ -382,6 +382,12 @@ pub struct PartitionMapRun {
     /// Per SM (`%smid` 0 … SM count − 1): `None` where no block of the launch reached the
     /// SM, or it gave up waiting for the others.
     pub sms: Vec<Option<SmLineLatencies>>,
+    /// The device address of SM 0's array; line `i` of SM `s`'s array is at
+    /// `base_address + s * array_stride + i * line_bytes` (the map's address analysis reads
+    /// each line's home from it).
+    pub base_address: u64,
+    /// Bytes from one SM's array to the next.
+    pub array_stride: u64,
     /// Device time of the launch.
     pub gpu_time: Duration,
 }

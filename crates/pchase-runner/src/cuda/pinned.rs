@@ -230,6 +230,11 @@ impl CudaBackend {
                 })
             })
             .collect();
-        Ok(PartitionMapRun { sms, gpu_time })
+        Ok(PartitionMapRun {
+            sms,
+            base_address: chain,
+            array_stride: plan.block_stride * 4,
+            gpu_time,
+        })
     }
 }

@@ -309,6 +309,8 @@ impl Backend for SimBackend {
             + Duration::from_secs_f64(cycles as f64 / (self.profile.clock.sm_mhz * 1e6));
         Ok(PartitionMapRun {
             sms: seen,
+            base_address: GLOBAL_BASE,
+            array_stride: chain.bytes,
             gpu_time,
         })
     }

@@ -182,6 +182,99 @@ pub struct L2Partitions {
     /// The SM whose partition is 0 in `sm_partition`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map_reference_sm: Option<u32>,
+    /// With two partitions: which one is home to an address (schema 1.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_map: Option<L2AddressMap>,
+    /// Why there is no address map where the map found two partitions (schema 1.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_map_not_determined: Option<String>,
+}
+
+/// Which of two L2 partitions is home to an address: the XOR of the address bits `bits`
+/// and of one bit per page of `page_bytes` (from the physical address bits above the page,
+/// which a program cannot see: a run learns each page's bit from the lines it reads
+/// there). 1 is the partition of the map's reference SM (`map_reference_sm`).
+///
+/// ```
+/// use topology::{Bytes, L2AddressMap};
+/// let map = L2AddressMap {
+///     bits: vec![12, 13, 15, 17, 19],
+///     page_bytes: Bytes(2 << 20),
+///     fitted_lines: 16896,
+///     fit_agreement: 1.0,
+///     predicted_lines: 16896,
+///     predicted_right: 16896,
+///     second_reference_sm: 2,
+/// };
+/// assert_eq!(map.granularity(), Some(Bytes(4096)));
+/// assert_eq!(map.prediction_accuracy(), Some(1.0));
+/// assert_eq!(map.mask(), 0xab000);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct L2AddressMap {
+    /// Byte-address bits below the page whose XOR gives the home (with the page's bit),
+    /// ascending.
+    pub bits: Vec<u32>,
+    /// The page whose higher address bits add one bit per page.
+    pub page_bytes: Bytes,
+    /// Lines the function was fitted on (read cold by SMs off the first map's reference's
+    /// partition).
+    pub fitted_lines: u64,
+    /// The share of them it reproduces.
+    pub fit_agreement: f64,
+    /// Lines it never saw, predicted: those of a second map with an SM of the other
+    /// partition as its reference, read by the first reference's partition's SMs.
+    pub predicted_lines: u64,
+    /// Of them, predicted right.
+    pub predicted_right: u64,
+    /// The second map's reference SM.
+    pub second_reference_sm: u32,
+}
+
+impl L2AddressMap {
+    /// Bytes in a row with one home: the lowest bit's span.
+    pub fn granularity(&self) -> Option<Bytes> {
+        self.bits.first().map(|b| Bytes(1u64 << b))
+    }
+
+    /// The share of the fresh lines predicted right.
+    pub fn prediction_accuracy(&self) -> Option<f64> {
+        (self.predicted_lines > 0)
+            .then(|| self.predicted_right as f64 / self.predicted_lines as f64)
+    }
+
+    /// The bits as a mask over the byte address.
+    pub fn mask(&self) -> u64 {
+        self.bits
+            .iter()
+            .fold(0, |m, b| m | 1u64.checked_shl(*b).unwrap_or(0))
+    }
+}
+
+impl fmt::Display for L2AddressMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bits: Vec<String> = self.bits.iter().map(u32::to_string).collect();
+        write!(
+            f,
+            "home = XOR of address bits {} (mask {:#x}) and one bit per {} page",
+            bits.join(", "),
+            self.mask(),
+            self.page_bytes
+        )?;
+        if let Some(g) = self.granularity() {
+            write!(f, "; {g} in a row share a home")?;
+        }
+        if let Some(acc) = self.prediction_accuracy() {
+            write!(
+                f,
+                "; predicted {} of {} lines it never saw ({:.2} %)",
+                self.predicted_right,
+                self.predicted_lines,
+                100.0 * acc
+            )?;
+        }
+        Ok(())
+    }
 }
 
 impl L2Partitions {

@@ -128,6 +128,9 @@ pub fn markdown(topo: &Topology) -> String {
                 number(ratio)
             );
         }
+        if let Some(line) = super::l2_address_line(topo) {
+            let _ = writeln!(out, "- {}", md_escape(&line));
+        }
     }
 
     let _ = writeln!(out, "\n## Latency distributions\n");

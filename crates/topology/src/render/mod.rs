@@ -281,6 +281,23 @@ fn general_notes(topo: &Topology) -> Vec<String> {
         .collect()
 }
 
+/// The L2's address map in one line (schema 1.10): the home function or why there is none;
+/// `None` where the result has neither.
+///
+/// ```
+/// use topology::{render, Bytes, ComputeCapability, DeviceInfo, Topology};
+/// let topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 4));
+/// assert!(render::l2_address_line(&topo).is_none());
+/// ```
+pub fn l2_address_line(topo: &Topology) -> Option<String> {
+    let p = topo.l2_partitions()?;
+    match (&p.address_map, &p.address_map_not_determined) {
+        (Some(map), _) => Some(format!("L2 home partition: {map}")),
+        (None, Some(why)) => Some(format!("L2 home partition: not determined: {why}")),
+        (None, None) => None,
+    }
+}
+
 /// A plain-text table for the terminal, one row per element (the shape of the
 /// thesis' tables 5.4–5.9), L2 partitions as indented rows, footnotes for what
 /// was not measured and the run's warnings below.
@@ -311,6 +328,9 @@ pub fn table(topo: &Topology) -> String {
     out.push_str(&bandwidth::text_table(topo));
     out.push_str(&copies::text_table(topo));
     for line in cluster_lines(topo).into_iter().chain(tlb_lines(topo)) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(line) = l2_address_line(topo) {
         let _ = writeln!(out, "{line}");
     }
     for line in instruction_cache_lines(topo) {

@@ -225,6 +225,7 @@ pub fn h200_illustrative() -> Topology {
         near_keeps_far_copies: Some(true),
         sm_partition: (0..8).map(|sm| Some(u32::from(sm % 4 >= 2))).collect(),
         map_reference_sm: Some(0),
+        ..Default::default()
     };
     let dram = topo.element_mut(ElementKind::DeviceMemory);
     dram.set_size(Size::api(Bytes(150_754_820_096)))

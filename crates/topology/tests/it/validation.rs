@@ -320,3 +320,42 @@ fn a_tlb_interleave_must_deal_its_entries_to_at_least_two_groups() {
         assert_names(&load(&doc).unwrap_err(), "tlb[0].interleave");
     }
 }
+
+#[test]
+fn an_address_map_with_bits_above_its_page_or_impossible_counts_is_rejected() {
+    let good = json!({
+        "bits": [12, 13, 15, 17, 19],
+        "page_bytes": 2097152,
+        "fitted_lines": 16896,
+        "fit_agreement": 1.0,
+        "predicted_lines": 16896,
+        "predicted_right": 16890,
+        "second_reference_sm": 2
+    });
+    let mut doc = h200_json();
+    doc["elements"]["l2"]["partitions"]["address_map"] = good.clone();
+    let topo = load(&doc).expect("a sound address map loads");
+    let map = topo.l2_partitions().unwrap().address_map.as_ref().unwrap();
+    assert_eq!(map.mask(), 0xab000);
+    assert!(render::table(&topo)
+        .contains("L2 home partition: home = XOR of address bits 12, 13, 15, 17, 19"));
+    for (field, value, says) in [
+        ("bits", json!([12, 21]), "at or above the page"),
+        ("bits", json!([13, 12]), "ascending"),
+        ("page_bytes", json!(3000000), "power of two"),
+        ("fit_agreement", json!(1.5), "within 0 and 1"),
+        (
+            "predicted_right",
+            json!(20000),
+            "more lines predicted right",
+        ),
+    ] {
+        let mut doc = h200_json();
+        let mut map = good.clone();
+        map[field] = value;
+        doc["elements"]["l2"]["partitions"]["address_map"] = map;
+        let err = load(&doc).unwrap_err();
+        assert_names(&err, &format!("elements.l2.partitions.address_map.{field}"));
+        assert!(err.to_string().contains(says), "{field}: {err}");
+    }
+}

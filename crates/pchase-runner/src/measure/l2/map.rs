@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use super::home::{self, AddressMap, HomeSample, Prediction};
 use crate::{
     backend::{Backend, PartitionMapRequest},
     error::RunnerError,
@@ -51,6 +52,10 @@ pub struct PartitionMap {
     pub threshold: Option<f64>,
     /// Device time of the launch.
     pub gpu_time: Duration,
+    /// With two partitions: every line an SM off the reference's partition read cold, with
+    /// `home` set where it came back far (homed in the reference's partition). Empty
+    /// otherwise.
+    pub homes: Vec<HomeSample>,
 }
 
 impl PartitionMap {
@@ -65,18 +70,22 @@ impl PartitionMap {
     }
 }
 
-/// Runs the map with SM 0 as the reference and reads it.
+/// The line of the map's arrays, bytes.
+const MAP_LINE: u32 = 128;
+
+/// Runs the map with `reference_sm` as the reference and reads it.
 ///
 /// `Ok(Err(reason))` where the map cannot be read (too few SMs took part, no level).
 pub fn partition_map<B: Backend + ?Sized>(
     backend: &mut B,
+    reference_sm: u32,
     overhead: f64,
     gpu_time: &mut Duration,
 ) -> Result<Result<PartitionMap, String>, RunnerError> {
     let run = backend.partition_map(&PartitionMapRequest {
-        reference_sm: 0,
+        reference_sm,
         lines_per_sm: MAP_LINES,
-        line_bytes: 128,
+        line_bytes: MAP_LINE,
     })?;
     *gpu_time += run.gpu_time;
     let adjust = |v: &[u32]| -> Vec<f64> {
@@ -94,7 +103,83 @@ pub fn partition_map<B: Backend + ?Sized>(
         .iter()
         .map(|s| s.as_ref().map(|s| adjust(&s.warm)))
         .collect();
-    Ok(read_map(&cold, &warm, run.gpu_time))
+    let mut map = read_map(&cold, &warm, run.gpu_time);
+    if let Ok(map) = map.as_mut() {
+        map.reference_sm = reference_sm;
+        if let (2, Some(threshold)) = (map.count, map.threshold) {
+            for (sm, lines) in cold.iter().enumerate() {
+                let (Some(1), Some(lines)) = (map.partition_of_sm[sm], lines) else {
+                    continue;
+                };
+                let array = run.base_address + sm as u64 * run.array_stride;
+                map.homes
+                    .extend(lines.iter().enumerate().map(|(i, &cycles)| HomeSample {
+                        address: array + i as u64 * u64::from(MAP_LINE),
+                        home: cycles >= threshold,
+                    }));
+            }
+        }
+    }
+    Ok(map)
+}
+
+/// The L2's address map, and how it predicted lines it never saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddressFinding {
+    /// The function fitted on the first map's lines (label 1: homed in its reference's
+    /// partition).
+    pub map: AddressMap,
+    /// The reference of the second map: an SM of the other partition.
+    pub second_reference: u32,
+    /// The second map's lines (read by the SMs of the first reference's partition, none of
+    /// them fitted) against the function's prediction.
+    pub prediction: Prediction,
+}
+
+/// Fits the home function on `first`'s lines, then runs the map again with an SM of the
+/// other partition as the reference and predicts the lines its other side reads: those of
+/// the first reference's partition's SMs, which the fit did not see.
+///
+/// `Ok(Err(reason))` where the map has not two groups, or the fit or the second map fails.
+pub fn address_map<B: Backend + ?Sized>(
+    backend: &mut B,
+    first: &PartitionMap,
+    overhead: f64,
+    gpu_time: &mut Duration,
+) -> Result<Result<AddressFinding, String>, RunnerError> {
+    let Some(&second_reference) = first.sms_of(1).first() else {
+        return Ok(Err("the partition map found one group of SMs".into()));
+    };
+    let fitted = match home::fit(&first.homes, MAP_LINE, home::PAGE_BYTES) {
+        Ok(fitted) => fitted,
+        Err(e) => return Ok(Err(e)),
+    };
+    let second = match partition_map(backend, second_reference, overhead, gpu_time)? {
+        Ok(second) => second,
+        Err(e) => return Ok(Err(format!("the second map: {e}"))),
+    };
+    if second.count != 2 || second.homes.is_empty() {
+        return Ok(Err(format!(
+            "the second map (reference SM {second_reference}) found {} group(s)",
+            second.count
+        )));
+    }
+    // Far for the second map's other side is homed in the second reference's partition,
+    // not the first's.
+    let fresh: Vec<HomeSample> = second
+        .homes
+        .iter()
+        .map(|s| HomeSample {
+            address: s.address,
+            home: !s.home,
+        })
+        .collect();
+    let prediction = home::predict(&fitted, &fresh);
+    Ok(Ok(AddressFinding {
+        map: fitted,
+        second_reference,
+        prediction,
+    }))
 }
 
 /// Reads a map from per-SM cold and warm per-line latencies (cycles, overhead subtracted).
@@ -215,6 +300,7 @@ pub fn read_map(
         far: Distribution::of(&split(true)),
         threshold,
         gpu_time,
+        homes: Vec::new(),
     })
 }
 

@@ -19,6 +19,7 @@
 
 pub mod confirm;
 mod fetch;
+pub mod home;
 pub mod identify;
 mod line;
 pub mod map;
@@ -75,6 +76,9 @@ pub struct L2Findings {
     pub edge_mismatches: Vec<Unexplained>,
     /// Which SMs share which partition; `Err` says why there is no map.
     pub map: Result<PartitionMap, String>,
+    /// With two partitions: the home partition as a function of the address, and its
+    /// prediction of lines it never saw; `Err` says why there is none.
+    pub address: Option<Result<map::AddressFinding, String>>,
     /// The far level by the sweep and by the map; `None` without a far level.
     pub far_check: Option<FarCheck>,
     /// Sweep sizes (and levels) the levels do not explain.
@@ -130,12 +134,19 @@ pub fn measure_l2<B: Backend + ?Sized>(
     let l2 = backend.device().l2_bytes.max(64 << 10);
 
     // 1. The partition map (where the device can run it).
-    let map = match map::partition_map(backend, overhead, gpu_time) {
+    let map = match map::partition_map(backend, 0, overhead, gpu_time) {
         Ok(found) => found,
         Err(RunnerError::Unsupported { needed, .. }) => Err(format!(
             "the partition map needs compute capability {needed}"
         )),
         Err(e) => return Err(e),
+    };
+    // With two groups: which partition is home to an address, and a second map to test it.
+    let address = match &map {
+        Ok(first) if first.count == 2 => {
+            Some(map::address_map(backend, first, overhead, gpu_time)?)
+        }
+        _ => None,
     };
 
     // 2. Fetch granularity, from a cold chase.
@@ -337,6 +348,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
         total_seen,
         keeps_copies,
         map,
+        address,
         far_check,
         unexplained,
         edge_mismatches,

@@ -262,6 +262,21 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
         partitions.sm_partition = map.partition_of_sm.clone();
         partitions.map_reference_sm = Some(map.reference_sm);
     }
+    match &l2.address {
+        Some(Ok(found)) => {
+            partitions.address_map = Some(topology::L2AddressMap {
+                bits: found.map.bits.clone(),
+                page_bytes: Bytes(found.map.page_bytes),
+                fitted_lines: found.map.fitted as u64,
+                fit_agreement: found.map.agreement,
+                predicted_lines: found.prediction.lines as u64,
+                predicted_right: found.prediction.correct as u64,
+                second_reference_sm: found.second_reference,
+            });
+        }
+        Some(Err(why)) => partitions.address_map_not_determined = Some(why.clone()),
+        None => {}
+    }
     partitions_far_size_checked(topo, far_size, near_bytes, total);
 }
 
