@@ -179,7 +179,11 @@ impl CudaBackend {
             reserve_shared_bytes: 0,
             written_bytes: 0,
         };
-        let plan = ChainPlan::new(&as_chase, &self.info)?;
+        let mut plan = ChainPlan::new(&as_chase, &self.info)?;
+        // The arrays back to back (not each on its own aligned slot, as chases of several
+        // blocks get): their lines then cover every address bit from the line up, which the
+        // address map's fit needs.
+        plan.block_stride = chain_spec.bytes / 4;
         let chain = self.build_chains(&plan)?;
         // The arrays start out of the L2: the reference's loads decide what it holds.
         self.flush_l2()?;

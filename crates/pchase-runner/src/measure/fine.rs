@@ -49,11 +49,18 @@ impl Session<'_> {
         };
         let run = self.backend.chase(&request)?;
         *gpu += run.gpu_time;
-        run.blocks
+        let block = run
+            .blocks
             .into_iter()
             .next()
-            .map(|b| b.latencies)
-            .ok_or_else(|| RunnerError::WrongResult("a chase returned no block".into()))
+            .ok_or_else(|| RunnerError::WrongResult("a chase returned no block".into()))?;
+        log::trace!(
+            "{path:?} chase of {} B ran on SM {}",
+            chain.bytes,
+            block.smid
+        );
+        self.results.chase_sms.insert(block.smid);
+        Ok(block.latencies)
     }
 
     pub(crate) fn hit_latency(

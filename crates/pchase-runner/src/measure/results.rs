@@ -90,6 +90,9 @@ pub struct Timing {
 pub struct Measurements {
     /// Measured SM clock, MHz.
     pub sm_clock_mhz: Option<f64>,
+    /// The SMs the one-block fine-grained chases ran on (`%smid`): the latencies of the
+    /// shared caches depend on where an SM sits in its GPC.
+    pub chase_sms: std::collections::BTreeSet<u32>,
     /// Cycles the timing itself adds to each fine-grained sample.
     pub clock_overhead: Option<u32>,
     /// Whether L1 caches global loads (`.ca` clearly faster than `.cg`).

@@ -202,9 +202,9 @@ pub struct L2Partitions {
 ///     page_bytes: Bytes(2 << 20),
 ///     fitted_lines: 16896,
 ///     fit_agreement: 1.0,
-///     predicted_lines: 16896,
-///     predicted_right: 16896,
-///     second_reference_sm: 2,
+///     predicted_lines: Some(16896),
+///     predicted_right: Some(16896),
+///     second_reference_sm: Some(2),
 /// };
 /// assert_eq!(map.granularity(), Some(Bytes(4096)));
 /// assert_eq!(map.prediction_accuracy(), Some(1.0));
@@ -222,13 +222,16 @@ pub struct L2AddressMap {
     pub fitted_lines: u64,
     /// The share of them it reproduces.
     pub fit_agreement: f64,
-    /// Lines it never saw, predicted: those of a second map with an SM of the other
-    /// partition as its reference, read by the first reference's partition's SMs.
-    pub predicted_lines: u64,
+    /// Lines it never saw, predicted (`--deep`): those of a second map with an SM of the
+    /// other partition as its reference, read by the first reference's partition's SMs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_lines: Option<u64>,
     /// Of them, predicted right.
-    pub predicted_right: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_right: Option<u64>,
     /// The second map's reference SM.
-    pub second_reference_sm: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_reference_sm: Option<u32>,
 }
 
 impl L2AddressMap {
@@ -239,8 +242,8 @@ impl L2AddressMap {
 
     /// The share of the fresh lines predicted right.
     pub fn prediction_accuracy(&self) -> Option<f64> {
-        (self.predicted_lines > 0)
-            .then(|| self.predicted_right as f64 / self.predicted_lines as f64)
+        let (lines, right) = (self.predicted_lines?, self.predicted_right?);
+        (lines > 0).then(|| right as f64 / lines as f64)
     }
 
     /// The bits as a mask over the byte address.
@@ -264,12 +267,20 @@ impl fmt::Display for L2AddressMap {
         if let Some(g) = self.granularity() {
             write!(f, "; {g} in a row share a home")?;
         }
-        if let Some(acc) = self.prediction_accuracy() {
+        write!(
+            f,
+            "; reproduces {:.2} % of the {} lines fitted",
+            100.0 * self.fit_agreement,
+            self.fitted_lines
+        )?;
+        if let (Some(acc), Some(right), Some(lines)) = (
+            self.prediction_accuracy(),
+            self.predicted_right,
+            self.predicted_lines,
+        ) {
             write!(
                 f,
-                "; predicted {} of {} lines it never saw ({:.2} %)",
-                self.predicted_right,
-                self.predicted_lines,
+                ", predicts {right} of {lines} lines it never saw ({:.2} %)",
                 100.0 * acc
             )?;
         }

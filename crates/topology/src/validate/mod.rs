@@ -313,7 +313,7 @@ impl Checker {
                 "a share must be within 0 and 1",
             );
         }
-        if map.predicted_right > map.predicted_lines {
+        if map.predicted_right.unwrap_or(0) > map.predicted_lines.unwrap_or(0) {
             self.fail(
                 format!("{path}.predicted_right"),
                 "more lines predicted right than predicted",

@@ -106,6 +106,30 @@ impl Benchmark for L2 {
     }
 }
 
+/// Whether the profile's homes are an XOR of address bits, which the address map must then
+/// recover (the hash and balanced interleaves mix the line number non-linearly).
+pub(super) fn linear_home(profile: &SimProfile) -> bool {
+    profile.l2.partitions == 2 && profile.l2.home_bits().is_some()
+}
+
+/// The fitted bits against the profile's (where its homes are an XOR of bits).
+pub(super) fn check_address_map(
+    profile: &SimProfile,
+    map: &crate::measure::l2::home::AddressMap,
+) -> Result<(), String> {
+    match profile.l2.home_bits() {
+        Some(bits) if bits == map.bits.as_slice() && map.agreement == 1.0 => Ok(()),
+        Some(bits) => Err(format!(
+            "L2 address map: bits {:?} reproducing {:.4} of the lines, truth {bits:?}",
+            map.bits, map.agreement
+        )),
+        None => Err(format!(
+            "L2 address map: bits {:?} found where the profile's homes are no XOR of bits",
+            map.bits
+        )),
+    }
+}
+
 /// The partitions: where the map ran, the count is the profile's and so is
 /// whether a partition keeps copies; with the balanced interleave, whose partitions and
 /// sets fill evenly (and no copies), the near partition and the far side hold the

@@ -27,6 +27,7 @@ mod gpc;
 mod host_link;
 mod icache;
 mod l2;
+mod l2_address;
 mod memory;
 mod mlp;
 mod relations;
@@ -143,6 +144,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &shared::SHARED,
     &banks::SHARED_BANKS,
     &l2::L2,
+    &l2_address::L2_ADDRESS,
     &memory::MEMORY,
     &tlb::TLB,
     &mlp::MLP,

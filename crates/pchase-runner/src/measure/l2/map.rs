@@ -129,30 +129,43 @@ pub struct AddressFinding {
     /// The function fitted on the first map's lines (label 1: homed in its reference's
     /// partition).
     pub map: AddressMap,
-    /// The reference of the second map: an SM of the other partition.
-    pub second_reference: u32,
-    /// The second map's lines (read by the SMs of the first reference's partition, none of
-    /// them fitted) against the function's prediction.
-    pub prediction: Prediction,
+    /// The reference of the second map (an SM of the other partition) and the second map's
+    /// lines (read by the SMs of the first reference's partition, none of them fitted)
+    /// against the function's prediction; `None` until the deep benchmark ran it.
+    pub prediction: Option<(u32, Prediction)>,
 }
 
-/// Fits the home function on `first`'s lines, then runs the map again with an SM of the
-/// other partition as the reference and predicts the lines its other side reads: those of
-/// the first reference's partition's SMs, which the fit did not see.
+/// Fits the home function on `first`'s lines.
 ///
-/// `Ok(Err(reason))` where the map has not two groups, or the fit or the second map fails.
-pub fn address_map<B: Backend + ?Sized>(
+/// `Err(reason)` where the map has not two groups or no function fits.
+pub fn fit_address_map(first: &PartitionMap) -> Result<AddressFinding, String> {
+    if first.count != 2 || first.homes.is_empty() {
+        return Err(format!(
+            "the partition map found {} partition(s) and no lines of the other",
+            first.count
+        ));
+    }
+    let map = home::fit(&first.homes, MAP_LINE, home::PAGE_BYTES)?;
+    Ok(AddressFinding {
+        map,
+        prediction: None,
+    })
+}
+
+/// Runs the map again with an SM of the other partition as the reference and predicts,
+/// with `found`'s function, the lines its other side reads: those of the first reference's
+/// partition's SMs, which the fit did not see.
+///
+/// `Ok(Err(reason))` where the second map cannot be read.
+pub fn predict_address_map<B: Backend + ?Sized>(
     backend: &mut B,
     first: &PartitionMap,
+    found: &AddressFinding,
     overhead: f64,
     gpu_time: &mut Duration,
-) -> Result<Result<AddressFinding, String>, RunnerError> {
+) -> Result<Result<(u32, Prediction), String>, RunnerError> {
     let Some(&second_reference) = first.sms_of(1).first() else {
         return Ok(Err("the partition map found one group of SMs".into()));
-    };
-    let fitted = match home::fit(&first.homes, MAP_LINE, home::PAGE_BYTES) {
-        Ok(fitted) => fitted,
-        Err(e) => return Ok(Err(e)),
     };
     let second = match partition_map(backend, second_reference, overhead, gpu_time)? {
         Ok(second) => second,
@@ -174,12 +187,7 @@ pub fn address_map<B: Backend + ?Sized>(
             home: !s.home,
         })
         .collect();
-    let prediction = home::predict(&fitted, &fresh);
-    Ok(Ok(AddressFinding {
-        map: fitted,
-        second_reference,
-        prediction,
-    }))
+    Ok(Ok((second_reference, home::predict(&found.map, &fresh))))
 }
 
 /// Reads a map from per-SM cold and warm per-line latencies (cycles, overhead subtracted).

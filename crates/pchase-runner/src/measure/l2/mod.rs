@@ -76,8 +76,9 @@ pub struct L2Findings {
     pub edge_mismatches: Vec<Unexplained>,
     /// Which SMs share which partition; `Err` says why there is no map.
     pub map: Result<PartitionMap, String>,
-    /// With two partitions: the home partition as a function of the address, and its
-    /// prediction of lines it never saw; `Err` says why there is none.
+    /// With two partitions: the home partition as a function of the address, and (after
+    /// the deep benchmark) its prediction of lines it never saw; `Err` says why there is
+    /// none.
     pub address: Option<Result<map::AddressFinding, String>>,
     /// The far level by the sweep and by the map; `None` without a far level.
     pub far_check: Option<FarCheck>,
@@ -141,11 +142,10 @@ pub fn measure_l2<B: Backend + ?Sized>(
         )),
         Err(e) => return Err(e),
     };
-    // With two groups: which partition is home to an address, and a second map to test it.
+    // With two groups: which partition is home to an address (the deep `l2-address`
+    // benchmark tests it on the lines of a second map).
     let address = match &map {
-        Ok(first) if first.count == 2 => {
-            Some(map::address_map(backend, first, overhead, gpu_time)?)
-        }
+        Ok(first) if first.count == 2 => Some(map::fit_address_map(first)),
         _ => None,
     };
 

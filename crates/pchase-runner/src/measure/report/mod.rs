@@ -63,6 +63,18 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
     topo.element_mut(ElementKind::SharedMemory)
         .set_count_per_sm(Count::new(1, Provenance::Api));
     mark_disturbed(measured, &mut topo);
+    if !measured.chase_sms.is_empty() {
+        let sms: Vec<String> = measured.chase_sms.iter().map(u32::to_string).collect();
+        topo.notes.push(topology::Note {
+            severity: topology::NoteSeverity::Info,
+            element: None,
+            quantity: None,
+            message: format!(
+                "the one-block latency chases ran on SM {} (`%smid`); on the H100 and H200 the constant L1.5's latency differs between SMs by their place in the GPC (docs/measurement.md)",
+                sms.join(", ")
+            ),
+        });
+    }
     topo
 }
 

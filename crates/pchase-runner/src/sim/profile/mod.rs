@@ -382,6 +382,12 @@ impl L2Interleave {
 }
 
 impl L2Spec {
+    /// The byte-address bits whose XOR gives a line's home partition, where the interleave
+    /// is such a function; `None` otherwise.
+    pub fn home_bits(&self) -> Option<&[u32]> {
+        None
+    }
+
     /// The sector size (the line size unless set).
     pub fn sector(&self) -> u32 {
         self.sector_bytes.unwrap_or(self.line_bytes)

@@ -269,9 +269,9 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
                 page_bytes: Bytes(found.map.page_bytes),
                 fitted_lines: found.map.fitted as u64,
                 fit_agreement: found.map.agreement,
-                predicted_lines: found.prediction.lines as u64,
-                predicted_right: found.prediction.correct as u64,
-                second_reference_sm: found.second_reference,
+                predicted_lines: found.prediction.map(|(_, p)| p.lines as u64),
+                predicted_right: found.prediction.map(|(_, p)| p.correct as u64),
+                second_reference_sm: found.prediction.map(|(sm, _)| sm),
             });
         }
         Some(Err(why)) => partitions.address_map_not_determined = Some(why.clone()),
