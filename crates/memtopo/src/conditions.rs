@@ -139,13 +139,16 @@ pub fn base_record() -> RunRecord {
     }
 }
 
-/// Adds what `observation` saw to `record` (the driver version, new processes).
+/// Adds what `observation` saw to `record` (the driver version, new processes other than
+/// this one: a node run reads a GPU's state after its run with the context it keeps for
+/// the links still open).
 pub fn absorb(record: &mut RunRecord, observation: &Observation) {
     if record.driver_version.is_none() {
         record.driver_version = observation.driver_version.clone();
     }
+    let own = std::process::id();
     for p in &observation.processes {
-        if !record.other_processes.iter().any(|q| q.pid == p.pid) {
+        if p.pid != own && !record.other_processes.iter().any(|q| q.pid == p.pid) {
             record.other_processes.push(p.clone());
         }
     }
@@ -187,6 +190,18 @@ mod tests {
         // This process itself never counts.
         o.processes = vec![process(std::process::id())];
         assert!(busy_reasons(&o).is_empty());
+    }
+
+    #[test]
+    fn the_record_names_other_processes_once_and_never_this_one() {
+        let mut record = RunRecord::default();
+        let mut o = at(1980);
+        // After a node run's GPU: its context, kept for the links, is this process.
+        o.processes = vec![process(4711), process(std::process::id())];
+        absorb(&mut record, &o);
+        absorb(&mut record, &o);
+        let pids: Vec<u32> = record.other_processes.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, [4711]);
     }
 
     #[test]

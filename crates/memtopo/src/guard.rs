@@ -4,7 +4,9 @@
 //! The order matters. The GPU is identified without a context (so this run is not yet one
 //! of its processes), the lock is taken (so a second memtopo waits before it looks at the
 //! GPU, instead of seeing the first as a co-tenant), then the GPU's state is read and a
-//! busy GPU refused, and only then is the context created and the GPU measured.
+//! busy GPU refused, and only then is the context created and the GPU measured. A GPU of a
+//! node run keeps its lock as long as its context, which it hands over to the node's links
+//! (`crate::handover`).
 
 use pchase_runner::{
     measure::{sentinel, MeasureOptions, Measurements, Session},
@@ -22,11 +24,13 @@ use crate::{
 };
 
 /// Takes the lock of the GPU named `key` (its UUID), waiting the policy's time with a
-/// message; records how it went. A lock that cannot be made is a warning, not an error.
+/// message (`before_waiting` is called first, once); records how it went. A lock that
+/// cannot be made is a warning, not an error.
 pub fn lock_gpu(
     policy: &GuardPolicy,
     key: Option<&str>,
     record: &mut RunRecord,
+    mut before_waiting: impl FnMut(),
 ) -> Result<Option<GpuLock>, CliError> {
     let Some(key) = key else {
         record.lock = Some("not taken: the GPU has no UUID or bus id".into());
@@ -35,6 +39,7 @@ pub fn lock_gpu(
     let dir = lock::lock_dir();
     let wait = policy.wait;
     match lock::acquire(&dir, key, wait, |holder| {
+        before_waiting();
         log::warn!(
             "{key} is being measured by {holder}; waiting up to {} s (--wait)",
             wait.as_secs_f64()

@@ -12,6 +12,7 @@ mod cmd;
 mod conditions;
 mod error;
 mod guard;
+mod handover;
 mod lock;
 mod node;
 #[cfg(feature = "cuda")]

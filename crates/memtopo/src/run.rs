@@ -14,6 +14,7 @@ use crate::{
     conditions,
     error::{CliError, Exit},
     guard,
+    handover::{self, Slot},
     output::{self, Format, Stdout},
     plan::{Gpu, GpuJob, GuardPolicy, Settings},
     progress::{self, Level, Reporter},
@@ -117,7 +118,7 @@ pub fn measure_gpu(
     job: &GpuJob,
     progress: &mut Reporter,
 ) -> Result<(Exit, Topology), CliError> {
-    let run = measure(settings, job, progress)?;
+    let run = measure(settings, job, progress, None)?;
     let code = run.print(&mut Stdout::default());
     Ok((code, run.topo))
 }
@@ -191,11 +192,13 @@ impl GpuRun {
 }
 
 /// Measures the GPU of `job` as `settings` say and writes its files; prints nothing on
-/// standard output (that is [`GpuRun::print`]'s).
+/// standard output (that is [`GpuRun::print`]'s). A GPU of a node run whose links are to
+/// be measured hands its lock and context over to them through `slot`.
 pub fn measure(
     settings: &Settings,
     job: &GpuJob,
     progress: &mut Reporter,
+    slot: Option<Slot<'_>>,
 ) -> Result<GpuRun, CliError> {
     preflight(job)?;
     let mut record = conditions::base_record();
@@ -203,8 +206,17 @@ pub fn measure(
     let started = Instant::now();
     let options = settings.options.clone();
     let (info, measured) = match &job.gpu {
-        Gpu::Simulated(spec) => simulated(&settings.guard, spec, options, &mut record, progress)?,
-        Gpu::Real(ordinal) => real_gpu(&settings.guard, *ordinal, options, &mut record, progress)?,
+        Gpu::Simulated(spec) => {
+            simulated(&settings.guard, spec, options, &mut record, progress, slot)?
+        }
+        Gpu::Real(ordinal) => real_gpu(
+            &settings.guard,
+            *ordinal,
+            options,
+            &mut record,
+            progress,
+            slot,
+        )?,
     };
     let total = started.elapsed();
     let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
@@ -316,19 +328,23 @@ fn with_pcie(
 }
 
 /// The simulated GPU of profile `spec`: its UUID (if the profile names one) is locked,
-/// its co-tenant checked as a real GPU's processes are.
+/// its co-tenant checked as a real GPU's processes are; the lock is handed over to the
+/// node's links through `slot` (a simulated GPU has no context to hand over).
 fn simulated(
     policy: &GuardPolicy,
     spec: &str,
     options: MeasureOptions,
     record: &mut RunRecord,
     progress: &mut Reporter,
+    slot: Option<Slot<'_>>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     let profile = simulate::load_profile(spec)?;
     record.simulated_profile = Some(simulate::profile_label(spec, &profile.name));
     record.gpu_uuid = profile.uuid.clone();
     let mut backend = SimBackend::new(profile)?;
-    let _lock = guard::lock_gpu(policy, record.gpu_uuid.clone().as_deref(), record)?;
+    let lock = guard::lock_gpu(policy, record.gpu_uuid.clone().as_deref(), record, || {
+        handover::before_waiting(slot)
+    })?;
     let before = guard::check_busy(policy, Some(&mut guard::SimState(&backend)), record)?;
     let options = with_pcie(options, before.as_ref());
     let info = backend.device().clone();
@@ -339,9 +355,14 @@ fn simulated(
         before.as_ref(),
         record,
     );
+    if let Some(slot) = slot {
+        slot.keep(lock, None);
+    }
     Ok((info, measured))
 }
 
+/// A real GPU; its lock and context are handed over to the node's links through `slot`
+/// (the context waited for and floating: current on no thread).
 #[cfg(feature = "cuda")]
 fn real_gpu(
     policy: &GuardPolicy,
@@ -349,6 +370,7 @@ fn real_gpu(
     options: MeasureOptions,
     record: &mut RunRecord,
     progress: &mut Reporter,
+    slot: Option<Slot<'_>>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     let started = Instant::now();
     let phase = |name: &str| {
@@ -370,7 +392,7 @@ fn real_gpu(
     record.pci_bus_id = identity.pci_bus_id.clone();
     record.cuda_driver_version = identity.cuda_driver_version;
     let key = identity.uuid.as_deref().or(identity.pci_bus_id.as_deref());
-    let _lock = guard::lock_gpu(policy, key, record)?;
+    let lock = guard::lock_gpu(policy, key, record, || handover::before_waiting(slot))?;
     let mut nvml = match crate::nvml::Nvml::open(
         identity.uuid.as_deref(),
         identity.pci_bus_id.as_deref(),
@@ -397,10 +419,31 @@ fn real_gpu(
     phase("benchmarks and confirmations");
     backend.free_memory();
     phase("device memory freed");
-    drop(backend);
-    phase("context released");
+    // Kept for the node's links, the context is still open when the state after the run
+    // is read.
+    let context = match slot.filter(|s| s.handover.is_open()) {
+        Some(_) => match backend.into_floating() {
+            Ok(floating) => {
+                phase("context kept for the links");
+                Some(floating)
+            }
+            Err(e) => {
+                log::warn!("the context is not kept for the links: {e}");
+                phase("context released");
+                None
+            }
+        },
+        None => {
+            drop(backend);
+            phase("context released");
+            None
+        }
+    };
     guard::after(source(&mut nvml), before.as_ref(), record);
     phase("state after");
+    if let Some(slot) = slot {
+        slot.keep(lock, context);
+    }
     Ok((info, measured))
 }
 
@@ -417,6 +460,7 @@ fn real_gpu(
     _options: MeasureOptions,
     _record: &mut RunRecord,
     _progress: &mut Reporter,
+    _slot: Option<Slot<'_>>,
 ) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
     Err(CliError::Runner(pchase_runner::RunnerError::NoDriver(
         "memtopo was built without the `cuda` feature; use --simulate".into(),

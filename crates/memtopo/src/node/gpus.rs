@@ -4,7 +4,9 @@
 //! Each thread measures its GPU exactly as a single run does ([`crate::run::measure`]):
 //! its own lock, its own NVML session and busy check, its own CUDA backend (a context of
 //! its own, current on that thread only) or simulator, its own sentinels, and it writes its
-//! own files as soon as its GPU is done. What the threads share is thread-safe: the driver
+//! own files as soon as its GPU is done. Where the links are measured next, the thread
+//! then hands its lock and its context (current on no thread any more) over to them
+//! ([`crate::handover`]). What the threads share is thread-safe: the driver
 //! library, loaded once (`cuda-shim`), and NVML, initialised once for the process
 //! (`crate::nvml::load`; NVML is thread-safe); the lock files are one per UUID.
 //! What a thread prints goes through [`crate::progress`], which names its GPU. Standard
@@ -21,6 +23,7 @@ use topology::fleet::GpuFailure;
 use super::{select, Measured, NodeFiles};
 use crate::{
     error::{CliError, Exit},
+    handover::{Handover, Slot},
     plan::{self, Gpu, GpuJob, GpuOutputs, NodePlan, OutputFile, Settings, SummaryFile},
     progress::{self, Level, Reporter},
     run::{self, GpuRun},
@@ -36,6 +39,8 @@ pub(super) struct Shared<'a> {
     pub files: &'a NodeFiles,
     /// The node's name.
     pub node: &'a str,
+    /// Where the GPUs hand their locks and contexts over to the links, if measured.
+    pub handover: Option<&'a Handover>,
 }
 
 /// A GPU of the node: identified (its UUID known), or not, with why.
@@ -213,7 +218,8 @@ fn measure_one(
         );
     }
     let job = gpu_job(shared, &gpu, concurrent_with);
-    let outcome = match run::measure(shared.settings, &job, &mut reporter) {
+    let slot = shared.handover.map(|handover| Slot { handover, index });
+    let outcome = match run::measure(shared.settings, &job, &mut reporter, slot) {
         Ok(run) => Outcome::Measured {
             file: file_for_summary(&job.outputs.files, &shared.files.summaries),
             gpu,

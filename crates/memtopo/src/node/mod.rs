@@ -7,7 +7,8 @@
 //! on the nodes measured so far they did not (docs/fleet.md, "Concurrent, and why"). A GPU
 //! that fails is recorded with its exit code and error, and the others are measured. After
 //! the GPUs, the links between the measured ones (peer access, a chase into the other's
-//! memory, a peer copy; [`peers`]), with every GPU quiet, then the node summary: a
+//! memory, a peer copy; [`peers`]), with every GPU quiet, on the contexts and under the
+//! locks the GPUs' runs handed over ([`crate::handover`]), then the node summary: a
 //! [`topology::fleet::Fleet`] of one node, written by `--summary` and printed as a table.
 
 mod gpus;
@@ -18,6 +19,7 @@ use topology::fleet::{Fleet, FleetKind, GpuEntry, Node, SpreadOptions};
 
 use crate::{
     error::{CliError, Exit},
+    handover::Handover,
     output::{self, Stdout},
     plan::{
         Devices, NodeFile, NodeOutputs, NodePlan, OutputFile, Settings, SummaryFile, SummaryFormat,
@@ -185,11 +187,15 @@ pub fn run(
     let mut failed_benchmarks = Vec::new();
     let mut codes = Vec::new();
     let mut reporters = Vec::new();
+    // The links need two GPUs measured; their runs hand locks and contexts over to them.
+    let handover = (plan.peers && identified.iter().filter(|g| g.is_ok()).count() >= 2)
+        .then(Handover::default);
     let shared = gpus::Shared {
         settings,
         plan,
         files: &files,
         node: &node,
+        handover: handover.as_ref(),
     };
     gpus::measure(&shared, identified, concurrent, progress, |finished| {
         match finished.outcome {
@@ -240,15 +246,21 @@ pub fn run(
         links: Vec::new(),
         notes: Vec::new(),
     };
-    if !plan.peers {
-        entry.notes.push("links not measured (--no-peers)".into());
-    } else if measured.len() >= 2 {
-        // After every GPU's thread has ended: the GPUs are quiet, each link holds both locks.
-        peers::measure(&settings.guard, &measured, &mut entry);
-    } else if indices.len() >= 2 {
-        entry
-            .notes
-            .push("links not measured: fewer than two GPUs were measured".into());
+    // After every GPU's thread has ended: what their runs handed over.
+    let kept = handover.map(|h| h.take()).unwrap_or_default();
+    if plan.peers && measured.len() >= 2 {
+        // The GPUs are quiet; the links hold every measured GPU's lock.
+        peers::measure(&settings.guard, &measured, kept, &mut entry);
+    } else {
+        // No links: the locks and contexts go now.
+        drop(kept);
+        if !plan.peers {
+            entry.notes.push("links not measured (--no-peers)".into());
+        } else if indices.len() >= 2 {
+            entry
+                .notes
+                .push("links not measured: fewer than two GPUs were measured".into());
+        }
     }
     let mut summary = Fleet::build(
         FleetKind::Node,

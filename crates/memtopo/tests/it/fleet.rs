@@ -245,6 +245,52 @@ fn a_gpu_that_fails_loses_nothing_of_the_others_and_the_node_exits_12() {
     drop(held);
 }
 
+#[test]
+fn the_links_hold_what_the_gpus_handed_over_unless_a_gpu_had_to_wait() {
+    let dir = scratch("handover");
+    let run = |spec: &str, extra: &[&str]| {
+        memtopo(&dir)
+            .args(["--simulate", spec, "--only", "shared", "-vv", "-d", "all"])
+            .arg("-o")
+            .arg(dir.join("res/"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let (handed, again) = (
+        "the links hold the locks the GPUs' runs handed over",
+        "the links take the GPUs' locks again",
+    );
+    // At once or one after another, each GPU's run hands its lock over to the links.
+    for schedule in [&[][..], &["--sequential"][..]] {
+        let out = run("3xvolta", schedule);
+        let stderr = text(&out.stderr);
+        assert_eq!(code(&out), Some(0), "{stderr}");
+        assert!(
+            stderr.contains(handed) && !stderr.contains(again),
+            "{stderr}"
+        );
+        assert_eq!(summary(&dir).nodes[0].links.len(), 6);
+    }
+    // A GPU that has to wait for its lock (another process holds it) closes the hand-over:
+    // the links take the locks of the GPUs measured again and are measured between them.
+    let locks = dir.join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let held = std::fs::File::create(locks.join("GPU-held.lock")).unwrap();
+    fs4::FileExt::try_lock(&held).unwrap();
+    let out = run("volta,volta:uuid=GPU-held,volta", &["--wait", "0"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), Some(12), "{stderr}");
+    assert!(
+        stderr.contains(again) && !stderr.contains(handed),
+        "{stderr}"
+    );
+    let node = summary(&dir);
+    assert_eq!(node.gpus.len(), 2);
+    assert_eq!(node.nodes[0].links.len(), 2);
+    drop(held);
+}
+
 /// memtopo on the stand-in driver of `cargo xtask test` (`docs/building.md`), scripted by
 /// `script`; `None` where it is not loaded (plain `cargo test`, or a real driver).
 fn on_stand_in(dir: &Path, script: &str, args: &[&str]) -> Option<Output> {

@@ -248,6 +248,16 @@ extern "C" {
     pub fn cuCtxCreate(context: *mut ContextHandle, flags: c_uint, device: c_int) -> CuResult;
     #[link_name = "cuda_shim_raw_cuCtxDestroy_v2"]
     pub fn cuCtxDestroy(context: ContextHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuCtxGetCurrent"]
+    pub fn cuCtxGetCurrent(context: *mut ContextHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuCtxSetCurrent"]
+    pub fn cuCtxSetCurrent(context: ContextHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuCtxPushCurrent_v2"]
+    pub fn cuCtxPushCurrent(context: ContextHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuCtxPopCurrent_v2"]
+    pub fn cuCtxPopCurrent(context: *mut ContextHandle) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuCtxSynchronize"]
+    pub fn cuCtxSynchronize() -> CuResult;
     #[link_name = "cuda_shim_raw_cuStreamCreate"]
     pub fn cuStreamCreate(stream: *mut StreamHandle, flags: c_uint) -> CuResult;
     #[link_name = "cuda_shim_raw_cuStreamSynchronize"]

@@ -161,6 +161,11 @@ impl Context {
             }),
         }
     }
+
+    /// The raw handle (to make it current, or to name it as a peer).
+    pub fn handle(&self) -> ContextHandle {
+        self.handle
+    }
 }
 
 impl Drop for Context {

@@ -57,7 +57,7 @@ use handles::{Context, DeviceBuffer, Event, Stream};
 pub use code::{CodePreference, ModuleCode, PtxReason, JIT_ENV};
 pub use device::{identify, DeviceIdentity};
 pub use errors::{known_codes as known_error_codes, name as error_name};
-pub use peer::CudaNode;
+pub use peer::{CudaNode, FloatingBackend};
 
 /// Copies a device buffer to a new host vector.
 fn to_host<T: handles::DeviceWord>(buffer: &DeviceBuffer<T>) -> Result<Vec<T>, RunnerError> {
@@ -72,7 +72,9 @@ pub fn describe_result(code: u32) -> String {
 
 /// A GPU driven through CUDA.
 ///
-/// Fields drop in declaration order: buffers and modules go before the context.
+/// Fields drop in declaration order: buffers and modules go before the context, and its
+/// context is made current first (`Drop`), whichever thread drops it and whatever is
+/// current there (a node's links drop the backends of every GPU on one thread).
 #[derive(Debug)]
 pub struct CudaBackend {
     single_thread_fill: bool,
@@ -100,7 +102,7 @@ pub struct CudaBackend {
     modules: Vec<LoadedModule>,
     stream: Stream,
     info: DeviceInfo,
-    _context: Context,
+    context: Context,
 }
 
 impl CudaBackend {
@@ -176,7 +178,7 @@ impl CudaBackend {
             modules,
             stream,
             info,
-            _context: context,
+            context,
         })
     }
 
@@ -230,6 +232,17 @@ impl CudaBackend {
 
     fn function(&self, kernel: &'static Kernel) -> Result<LoadedFunction, RunnerError> {
         self.module_of(kernel)?.function(kernel)
+    }
+}
+
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        // The fields then go in this context; destroying it takes it off this thread.
+        // SAFETY: a live context, destroyed only when the fields have gone.
+        let code = unsafe { ffi::cuCtxSetCurrent(self.context.handle()) };
+        if code != ffi::SUCCESS {
+            log::warn!("cuCtxSetCurrent before release: {}", errors::describe(code));
+        }
     }
 }
 

@@ -1,7 +1,10 @@
 //! Several GPUs of one node through CUDA: peer access, a chase by one GPU over a chain in
 //! another's memory, and peer copies (`crate::peer`).
 //!
-//! Each GPU is a [`CudaBackend`] with its own context; the node switches the current
+//! Each GPU is a [`CudaBackend`] with its own context, handed to the node floating (current
+//! on no thread: [`CudaBackend::into_floating`]), so that a backend made and used on
+//! another thread (a GPU measured on a thread of its own) serves the links without a
+//! second context; the node switches the current
 //! context (`cuCtxSetCurrent`) before each step: the owner builds the chain (and flushes
 //! its L2) with its own init kernel, then the reader, with peer access to the owner's
 //! context enabled, runs the fine-grained `.cg` chase kernel on the owner's pointer
@@ -37,10 +40,6 @@ const PEER_ACCESS_ALREADY_ENABLED: CuResult = 704;
 
 // Raw forwarders of cuda-shim (see `super::ffi`): plain integers in and out.
 extern "C" {
-    #[link_name = "cuda_shim_raw_cuCtxGetCurrent"]
-    fn cuCtxGetCurrent(context: *mut ContextHandle) -> CuResult;
-    #[link_name = "cuda_shim_raw_cuCtxSetCurrent"]
-    fn cuCtxSetCurrent(context: ContextHandle) -> CuResult;
     #[link_name = "cuda_shim_raw_cuDeviceCanAccessPeer"]
     fn cuDeviceCanAccessPeer(can_access: *mut c_int, device: c_int, peer: c_int) -> CuResult;
     #[link_name = "cuda_shim_raw_cuDeviceGetP2PAttribute"]
@@ -63,6 +62,55 @@ extern "C" {
     ) -> CuResult;
 }
 
+/// A [`CudaBackend`] whose context is current on no thread, so that it may move to
+/// another thread: there [`CudaNode::from_backends`] makes it current again before each
+/// use, and dropping it makes it current before its buffers and modules go.
+#[derive(Debug)]
+pub struct FloatingBackend {
+    backend: CudaBackend,
+}
+
+// SAFETY: a backend is driver handles (context, stream, events, modules, device and pinned
+// memory), valid on every thread of the process, and plain host data; what ties it to a
+// thread is only its context being current there. A floating backend's context is current
+// on none, and whoever receives it makes it current before any call on it
+// (`CudaNode::enter`; `CudaBackend`'s `Drop`). The driver allows a context to be made
+// current on any thread (`cuCtxPopCurrent`, `cuCtxPushCurrent`, `cuCtxSetCurrent`).
+unsafe impl Send for FloatingBackend {}
+
+impl CudaBackend {
+    /// Hands the backend over to another thread: waits for its work, which also proves
+    /// the context usable (a kernel that faulted leaves it in an error that every later
+    /// call returns), and takes its context off the calling thread (where
+    /// [`CudaBackend::new`] made it current); the calling thread's other contexts stay as
+    /// they were.
+    ///
+    /// # Errors
+    /// The context's error (the backend is then released here).
+    pub fn into_floating(self) -> Result<FloatingBackend, RunnerError> {
+        let context = self.context.handle();
+        let mut current: ContextHandle = ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        check("cuCtxGetCurrent", unsafe {
+            ffi::cuCtxGetCurrent(&mut current)
+        })?;
+        if current != context {
+            // SAFETY: a live context; popped again below.
+            check("cuCtxPushCurrent", unsafe {
+                ffi::cuCtxPushCurrent(context)
+            })?;
+        }
+        // SAFETY: no pointers; on the context just made current.
+        check("cuCtxSynchronize", unsafe { ffi::cuCtxSynchronize() })?;
+        let mut popped: ContextHandle = ptr::null_mut();
+        // SAFETY: valid out-pointer; the context on top is this backend's.
+        check("cuCtxPopCurrent", unsafe {
+            ffi::cuCtxPopCurrent(&mut popped)
+        })?;
+        Ok(FloatingBackend { backend: self })
+    }
+}
+
 /// One GPU of the node.
 #[derive(Debug)]
 struct Member {
@@ -74,39 +122,52 @@ struct Member {
     clock: Option<(f64, u32)>,
 }
 
-/// GPUs of one node (positions in the order of the ordinals given).
+/// GPUs of one node (positions in the order of the ordinals or backends given).
+///
+/// Dropped, each backend makes its own context current before it goes, so that the
+/// thread that drops the node needs none current.
 #[derive(Debug)]
 pub struct CudaNode {
     members: Vec<Member>,
 }
 
 impl CudaNode {
-    /// Opens a context on each of `ordinals` (CUDA device indices).
+    /// Opens a context on each of `ordinals` (CUDA device indices), one after another.
     ///
     /// # Errors
     /// As [`CudaBackend::new`] for any of them.
     pub fn new(ordinals: &[u32]) -> Result<CudaNode, RunnerError> {
         let started = std::time::Instant::now();
-        let mut members = Vec::new();
-        for &ordinal in ordinals {
-            let device = checked_device(ordinal)?;
-            let backend = CudaBackend::new(ordinal)?;
-            // The context the backend just created is the current one.
-            let mut context: ContextHandle = ptr::null_mut();
-            // SAFETY: valid out-pointer.
-            check("cuCtxGetCurrent", unsafe { cuCtxGetCurrent(&mut context) })?;
-            members.push(Member {
-                backend,
-                context,
-                device,
-                clock: None,
-            });
-        }
+        let backends = ordinals
+            .iter()
+            .map(|&ordinal| CudaBackend::new(ordinal)?.into_floating())
+            .collect::<Result<Vec<_>, _>>()?;
         log::debug!(
             "the links' contexts on {} GPU(s) created in {:.1} ms",
-            members.len(),
+            backends.len(),
             started.elapsed().as_secs_f64() * 1e3
         );
+        Self::from_backends(backends)
+    }
+
+    /// A node of backends made already, each on whatever thread (position `i` is
+    /// `backends[i]`): no context is created.
+    ///
+    /// # Errors
+    /// A backend's device that the driver no longer lists.
+    pub fn from_backends(backends: Vec<FloatingBackend>) -> Result<CudaNode, RunnerError> {
+        let members = backends
+            .into_iter()
+            .map(|floating| {
+                let backend = floating.backend;
+                Ok(Member {
+                    context: backend.context.handle(),
+                    device: checked_device(backend.device().ordinal)?,
+                    backend,
+                    clock: None,
+                })
+            })
+            .collect::<Result<Vec<_>, RunnerError>>()?;
         Ok(CudaNode { members })
     }
 
@@ -122,7 +183,7 @@ impl CudaNode {
                 })?;
         // SAFETY: a live context of this node.
         check("cuCtxSetCurrent", unsafe {
-            cuCtxSetCurrent(member.context)
+            ffi::cuCtxSetCurrent(member.context)
         })?;
         Ok(member)
     }
@@ -148,20 +209,6 @@ impl CudaNode {
                 call: "cuCtxEnablePeerAccess",
                 message: errors::describe(code),
             }),
-        }
-    }
-}
-
-impl Drop for CudaNode {
-    fn drop(&mut self) {
-        // Each backend's buffers and modules go while its own context is current.
-        while let Some(member) = self.members.pop() {
-            // SAFETY: a live context of this node.
-            let code = unsafe { cuCtxSetCurrent(member.context) };
-            if code != ffi::SUCCESS {
-                log::warn!("cuCtxSetCurrent before release: {}", errors::describe(code));
-            }
-            drop(member);
         }
     }
 }

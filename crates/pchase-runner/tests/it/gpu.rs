@@ -27,13 +27,18 @@ pub(crate) fn gpu_or_skip(test: &str) -> Option<Gpu> {
     gpu_with_or_skip(test, CudaBackend::new)
 }
 
+/// The GPU tests' turn, held as long as the guard lives.
+pub(crate) fn turn() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// [`gpu_or_skip`] with the backend made by `create` from the device index.
 pub(crate) fn gpu_with_or_skip(
     test: &str,
     create: impl FnOnce(u32) -> Result<CudaBackend, RunnerError>,
 ) -> Option<Gpu> {
-    static TURN: Mutex<()> = Mutex::new(());
-    let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    let turn = turn();
     match create(0) {
         Ok(backend) => Some(Gpu {
             backend,

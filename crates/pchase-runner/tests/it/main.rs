@@ -8,6 +8,7 @@ mod gpu;
 mod gpu_bandwidth;
 mod gpu_code;
 mod gpu_copy;
+mod gpu_node;
 mod icache;
 mod l2_confirm;
 mod l2_report;
