@@ -205,6 +205,7 @@ pub struct L2Partitions {
 ///     predicted_lines: Some(16896),
 ///     predicted_right: Some(16896),
 ///     second_reference_sm: Some(2),
+///     pages_learnt: Some(0),
 /// };
 /// assert_eq!(map.granularity(), Some(Bytes(4096)));
 /// assert_eq!(map.prediction_accuracy(), Some(1.0));
@@ -232,6 +233,10 @@ pub struct L2AddressMap {
     /// The second map's reference SM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub second_reference_sm: Option<u32>,
+    /// Pages of the second map the fit never saw (the buffer moved): the first line read in
+    /// each taught that page's bit and is not among the lines predicted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_learnt: Option<u64>,
 }
 
 impl L2AddressMap {
@@ -283,6 +288,9 @@ impl fmt::Display for L2AddressMap {
                 ", predicts {right} of {lines} lines it never saw ({:.2} %)",
                 100.0 * acc
             )?;
+            if let Some(pages) = self.pages_learnt.filter(|&p| p > 0) {
+                write!(f, " ({pages} page bit(s) learnt from one line each)")?;
+            }
         }
         Ok(())
     }

@@ -272,6 +272,7 @@ fn l2_partitions(topo: &mut Topology, l2: &L2Findings) {
                 predicted_lines: found.prediction.map(|(_, p)| p.lines as u64),
                 predicted_right: found.prediction.map(|(_, p)| p.correct as u64),
                 second_reference_sm: found.prediction.map(|(sm, _)| sm),
+                pages_learnt: found.prediction.map(|(_, p)| p.pages_learnt as u64),
             });
         }
         Some(Err(why)) => partitions.address_map_not_determined = Some(why.clone()),
