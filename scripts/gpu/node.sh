@@ -69,7 +69,9 @@ compare() {
     local uuid
     uuid=$(basename "$file" .json)
     [ -f "$out/$b/$uuid.json" ] || return 0
-    "$memtopo" diff "$out/$a/$uuid.json" "$out/$b/$uuid.json" \
+    # NODE_DIFF_ARGS (e.g. --ignore-notes) go to every diff.
+    # shellcheck disable=SC2086
+    "$memtopo" diff ${NODE_DIFF_ARGS:-} "$out/$a/$uuid.json" "$out/$b/$uuid.json" \
         > "$out/diff/$a--$b--$uuid.txt" 2>&1
     local rc=$?
     printf '%s\t%s\t%s\t%s\t%s\n' "$kind" "$uuid" "$a" "$b" "$rc" >> "$out/diffs.tsv"

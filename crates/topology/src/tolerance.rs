@@ -290,8 +290,15 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
     },
 ];
 
-/// The measured tolerance of `path`, where the table has one.
+/// The measured tolerance of `path`, where the table has one. A row derived from another
+/// has its tolerance: a share of the link's peak (`…_of_peak`) that of the rate it divides,
+/// the sum of both directions at once that of the wider direction.
 pub fn lookup(path: &str) -> Option<&'static QuantityTolerance> {
+    let path = path.strip_suffix("_of_peak").unwrap_or(path);
+    let path = match path {
+        "sections.host-link.both_sum" => "sections.host-link.both_h2d",
+        other => other,
+    };
     TOLERANCES.iter().find(|t| t.path == path)
 }
 
@@ -395,6 +402,11 @@ mod tests {
         );
         assert_eq!(worse("elements.l2.bandwidth.read"), Worse::Lower);
         assert_eq!(relative("sections.host-link.copy_h2d", 0.02), 0.09);
+        // Derived rows move with what they derive from.
+        assert_eq!(relative("sections.host-link.copy_h2d_of_peak", 0.02), 0.09);
+        assert_eq!(relative("sections.host-link.both_sum", 0.02), 0.08);
+        assert_eq!(relative("sections.host-link.both_sum_of_peak", 0.02), 0.08);
+        assert_eq!(relative("sections.host-link.bogus_of_peak", 0.02), 0.02);
         assert_eq!(worse("elements.l2.partitions.count"), Worse::Neither);
         assert_eq!(worse("elements.l1_data.sector_size"), Worse::Neither);
     }
