@@ -172,3 +172,70 @@ fn load_reports_a_missing_file() {
     let message = profile_message(SimProfile::load("/nonexistent/profile.toml"));
     assert!(message.contains("/nonexistent/profile.toml"), "{message}");
 }
+
+/// The masked interleave: a valid toy L2 of two partitions homed by byte-address bit 12
+/// and a 64 KiB page, and each way its fields can be wrong.
+#[test]
+fn a_masked_interleave_is_checked_field_by_field() {
+    let masked = "near_latency = 200\npartitions = 2\ninterleave = \"masked\"\n";
+    let valid = format!("{masked}home_bits = [6, 12]\nhome_page_bytes = 65536");
+    let profile = toy_with("near_latency = 200", &valid).expect("a valid masked L2");
+    assert_eq!(profile.l2.home_bits, [6, 12]);
+    let text = profile.to_toml_string().expect("serialises");
+    assert!(text.contains("interleave = \"masked\""), "{text}");
+    assert_eq!(
+        SimProfile::from_toml_str(&text).expect("re-parses"),
+        profile
+    );
+    SimBackend::new(profile).expect("builds");
+
+    let cases = [
+        (
+            valid.replace("partitions = 2", "partitions = 4"),
+            "l2.interleave: \"masked\" needs exactly 2 partitions, not 4",
+        ),
+        (
+            valid.replace("partitions = 2\n", ""),
+            "l2.interleave: \"masked\" needs exactly 2 partitions, not 1",
+        ),
+        (format!("{masked}home_bits = [12]"), "l2.home_page_bytes: missing"),
+        (
+            format!("{masked}home_bits = [12]\nhome_page_bytes = 65000"),
+            "l2.home_page_bytes: 65000 is not a power of two",
+        ),
+        (format!("{masked}home_page_bytes = 65536"), "l2.home_bits: empty"),
+        (
+            valid.replace("[6, 12]", "[5, 12]"),
+            "l2.home_bits: bit 5 is not between 6",
+        ),
+        (
+            valid.replace("[6, 12]", "[6, 16]"),
+            "l2.home_bits: bit 16 is not between 6 (the 64 B line) and 15",
+        ),
+        (
+            valid.replace("[6, 12]", "[12, 6, 12]"),
+            "l2.home_bits: bit 12 is listed twice",
+        ),
+        (
+            valid.replace("\"masked\"", "\"hash\""),
+            "l2.home_bits / home_page_bytes: only with interleave = \"masked\", not \"hash\"",
+        ),
+        (
+            "near_latency = 200\npartitions = 2\ninterleave = \"balanced\"\nhome_page_bytes = 65536"
+                .to_owned(),
+            "not \"balanced\"",
+        ),
+        (
+            "near_latency = 200\nhome_bits = [12]".to_owned(),
+            "l2.home_bits / home_page_bytes: only with interleave",
+        ),
+        (
+            valid.replace("\"masked\"", "\"parity\""),
+            "unknown variant `parity`",
+        ),
+    ];
+    for (new, expected) in cases {
+        let message = profile_message(toy_with("near_latency = 200", &new));
+        assert!(message.contains(expected), "`{new}`: `{message}`");
+    }
+}
