@@ -31,6 +31,11 @@ pub(super) enum Homing {
         page_shift: u32,
         /// The lowest bit of `mask`: flipping it flips the home.
         low: u32,
+        /// The sets of one partition.
+        sets: u64,
+        /// The step of the copies' permutation of each block of `sets` placed numbers:
+        /// coprime to `sets`, about 0.618 of it.
+        step: u64,
     },
 }
 
@@ -38,11 +43,10 @@ impl Homing {
     /// The homing of a validated L2 whose partitions each have `geometry`.
     fn new(spec: &L2Spec, geometry: Geometry) -> Homing {
         let line_shift = spec.line_bytes.trailing_zeros();
+        let sets = (geometry.size / u64::from(geometry.line) / geometry.ways.max(1)).max(1);
         match spec.interleave {
             L2Interleave::Hash => Homing::Hash,
-            L2Interleave::Balanced => Homing::Balanced {
-                sets: (geometry.size / u64::from(geometry.line) / geometry.ways.max(1)).max(1),
-            },
+            L2Interleave::Balanced => Homing::Balanced { sets },
             L2Interleave::Masked => {
                 // Validation keeps every bit at or above the line shift and below the page.
                 let mask = spec
@@ -54,6 +58,8 @@ impl Homing {
                     mask,
                     page_shift: page.trailing_zeros().saturating_sub(line_shift),
                     low: mask.trailing_zeros(),
+                    sets,
+                    step: coprime_step(sets),
                 }
             }
         }
@@ -87,13 +93,26 @@ impl L2 {
 
     /// The address the near partition keeps a copy of the far line at `addr` under, given
     /// the address its home partition looks it up by (`placed`). With the hash interleave,
-    /// the line's own address. With the balanced interleave, the copies of one group's lines
-    /// go to different sets (the line number in the set bits) and a marker above every home
-    /// address keeps their tags apart (placing them by group put a group's lines in one set,
-    /// and evicting it took all of them: the line probe read four lines as one). With the
-    /// masked interleave, the placed address (one copy per set slot, as evenly as the lines
-    /// themselves; a partition places its own lines and the copies of the other's by the
-    /// same numbers) with [`MASKED_COPY_MARKER`] set.
+    /// the line's own address. With the balanced interleave, the copies of one group's
+    /// lines go to different sets (the line number in the set bits) and a marker above
+    /// every home address keeps their tags apart (placing them by group put a group's lines
+    /// in one set, and evicting it took all of them: the line probe read four lines as
+    /// one).
+    ///
+    /// With the masked interleave, the placed line number (one copy per number: of the two
+    /// lines that share it, one is homed here) permuted within its block of `sets`
+    /// consecutive numbers by `at × step + hash(block)` modulo the sets, under
+    /// [`MASKED_COPY_MARKER`]. Copies then fill the sets evenly block by block, but the
+    /// blocks an array begins and ends in fill a scattered part of them: an SM's array
+    /// overflows its near partition from a little before the partition's size, as on the
+    /// H200 (the simulated and the real one: near hits keep their full share up to
+    /// 25.2 MiB, fall to half at 30 MiB and below a tenth by 35.7 MiB). Placed by the
+    /// placed number itself, copies filled the sets exactly and overflowed them one run
+    /// of sets after another (near hits to half only at 31.9 MiB, past the partition);
+    /// placed by the line number, they followed the home bits (the sampled share of near
+    /// hits rose and fell with the size); scattered by a hash of the line number, they
+    /// filled sets as unevenly as random placement (full share only to 17.8 MiB, half at
+    /// 29.2 MiB, a tenth by 42.4 MiB).
     #[inline]
     fn copy_address(&self, addr: u64, placed: u64) -> u64 {
         match self.homing {
@@ -102,7 +121,17 @@ impl L2 {
                 let marker = (self.partitions.len() as u64 * (sets << 32)) << self.line_shift;
                 addr + marker
             }
-            Homing::Masked { .. } => placed | MASKED_COPY_MARKER,
+            Homing::Masked { sets, step, .. } => {
+                // The copy stays in its block, below 2^63 like the placed address (the
+                // simulator's addresses lie far below the last block).
+                let placed_line = placed >> self.line_shift;
+                let (block, at) = (placed_line / sets, placed_line % sets);
+                let set = (u128::from(at) * u128::from(step) + u128::from(mix64(block) % sets))
+                    % u128::from(sets);
+                let line = block * sets + set as u64;
+                let offset = addr & ((1u64 << self.line_shift) - 1);
+                MASKED_COPY_MARKER | (line << self.line_shift) | offset
+            }
         }
     }
 
@@ -129,6 +158,7 @@ impl L2 {
                 mask,
                 page_shift,
                 low,
+                ..
             } if count > 1 => {
                 let page = line.checked_shr(page_shift).unwrap_or(0);
                 let home = u64::from((line & mask).count_ones() & 1) ^ (mix64(page) & 1);
@@ -207,6 +237,23 @@ fn mix64(x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+/// The first number from 0.618 × `sets` on that is coprime to `sets` (1 for one set): a
+/// permutation's step that puts consecutive numbers far apart.
+fn coprime_step(sets: u64) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let mut step = ((sets as f64 * 0.618) as u64).max(1);
+    while gcd(step, sets) != 1 {
+        step += 1;
+    }
+    step
 }
 
 /// The home partition of an L2 line: a hash of the line number, so that consecutive lines

@@ -1,5 +1,6 @@
 //! The masked interleave: its home function, the even split of an array over the two
-//! partitions and over each partition's sets, and distinct tags for lines and copies.
+//! partitions and over each partition's sets, distinct tags for lines and copies, and how
+//! an SM's array overflows its near partition with copies.
 
 use std::collections::HashSet;
 
@@ -139,19 +140,25 @@ fn an_array_of_the_l2_size_fills_every_set_of_both_partitions_alike() {
     assert!(misses > 1000, "{misses} misses under the hash");
 }
 
+/// With copies, an SM's array fills its near partition with the near-homed half and the
+/// copies of the far-homed half. Both fill the sets evenly, except the copies of the
+/// blocks of `sets` placed numbers the array begins and ends in: a second pass keeps every
+/// line near up to just below the partition's size (30 MiB), loses some sets there (the
+/// H200 kept 76 % and 88 % of its near hits at 30 MiB) and about all of them by 34 MiB.
 #[test]
-fn with_copies_an_array_of_one_partition_is_served_near_on_its_second_pass() {
-    // Half the array's lines are the near partition's own, half are copies of far lines:
-    // placed alike, they fill every set of the near partition exactly.
-    let mut l2 = h200_l2(L2Interleave::Masked, true);
-    let lines = (30 << 20) / LINE;
-    let second = second_pass(&mut l2, GLOBAL_BASE, lines);
-    assert!(second.iter().all(|&l| l == Some(278)));
-    // One 8 KiB pair more puts a 17th line in 32 sets by the near partition's own lines
-    // and in 32 others by copies (the marker moves copies 4096 sets on): under LRU those
-    // sets miss every line near.
-    let mut over = h200_l2(L2Interleave::Masked, true);
-    let second = second_pass(&mut over, GLOBAL_BASE, lines + 64);
-    let near = second.iter().filter(|&&l| l == Some(278)).count() as u64;
-    assert_eq!(near, lines + 64 - 32 * 17 * 2);
+fn with_copies_near_hits_fall_from_just_below_the_partition_size() {
+    let near_share = |mib: u64| {
+        let mut l2 = h200_l2(L2Interleave::Masked, true);
+        let lines = (mib << 20) / LINE;
+        let second = second_pass(&mut l2, GLOBAL_BASE, lines);
+        second.iter().filter(|&&l| l == Some(278)).count() as f64 / lines as f64
+    };
+    let shares: Vec<f64> = [16, 24, 29, 30, 31, 32, 34]
+        .into_iter()
+        .map(near_share)
+        .collect();
+    assert!(shares[..3].iter().all(|&s| s == 1.0), "{shares:?}");
+    assert!((0.5..0.9).contains(&shares[3]), "{shares:?}");
+    assert!(shares[3..].windows(2).all(|w| w[0] > w[1]), "{shares:?}");
+    assert!(shares[6] < 0.01, "{shares:?}");
 }

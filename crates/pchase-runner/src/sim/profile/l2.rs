@@ -75,8 +75,11 @@ pub enum L2Interleave {
     /// program cannot see). Flipping the lowest of the bits flips the home, so a partition
     /// holds exactly one line of each pair that differs only there: its set is the line
     /// number with that bit removed, modulo its sets, and an array fills both partitions
-    /// and every set alike. Copies of far lines in the near partition are placed the same
-    /// way, so they fill its sets evenly too.
+    /// and every set alike. Copies of far lines in the near partition are placed by the
+    /// same number, permuted within each block of as many numbers as sets by a hash of the
+    /// block: they fill the sets evenly too, except in the blocks an array begins and ends
+    /// in, so an SM's array overflows its near partition from a little before its size, as
+    /// on the H200.
     Masked,
 }
 
