@@ -8,7 +8,7 @@ use pchase_runner::{
         l2::{L2Findings, LevelKind},
         ElementKind, MeasureOptions, Measurements, Selection, Session, SizeFinding,
     },
-    sim::{SimBackend, SimProfile},
+    sim::{L2Interleave, SimBackend, SimProfile},
     LoadPath, PinnedRequest, PinnedRun,
 };
 
@@ -436,6 +436,10 @@ fn three_and_four_partitions_are_counted() {
         let mut profile = SimProfile::bundled("h200").expect("bundled");
         profile.l2.partitions = partitions;
         profile.l2.near_keeps_far_copies = copies;
+        // The masked interleave models two partitions only.
+        profile.l2.interleave = L2Interleave::Balanced;
+        profile.l2.home_bits.clear();
+        profile.l2.home_page_bytes = None;
         let l2 = measure_only(&profile, "l2").l2.expect("L2 measured");
         let map = l2.map.as_ref().expect("the partition map");
         assert_eq!(

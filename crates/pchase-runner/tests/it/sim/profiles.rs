@@ -1,6 +1,6 @@
 //! Profiles: the bundled ones, validation of every field, the memory budget, loading.
 
-use pchase_runner::sim::{Replacement, SimBackend, SimProfile, SIM_MEMORY_BUDGET};
+use pchase_runner::sim::{L2Interleave, Replacement, SimBackend, SimProfile, SIM_MEMORY_BUDGET};
 use pchase_runner::{Carveout, LoadPath, RunnerError};
 
 use super::*;
@@ -68,6 +68,11 @@ fn bundled_profiles_state_what_the_issue_asks() {
         assert_eq!(hopper.device.sm_count, 132);
         assert_eq!(hopper.l2.size_bytes, l2);
         assert_eq!(hopper.l2.partitions, 2);
+        // Measured on H200s (and assumed for the H100): the parity of five address bits
+        // and a bit of each 2 MiB page.
+        assert_eq!(hopper.l2.interleave, L2Interleave::Masked);
+        assert_eq!(hopper.l2.home_bits, [12, 13, 15, 17, 19]);
+        assert_eq!(hopper.l2.home_page_bytes, Some(2 << 20));
         assert!(hopper.l2.far() > hopper.l2.near_latency);
         let store = hopper.unified_cache().unwrap().unified.as_ref().unwrap();
         // Measured: L1 + shared = 249 KiB (four sets of whole ways at every configuration).
