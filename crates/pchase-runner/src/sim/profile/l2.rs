@@ -99,6 +99,13 @@ impl L2Interleave {
 }
 
 impl L2Spec {
+    /// The byte-address bits whose XOR gives a line's home partition, where the interleave
+    /// is such a function (`"masked"`: with the bit of the line's `home_page_bytes` page,
+    /// the same for all of a page's lines); `None` otherwise.
+    pub fn home_bits(&self) -> Option<&[u32]> {
+        (self.interleave == L2Interleave::Masked).then_some(self.home_bits.as_slice())
+    }
+
     /// The sector size (the line size unless set).
     pub fn sector(&self) -> u32 {
         self.sector_bytes.unwrap_or(self.line_bytes)

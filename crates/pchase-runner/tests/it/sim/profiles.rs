@@ -57,6 +57,11 @@ fn bundled_profiles_state_what_the_issue_asks() {
     );
 
     let volta = SimProfile::bundled("volta").unwrap();
+    assert_eq!(
+        volta.l2.home_bits(),
+        None,
+        "one partition, homed by no bits"
+    );
     let unified = volta.unified_cache().unwrap();
     assert!(matches!(unified.replacement, Replacement::EarlyMiss { .. }));
     assert!([LoadPath::GlobalCa, LoadPath::GlobalNc, LoadPath::Texture]
@@ -73,6 +78,7 @@ fn bundled_profiles_state_what_the_issue_asks() {
         assert_eq!(hopper.l2.interleave, L2Interleave::Masked);
         assert_eq!(hopper.l2.home_bits, [12, 13, 15, 17, 19]);
         assert_eq!(hopper.l2.home_page_bytes, Some(2 << 20));
+        assert_eq!(hopper.l2.home_bits(), Some(&[12, 13, 15, 17, 19][..]));
         assert!(hopper.l2.far() > hopper.l2.near_latency);
         let store = hopper.unified_cache().unwrap().unified.as_ref().unwrap();
         // Measured: L1 + shared = 249 KiB (four sets of whole ways at every configuration).
