@@ -99,9 +99,9 @@ impl L2 {
     /// in one set, and evicting it took all of them: the line probe read four lines as
     /// one).
     ///
-    /// With the masked interleave, the placed line number (one copy per number: of the two
-    /// lines that share it, one is homed here) permuted within its block of `sets`
-    /// consecutive numbers by `at × step + hash(block)` modulo the sets, under
+    /// With the masked interleave, the placed line number (the two lines that share one
+    /// are homed apart, so a partition copies one of them at most) permuted within its
+    /// block of `sets` consecutive numbers by `at × step + hash(block)` modulo the sets, under
     /// [`MASKED_COPY_MARKER`]. Copies then fill the sets evenly block by block, but the
     /// blocks an array begins and ends in fill a scattered part of them: an SM's array
     /// overflows its near partition from a little before the partition's size, as on the
