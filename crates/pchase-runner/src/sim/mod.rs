@@ -51,6 +51,7 @@ mod cluster;
 mod copy;
 mod host;
 mod icache;
+mod l2;
 mod mlp;
 mod model;
 mod probe;
@@ -88,6 +89,7 @@ use crate::backend::{
 use crate::device::DeviceInfo;
 use crate::error::RunnerError;
 use cache::{Cache, Geometry};
+use l2::*;
 use model::*;
 use tlb::Tlbs;
 
@@ -139,19 +141,7 @@ impl SimBackend {
         } else {
             None
         };
-        let l2spec = &profile.l2;
-        let geometry = l2_partition_geometry(l2spec);
-        let l2 = L2 {
-            partitions: (0..l2spec.partitions)
-                .map(|_| Cache::new(geometry))
-                .collect(),
-            line_shift: l2spec.line_bytes.trailing_zeros(),
-            near_latency: l2spec.near_latency,
-            far_latency: l2spec.far(),
-            near_keeps_far_copies: l2spec.near_keeps_far_copies,
-            balanced_sets: (l2spec.interleave == L2Interleave::Balanced)
-                .then(|| (geometry.size / u64::from(geometry.line) / geometry.ways.max(1)).max(1)),
-        };
+        let l2 = L2::new(&profile.l2);
         let sm_count = profile.device.sm_count as usize;
         Ok(SimBackend {
             rng: Xoshiro256PlusPlus::seed_from_u64(profile.seed),

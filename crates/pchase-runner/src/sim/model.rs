@@ -1,5 +1,5 @@
-//! The machine model: the simulated allocator's addresses, the SM caches and the L2 with
-//! its partitions, chain cursors, and one launch's lockstep loads.
+//! The machine model: the simulated allocator's addresses, the SM caches, chain cursors,
+//! and one launch's lockstep loads (the L2 is `l2.rs`).
 
 use super::*;
 
@@ -25,129 +25,6 @@ pub(super) const CLOCK_MEASUREMENT_STDEV: f64 = 5e-4;
 #[derive(Debug, Clone)]
 pub(super) struct SmCaches {
     pub(super) caches: Vec<Vec<Cache>>,
-}
-
-/// The L2 partitions and how one SM reaches them.
-#[derive(Debug, Clone)]
-pub(super) struct L2 {
-    pub(super) partitions: Vec<Cache>,
-    pub(super) line_shift: u32,
-    pub(super) near_latency: u32,
-    pub(super) far_latency: u32,
-    pub(super) near_keeps_far_copies: bool,
-    /// With the balanced interleave ([`super::L2Interleave::Balanced`]): the sets of one
-    /// partition.
-    pub(super) balanced_sets: Option<u64>,
-}
-
-impl L2 {
-    /// The address the near partition keeps a copy of a far line under: the same, except
-    /// with the balanced interleave, where the copies of one group's lines go to different
-    /// sets (the line number in the set bits) and a marker above every home address keeps
-    /// their tags apart (placing them by group put a group's lines in one set, and evicting
-    /// it took all of them: the line probe read four lines as one).
-    #[inline]
-    fn copy_address(&self, addr: u64) -> u64 {
-        match self.balanced_sets {
-            Some(sets) => {
-                let marker = (self.partitions.len() as u64 * (sets << 32)) << self.line_shift;
-                addr + marker
-            }
-            None => addr,
-        }
-    }
-
-    /// The home partition of the line at `addr`, and the address a partition's cache
-    /// looks it up by (the same address, except with the balanced interleave: the group
-    /// number in the set bits, the position in the group far above them, so tags stay
-    /// distinct).
-    #[inline]
-    fn place(&self, addr: u64) -> (usize, u64) {
-        let count = self.partitions.len();
-        let line = addr >> self.line_shift;
-        match self.balanced_sets {
-            Some(sets) if count > 1 => {
-                let p = count as u64;
-                let (group, slot) = (line / p, line % p);
-                let home = ((slot + home_partition(group, count) as u64) % p) as usize;
-                let placed = group + slot * (sets << 32);
-                let offset = addr & ((1u64 << self.line_shift) - 1);
-                (home, (placed << self.line_shift) | offset)
-            }
-            _ => (home_partition(line, count), addr),
-        }
-    }
-
-    /// Latency of a load of `addr` from an SM whose near partition is `near`, or `None`
-    /// when it misses the L2 (device memory serves it). Fills what it passes.
-    #[inline]
-    pub(super) fn access(
-        &mut self,
-        near: usize,
-        addr: u64,
-        rng: &mut Xoshiro256PlusPlus,
-    ) -> Option<u32> {
-        let count = self.partitions.len();
-        if count == 1 {
-            return self.partitions[0]
-                .access(addr, rng)
-                .then_some(self.near_latency);
-        }
-        let (home, placed) = self.place(addr);
-        if home == near {
-            return self.partitions[near]
-                .access(placed, rng)
-                .then_some(self.near_latency);
-        }
-        // The copy lookup also fills the copy on a miss, so far data the SM reuses is
-        // then served near.
-        let copy = self.copy_address(addr);
-        if self.near_keeps_far_copies && self.partitions[near].access(copy, rng) {
-            return Some(self.near_latency);
-        }
-        self.partitions[home]
-            .access(placed, rng)
-            .then_some(self.far_latency)
-    }
-
-    /// Extra cycles of a load that misses the L2 when the line's home partition is not the
-    /// SM's near one: the request crosses to the far partition and the data comes back the
-    /// same way, as for a far hit.
-    #[inline]
-    pub(super) fn far_miss_extra(&self, near: usize, addr: u64) -> u32 {
-        let count = self.partitions.len();
-        if count == 1 || self.place(addr).0 == near {
-            0
-        } else {
-            self.far_latency.saturating_sub(self.near_latency)
-        }
-    }
-
-    /// A store of `bytes` bytes from `addr` reaches the line's home partition.
-    pub(super) fn write(&mut self, addr: u64, bytes: u64, rng: &mut Xoshiro256PlusPlus) {
-        let (home, addr) = match self.partitions.len() {
-            1 => (0, addr),
-            _ => self.place(addr),
-        };
-        self.partitions[home].write(addr, bytes, rng);
-    }
-
-    pub(super) fn reset(&mut self) {
-        self.partitions.iter_mut().for_each(Cache::reset);
-    }
-}
-
-/// The home partition of an L2 line: a hash of the line number, so that consecutive lines
-/// spread over the partitions as the hardware's address hash spreads them.
-#[inline]
-pub(super) fn home_partition(line: u64, count: usize) -> usize {
-    // The SplitMix64 finaliser: every input bit affects every output bit.
-    let mut x = line.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    // `count` is a small partition count; the remainder is below it.
-    (x % count as u64) as usize
 }
 
 /// One SM cache a load looks up: the profile cache, the copy the loading thread uses, and
@@ -430,15 +307,4 @@ pub(super) fn two_phase_block_stride(phase: &Phase) -> u64 {
         LoadPath::Constant => phase.chain.bytes.next_multiple_of(CONSTANT_ALIGN),
         _ => phase.chain.bytes.next_multiple_of(TWO_PHASE_BLOCK_ALIGN),
     }
-}
-
-/// The geometry of one L2 partition of `l2`.
-pub(super) fn l2_partition_geometry(l2: &L2Spec) -> Geometry {
-    Geometry::new(
-        l2.partition_bytes(),
-        l2.line_bytes,
-        l2.sector(),
-        l2.associativity,
-        l2.replacement,
-    )
 }

@@ -118,7 +118,8 @@ pub(super) fn check_address_map(
     map: &crate::measure::l2::home::AddressMap,
 ) -> Result<(), String> {
     match profile.l2.home_bits() {
-        Some(bits) if bits == map.bits.as_slice() && map.agreement == 1.0 => Ok(()),
+        // The simulator's noise misreads a few lines, as the GPU's does.
+        Some(bits) if bits == map.bits.as_slice() && map.agreement >= 0.995 => Ok(()),
         Some(bits) => Err(format!(
             "L2 address map: bits {:?} reproducing {:.4} of the lines, truth {bits:?}",
             map.bits, map.agreement

@@ -86,7 +86,8 @@ impl Benchmark for L2Address {
                     .prediction
                     .ok_or("the address map was fitted but never tested")?;
                 super::l2::check_address_map(profile, &found.map)?;
-                if prediction.lines == 0 || prediction.correct != prediction.lines {
+                // As on the GPUs: 99 % of the lines never seen, or better.
+                if prediction.accuracy().is_none_or(|a| a < 0.99) {
                     return Err(format!(
                         "the address map predicted {} of {} fresh lines",
                         prediction.correct, prediction.lines

@@ -14,6 +14,7 @@
 mod cluster;
 mod copy;
 mod host;
+mod l2;
 mod links;
 mod load;
 mod random;
@@ -22,6 +23,7 @@ mod validate;
 pub use cluster::ClusterSpec;
 pub use copy::{CopyPathSpec, CopySpec};
 pub use host::HostLinkSpec;
+pub use l2::{L2Interleave, L2Spec};
 pub use links::LinkSpec;
 
 use std::collections::BTreeMap;
@@ -320,88 +322,6 @@ pub struct CacheSpec {
 
 fn one() -> u32 {
     1
-}
-
-/// The L2: shared by all SMs, split into partitions; one SM reaches its near partition at
-/// `near_latency` and the others at `far_latency`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct L2Spec {
-    /// Total capacity in bytes (equal to `device.l2_bytes`).
-    pub size_bytes: u64,
-    /// Line size.
-    pub line_bytes: u32,
-    /// Sector (fill) size; defaults to the line size.
-    #[serde(default)]
-    pub sector_bytes: Option<u32>,
-    /// Ways per set of each partition, or `"full"`.
-    pub associativity: Associativity,
-    /// Replacement policy of each partition.
-    pub replacement: Replacement,
-    /// Number of partitions; each holds `size_bytes / partitions`, and every line has one
-    /// home partition chosen by a hash of its address.
-    #[serde(default = "one")]
-    pub partitions: u32,
-    /// Cycles of a hit in the SM's near partition.
-    pub near_latency: u32,
-    /// Cycles of a hit in another partition; defaults to `near_latency`.
-    #[serde(default)]
-    pub far_latency: Option<u32>,
-    /// Whether the near partition also keeps a copy of every far line the SM loads (as
-    /// NVIDIA describes the A100's L2), so that far data the SM reuses is then served near.
-    #[serde(default)]
-    pub near_keeps_far_copies: bool,
-    /// How lines are spread over the partitions: `"hash"` (the default) or
-    /// `"balanced"`.
-    #[serde(default, skip_serializing_if = "L2Interleave::is_hash")]
-    pub interleave: L2Interleave,
-}
-
-/// How the simulated L2 spreads lines over its partitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum L2Interleave {
-    /// Every line's home is a hash of its line number, and a partition's set is the line
-    /// number modulo its sets: partitions and their sets fill unevenly, so without copies
-    /// an SM's near hits stop some way before the L2 is full.
-    #[default]
-    Hash,
-    /// Every aligned group of `partitions` consecutive lines has one line in each partition
-    /// (which one, a hash of the group), and a partition's set is the group number modulo
-    /// its sets, as address-sliced hashes of real L2s keep partitions and sets even: an
-    /// array fills every partition and set alike. Copies of far lines in the near partition
-    /// are placed by line number (so that one group's lines do not share a set), which
-    /// fills the near partition's sets less evenly: meant for L2s without copies.
-    Balanced,
-}
-
-impl L2Interleave {
-    fn is_hash(&self) -> bool {
-        *self == L2Interleave::Hash
-    }
-}
-
-impl L2Spec {
-    /// The byte-address bits whose XOR gives a line's home partition, where the interleave
-    /// is such a function; `None` otherwise.
-    pub fn home_bits(&self) -> Option<&[u32]> {
-        None
-    }
-
-    /// The sector size (the line size unless set).
-    pub fn sector(&self) -> u32 {
-        self.sector_bytes.unwrap_or(self.line_bytes)
-    }
-
-    /// The far latency (the near one unless set).
-    pub fn far(&self) -> u32 {
-        self.far_latency.unwrap_or(self.near_latency)
-    }
-
-    /// Capacity of one partition.
-    pub fn partition_bytes(&self) -> u64 {
-        self.size_bytes / u64::from(self.partitions.max(1))
-    }
 }
 
 impl CacheSpec {

@@ -165,6 +165,8 @@ impl SimProfile {
                 far_latency: (partitions > 1).then_some(far_latency),
                 near_keeps_far_copies: partitions > 1 && rng.random_bool(0.5),
                 interleave: L2Interleave::Hash,
+                home_bits: Vec::new(),
+                home_page_bytes: None,
             },
             memory: MemorySpec {
                 latency: memory_latency,

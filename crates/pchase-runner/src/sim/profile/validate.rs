@@ -208,6 +208,7 @@ impl SimProfile {
         if l2.near_latency == 0 || l2.far() == 0 {
             return err("l2.near_latency / l2.far_latency: must be positive".into());
         }
+        l2.validate_interleave()?;
         let needed = self.model_bytes();
         if needed > SIM_MEMORY_BUDGET {
             return err(format!(

@@ -1,6 +1,6 @@
 //! Profiles: the bundled ones, validation of every field, the memory budget, loading.
 
-use pchase_runner::sim::{Replacement, SimBackend, SimProfile, SIM_MEMORY_BUDGET};
+use pchase_runner::sim::{L2Interleave, Replacement, SimBackend, SimProfile, SIM_MEMORY_BUDGET};
 use pchase_runner::{Carveout, LoadPath, RunnerError};
 
 use super::*;
@@ -57,17 +57,31 @@ fn bundled_profiles_state_what_the_issue_asks() {
     );
 
     let volta = SimProfile::bundled("volta").unwrap();
+    assert_eq!(
+        volta.l2.home_bits(),
+        None,
+        "one partition, homed by no bits"
+    );
     let unified = volta.unified_cache().unwrap();
     assert!(matches!(unified.replacement, Replacement::EarlyMiss { .. }));
     assert!([LoadPath::GlobalCa, LoadPath::GlobalNc, LoadPath::Texture]
         .iter()
         .all(|&p| unified.serves(p)));
 
-    for (name, l2) in [("h100", 50u64 << 20), ("h200", 60 << 20)] {
+    for (name, l2, bits) in [
+        ("h100", 50u64 << 20, [12, 13, 16, 17, 19]),
+        ("h200", 60 << 20, [12, 13, 15, 17, 19]),
+    ] {
         let hopper = SimProfile::bundled(name).unwrap();
         assert_eq!(hopper.device.sm_count, 132);
         assert_eq!(hopper.l2.size_bytes, l2);
         assert_eq!(hopper.l2.partitions, 2);
+        // Measured on H100s and H200s: the parity of five address bits (one differs) and
+        // a bit of each 2 MiB page.
+        assert_eq!(hopper.l2.interleave, L2Interleave::Masked);
+        assert_eq!(hopper.l2.home_bits, bits);
+        assert_eq!(hopper.l2.home_page_bytes, Some(2 << 20));
+        assert_eq!(hopper.l2.home_bits(), Some(&bits[..]));
         assert!(hopper.l2.far() > hopper.l2.near_latency);
         let store = hopper.unified_cache().unwrap().unified.as_ref().unwrap();
         // Measured: L1 + shared = 249 KiB (four sets of whole ways at every configuration).
@@ -171,4 +185,71 @@ hit_latency = 30"#,
 fn load_reports_a_missing_file() {
     let message = profile_message(SimProfile::load("/nonexistent/profile.toml"));
     assert!(message.contains("/nonexistent/profile.toml"), "{message}");
+}
+
+/// The masked interleave: a valid toy L2 of two partitions homed by byte-address bit 12
+/// and a 64 KiB page, and each way its fields can be wrong.
+#[test]
+fn a_masked_interleave_is_checked_field_by_field() {
+    let masked = "near_latency = 200\npartitions = 2\ninterleave = \"masked\"\n";
+    let valid = format!("{masked}home_bits = [6, 12]\nhome_page_bytes = 65536");
+    let profile = toy_with("near_latency = 200", &valid).expect("a valid masked L2");
+    assert_eq!(profile.l2.home_bits, [6, 12]);
+    let text = profile.to_toml_string().expect("serialises");
+    assert!(text.contains("interleave = \"masked\""), "{text}");
+    assert_eq!(
+        SimProfile::from_toml_str(&text).expect("re-parses"),
+        profile
+    );
+    SimBackend::new(profile).expect("builds");
+
+    let cases = [
+        (
+            valid.replace("partitions = 2", "partitions = 4"),
+            "l2.interleave: \"masked\" needs exactly 2 partitions, not 4",
+        ),
+        (
+            valid.replace("partitions = 2\n", ""),
+            "l2.interleave: \"masked\" needs exactly 2 partitions, not 1",
+        ),
+        (format!("{masked}home_bits = [12]"), "l2.home_page_bytes: missing"),
+        (
+            format!("{masked}home_bits = [12]\nhome_page_bytes = 65000"),
+            "l2.home_page_bytes: 65000 is not a power of two",
+        ),
+        (format!("{masked}home_page_bytes = 65536"), "l2.home_bits: empty"),
+        (
+            valid.replace("[6, 12]", "[5, 12]"),
+            "l2.home_bits: bit 5 is not between 6",
+        ),
+        (
+            valid.replace("[6, 12]", "[6, 16]"),
+            "l2.home_bits: bit 16 is not between 6 (the 64 B line) and 15",
+        ),
+        (
+            valid.replace("[6, 12]", "[12, 6, 12]"),
+            "l2.home_bits: bit 12 is listed twice",
+        ),
+        (
+            valid.replace("\"masked\"", "\"hash\""),
+            "l2.home_bits / home_page_bytes: only with interleave = \"masked\", not \"hash\"",
+        ),
+        (
+            "near_latency = 200\npartitions = 2\ninterleave = \"balanced\"\nhome_page_bytes = 65536"
+                .to_owned(),
+            "not \"balanced\"",
+        ),
+        (
+            "near_latency = 200\nhome_bits = [12]".to_owned(),
+            "l2.home_bits / home_page_bytes: only with interleave",
+        ),
+        (
+            valid.replace("\"masked\"", "\"parity\""),
+            "unknown variant `parity`",
+        ),
+    ];
+    for (new, expected) in cases {
+        let message = profile_message(toy_with("near_latency = 200", &new));
+        assert!(message.contains(expected), "`{new}`: `{message}`");
+    }
 }
