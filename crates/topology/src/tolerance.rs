@@ -14,8 +14,8 @@
 //!
 //! ```
 //! use topology::tolerance::{self, Worse};
-//! // The near partition's read bandwidth of one H200 took two values run to run.
-//! assert_eq!(tolerance::relative("elements.l2.bandwidth.read_near_partition", 0.02), 0.16);
+//! // The near partition's read bandwidth of one H200 takes three values run to run.
+//! assert_eq!(tolerance::relative("elements.l2.bandwidth.read_near_partition", 0.02), 0.35);
 //! // A latency without a measured spread wider than its kind's takes the kind's.
 //! assert_eq!(tolerance::relative("elements.l2.latency", 0.02), 0.02);
 //! assert_eq!(tolerance::worse("elements.l2.latency"), Worse::Higher);
@@ -65,6 +65,9 @@ const HOST_LINK: &str =
 
 const H200_NODE: &str = "2026-11-28-h200x2-gpus-at-once (four runs of each of two H200s: the far \
      partition 458-461 cycles, and 475-477 in one run of each)";
+
+const H200_NODES_OF_FOUR: &str = "2026-11-28-h200x4-node-links-at-once (six runs of each of \
+     eight H200s on two nodes, GPUs at once and one after another)";
 
 const NODE_RUNS: &str =
     "2026-11-28-h100-nodes-gpus-at-once (six to twelve runs of each of ten H100s \
@@ -153,13 +156,14 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
         between_gpus: 0.15,
         source: NODE_RUNS,
     },
-    // Bimodal on one H200: 15,726 GiB/s in one run, 13,827–13,862 in three.
+    // Multimodal on one H200: about 13,100-13,300, 14,400-14,900 and 16,900-17,200 GiB/s
+    // from run to run, GPUs at once or one after another alike.
     QuantityTolerance {
         path: "elements.l2.bandwidth.read_near_partition",
-        measured_range: 0.1266,
-        run_to_run: 0.16,
+        measured_range: 0.275,
+        run_to_run: 0.35,
         between_gpus: 0.0,
-        source: DEFAULT_RUNS,
+        source: H200_NODES_OF_FOUR,
     },
     QuantityTolerance {
         path: "elements.l2.bandwidth.write",

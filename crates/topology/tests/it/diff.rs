@@ -141,8 +141,8 @@ fn bandwidths_differ_by_their_measured_run_to_run_tolerance() {
     let d = diff(&with(14645.6, 4651.9), &with(12910.1, 4666.2));
     assert!(d.is_empty(), "{d}");
     // A device memory 3 % slower is a change (its runs moved by 1.4 % at most); the near
-    // partition's read 20 % lower is one too.
-    let d = diff(&with(14645.6, 4651.9), &with(11716.0, 4512.0));
+    // partition's read 40 % lower is one too (its runs take values up to 27.5 % apart).
+    let d = diff(&with(14645.6, 4651.9), &with(8787.0, 4512.0));
     let paths: Vec<&str> = d.changes.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(
         paths,

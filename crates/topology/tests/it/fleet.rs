@@ -359,7 +359,7 @@ fn a_healthy_nodes_stable_and_bimodal_differences_are_not_degraded() {
     ]);
     assert_eq!(fleet.degraded().count(), 0, "{:#?}", fleet.flags);
     // The L1.5 is still shown, as a stable difference; the bandwidth lies within its
-    // run-to-run tolerance (16 %).
+    // run-to-run tolerance (35 %).
     assert_eq!(fleet.flags.len(), 1, "{:#?}", fleet.flags);
     let flag = &fleet.flags[0];
     assert_eq!(flag.severity, Severity::Differs);
@@ -368,13 +368,13 @@ fn a_healthy_nodes_stable_and_bimodal_differences_are_not_degraded() {
     assert!(flag.reason.contains("stable difference"), "{}", flag.reason);
     assert!(!table(&fleet).contains("⚑"), "{}", table(&fleet));
     // Beyond its spread the L1.5 is degraded (110 cycles, 12 % above); a near-partition read
-    // at 11 TiB/s (25 % below) only differs: that figure moves between two modes from run to
+    // at 8.5 TiB/s (42 % below) only differs: that figure moves between modes from run to
     // run, and the whole-L2 read and write are the L2's bandwidth health.
     let fleet = healthy_h200s([
         (98.0, 14.3 * tib),
         (99.0, 14.5 * tib),
         (98.5, 14.7 * tib),
-        (110.0, 11.0 * tib),
+        (110.0, 8.5 * tib),
     ]);
     let degraded: Vec<&str> = fleet.degraded().map(|f| f.path.as_str()).collect();
     assert_eq!(degraded, ["elements.constant_l15.latency"]);
