@@ -390,7 +390,16 @@ mod tests {
         assert_eq!(only_benchmarks(&[], true).unwrap(), Selection::Deep);
         assert_eq!(
             only_benchmarks(&["l1".into()], true).unwrap(),
-            Selection::named(&["l1", "tlb", "mlp", "async-copy", "icache", "sets"]).unwrap()
+            Selection::named(&[
+                "l1",
+                "tlb",
+                "mlp",
+                "async-copy",
+                "icache",
+                "sets",
+                "l2-address"
+            ])
+            .unwrap()
         );
     }
 
