@@ -3,11 +3,18 @@
 //! the fit never saw; a hashed home refused, not fitted.
 
 use pchase_runner::{
-    measure::{bench, MeasureOptions, Measurements, Selection, Session},
+    measure::{bench, l2::map::AddressFinding, MeasureOptions, Measurements, Selection, Session},
     sim::{L2Interleave, SimBackend, SimProfile},
 };
 
 use crate::pipeline::without;
+
+/// The address map the `l2` benchmark found, or why none.
+fn address(m: &Measurements) -> &Result<AddressFinding, String> {
+    m.l2.as_ref()
+        .and_then(|l2| l2.address.as_ref())
+        .expect("two partitions: an address map attempted")
+}
 
 fn measure(profile: &SimProfile) -> Measurements {
     let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
@@ -34,14 +41,7 @@ fn the_hopper_masks_are_recovered_and_predict_fresh_lines() {
             check.sim_check(&profile, &without(&m, check)).is_err(),
             "{name}: the check passes without the prediction"
         );
-        let found =
-            m.l2.as_ref()
-                .unwrap()
-                .address
-                .as_ref()
-                .unwrap()
-                .as_ref()
-                .unwrap();
+        let found = address(&m).as_ref().unwrap();
         assert_eq!(found.map.bits, bits, "{name}");
         let (reference, prediction) = found.prediction.expect("tested");
         assert_ne!(
@@ -70,14 +70,7 @@ fn a_hashed_home_is_refused_with_its_reason() {
     profile.l2.home_bits = Vec::new();
     profile.l2.home_page_bytes = None;
     let m = measure(&profile);
-    let why =
-        m.l2.as_ref()
-            .unwrap()
-            .address
-            .as_ref()
-            .unwrap()
-            .as_ref()
-            .unwrap_err();
+    let why = address(&m).as_ref().unwrap_err();
     assert!(why.contains("no XOR of address bits"), "{why}");
     assert!(m.sections["l2-address"]
         .as_ref()

@@ -7,6 +7,7 @@ mod device;
 mod element;
 mod geometry;
 mod icache;
+mod l2_address;
 
 use std::collections::BTreeMap;
 
@@ -21,6 +22,7 @@ pub use device::{ComputeCapability, DeviceInfo, Limits};
 pub use element::*;
 pub use geometry::{CacheGeometry, ReplacementPolicy, SetMapping};
 pub use icache::InstructionCacheLevel;
+pub use l2_address::L2AddressMap;
 
 use crate::quantity::{Conditions, Latency};
 use crate::section::Section;
