@@ -126,11 +126,14 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
         between_gpus: 0.0,
         source: NODE_RUNS,
     },
+    // Stable per GPU, 559-561 or 568-571 cycles on ten H100s (524-530 on eight H200s of
+    // 2026-11-28-h200x4-node-links-at-once): the chases run on SM 124, whose place in its
+    // GPC floor-sweeping decides. Between GPUs as run to run: the range plus a quarter.
     QuantityTolerance {
         path: "elements.device_memory.latency",
         measured_range: 0.0097,
         run_to_run: 0.02,
-        between_gpus: 0.0,
+        between_gpus: 0.03,
         source: NODE_RUNS,
     },
     QuantityTolerance {
@@ -172,18 +175,21 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
         between_gpus: 0.0,
         source: "2026-11-26-h200-default-runs, 2026-11-25-h100x2-node",
     },
+    // Stable per GPU, 278 or 283-288 cycles on ten H100s (280-285 on eight H200s): SM 124's
+    // place, as above.
     QuantityTolerance {
         path: "elements.l2.latency",
         measured_range: 0.0043,
         run_to_run: 0.01,
-        between_gpus: 0.0,
+        between_gpus: 0.05,
         source: NODE_RUNS,
     },
+    // Stable per GPU, 457-467 cycles on ten H100s: SM 124's place, as above.
     QuantityTolerance {
         path: "elements.l2.partitions.far_latency",
         measured_range: 0.0356,
         run_to_run: 0.05,
-        between_gpus: 0.0,
+        between_gpus: 0.03,
         source: H200_NODE,
     },
     QuantityTolerance {
