@@ -63,11 +63,12 @@ const HOST_LINK: &str =
     "2026-11-28-h100-h200-host-link (five calm runs of one H100 of a node of four, \
      alone or one GPU after another)";
 
-const H200_NODE: &str = "2026-11-28-h200x2-gpus-at-once (four runs of each of two H200s: the far \
-     partition 458-461 cycles, and 475-477 in one run of each)";
-
 const H200_NODES_OF_FOUR: &str = "2026-11-28-h200x4-node-links-at-once (six runs of each of \
      eight H200s on two nodes, GPUs at once and one after another)";
+
+const H200_FAR_MODES: &str = "2026-11-28-h200x2-gpus-at-once (four runs of each of two H200s: \
+     458-461 cycles, and 475-477 in one run of each), 2026-11-28-h200x4-node-links-at-once \
+     (GPU-0673de5e: 461 cycles in five runs, 482 in one)";
 
 const NODE_RUNS: &str =
     "2026-11-28-h100-nodes-gpus-at-once (six to twelve runs of each of ten H100s \
@@ -187,10 +188,10 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
     // Stable per GPU, 457-467 cycles on ten H100s: SM 124's place, as above.
     QuantityTolerance {
         path: "elements.l2.partitions.far_latency",
-        measured_range: 0.0356,
-        run_to_run: 0.05,
+        measured_range: 0.0456,
+        run_to_run: 0.06,
         between_gpus: 0.03,
-        source: H200_NODE,
+        source: H200_FAR_MODES,
     },
     QuantityTolerance {
         path: "elements.l2.partitions.near_latency",
