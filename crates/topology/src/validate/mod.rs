@@ -307,12 +307,7 @@ impl Checker {
                 format!("a bit at or above the page's ({page_bits})"),
             );
         }
-        if !(0.0..=1.0).contains(&map.fit_agreement) {
-            self.fail(
-                format!("{path}.fit_agreement"),
-                "a share must be within 0 and 1",
-            );
-        }
+        self.probability(format!("{path}.fit_agreement"), map.fit_agreement);
         if map.predicted_right.unwrap_or(0) > map.predicted_lines.unwrap_or(0) {
             self.fail(
                 format!("{path}.predicted_right"),

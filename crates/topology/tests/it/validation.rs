@@ -343,7 +343,7 @@ fn an_address_map_with_bits_above_its_page_or_impossible_counts_is_rejected() {
         ("bits", json!([12, 21]), "at or above the page"),
         ("bits", json!([13, 12]), "ascending"),
         ("page_bytes", json!(3000000), "power of two"),
-        ("fit_agreement", json!(1.5), "within 0 and 1"),
+        ("fit_agreement", json!(1.5), "must lie in [0, 1]"),
         (
             "predicted_right",
             json!(20000),

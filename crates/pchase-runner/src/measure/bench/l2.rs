@@ -106,12 +106,6 @@ impl Benchmark for L2 {
     }
 }
 
-/// Whether the profile's homes are an XOR of address bits, which the address map must then
-/// recover (the hash and balanced interleaves mix the line number non-linearly).
-pub(super) fn linear_home(profile: &SimProfile) -> bool {
-    profile.l2.partitions == 2 && profile.l2.home_bits().is_some()
-}
-
 /// The fitted bits against the profile's (where its homes are an XOR of bits).
 pub(super) fn check_address_map(
     profile: &SimProfile,

@@ -79,7 +79,8 @@ impl Benchmark for L2Address {
         match (&l2.address, profile.l2.partitions) {
             (None, 2) => Err("two partitions and no address map attempted".into()),
             (None, _) => Ok(()),
-            (Some(Err(_)), _) if !super::l2::linear_home(profile) => Ok(()),
+            // The hash and balanced interleaves are no XOR of address bits: refused, rightly.
+            (Some(Err(_)), _) if profile.l2.home_bits().is_none() => Ok(()),
             (Some(Err(why)), _) => Err(format!("no address map: {why}")),
             (Some(Ok(found)), _) => {
                 let (_, prediction) = found
