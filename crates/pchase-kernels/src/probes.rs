@@ -65,8 +65,46 @@ pub static SHARED_BANK_CONFLICTS: Kernel = Kernel {
     cluster_dims: None,
 };
 
+/// `gpc_contention`: one block per SM (the launch reserves an SM's whole shared memory),
+/// each taking its role from `control` by its `%smid`; the active blocks meet at a barrier,
+/// then every thread streams 16-byte L2 hits (`ld.global.cg.v4`) from `data` for
+/// `warm_ns + window_ns + warm_ns` of `%globaltimer` and counts the loads of the window. Blocks
+/// of one GPC share its port to the crossbar, so an SM's count falls when other SMs of its
+/// GPC stream beside it; the GPC-map benchmark (`gpc-map`) places the SMs cluster placement
+/// leaves over by it. Compute capability 9.0: only there does cluster placement leave SMs
+/// over for it to place.
+pub static GPC_CONTENTION: Kernel = Kernel {
+    module: &PROBES,
+    entry: "gpc_contention",
+    kind: KernelKind::Probe,
+    params: &[
+        param(
+            "control",
+            ParamType::U64,
+            "global pointer to u32[3 sms + 2]: each SM's role (0 idle, 1 streams), each SM's claim (0 before), the blocks at the barrier, the barrier's timeout flag, then each SM's 16-byte loads in the window (out)",
+        ),
+        param(
+            "data",
+            ParamType::U64,
+            "global pointer to the L2-resident bytes streamed, (data_mask + 1) × 16 of them",
+        ),
+        param(
+            "data_mask",
+            ParamType::U32,
+            "16-byte vectors in data, less one; a power of two less one",
+        ),
+        param("sms", ParamType::U32, "the SM count (the length of each part of control)"),
+        param("active", ParamType::U32, "blocks that must meet at the barrier (SMs of role 1)"),
+        param("warm_ns", ParamType::U32, "nanoseconds streamed before the window and after it"),
+        param("window_ns", ParamType::U32, "nanoseconds of the counted window"),
+    ],
+    min_capability: ComputeCapability::SM_90,
+    shared_layout: SharedLayout::Buffer,
+    cluster_dims: None,
+};
+
 /// Every probe, in the order `cargo xtask ptx` writes them.
-static KERNELS: &[&Kernel] = &[&SHARED_BANK_CONFLICTS];
+static KERNELS: &[&Kernel] = &[&SHARED_BANK_CONFLICTS, &GPC_CONTENTION];
 
 /// The module of the probes.
 pub fn module() -> &'static Module {

@@ -11,7 +11,10 @@ use super::DYNAMIC_SHARED;
 type Template = fn(&'static Kernel) -> Result<String, String>;
 
 /// Every probe's template, by entry name.
-const TEMPLATES: &[(&str, Template)] = &[("shared_bank_conflicts", shared_bank_conflicts)];
+const TEMPLATES: &[(&str, Template)] = &[
+    ("shared_bank_conflicts", shared_bank_conflicts),
+    ("gpc_contention", gpc_contention),
+];
 
 /// The PTX entry of the probe `kernel`.
 pub fn entry(kernel: &'static Kernel) -> Result<String, String> {
@@ -72,6 +75,122 @@ fn shared_bank_conflicts(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("mul.wide.u32 %rd_slot, %r_tid, 4");
     w.ins("add.s64 %rd_slot, %rd_out, %rd_slot");
     w.ins("st.global.u32 [%rd_slot+8], %r_final");
+    w.ins("ret");
+    w.finish()
+}
+
+/// `gpc_contention`: thread 0 of the first block on each SM claims the SM (`atom.cas` on its
+/// claim word) and reads its role; a later block on a claimed SM, and every idle one, leaves.
+/// Thread 0 of an active block counts itself at the barrier and waits (`ld.volatile`) until
+/// `active` blocks are there, or 50 ms of `%globaltimer` (then it sets the timeout flag);
+/// it shares the start time through shared memory. Then every thread streams 16-byte
+/// `ld.global.cg.v4` loads, eight per iteration, each warp 512 contiguous bytes, until
+/// `2 warm_ns + window_ns` after the start, and counts the loads of iterations that ended in
+/// the window. An XOR of everything loaded is stored only if it equals a value no data here
+/// has, so the loads cannot be dropped.
+fn gpc_contention(kernel: &'static Kernel) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("mov.u32 %r_sm, %smid");
+    w.load_param("%rd_control", "control", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_control, %rd_control");
+    w.load_param("%r_sms", "sms", ParamType::U32);
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    w.ins("setp.eq.u32 %p_first, %r_tid, 0");
+    w.comment("Thread 0 claims the SM and reads its role.");
+    w.ins(&format!(
+        "@!%p_first bra {}",
+        EntryWriter::label_name("claimed")
+    ));
+    w.ins("mov.u32 %r_take, 0");
+    w.ins("add.u32 %r_slot, %r_sms, %r_sm");
+    w.ins("mul.wide.u32 %rd_off, %r_slot, 4");
+    w.ins("add.s64 %rd_addr, %rd_control, %rd_off");
+    w.ins("atom.global.cas.b32 %r_old, [%rd_addr], 0, 1");
+    w.ins("setp.eq.u32 %p_new, %r_old, 0");
+    w.ins("mul.wide.u32 %rd_off, %r_sm, 4");
+    w.ins("add.s64 %rd_addr, %rd_control, %rd_off");
+    w.ins("@%p_new ld.global.u32 %r_take, [%rd_addr]");
+    w.ins("st.shared.u32 [%r_dyn], %r_take");
+    w.label("claimed");
+    w.ins("bar.sync 0");
+    w.ins("ld.shared.u32 %r_role, [%r_dyn]");
+    w.ins("setp.eq.u32 %p_idle, %r_role, 0");
+    w.ins(&format!("@%p_idle bra {}", EntryWriter::label_name("done")));
+    w.comment("The barrier: thread 0 counts itself and waits for the others (50 ms at most).");
+    w.ins(&format!(
+        "@!%p_first bra {}",
+        EntryWriter::label_name("met")
+    ));
+    w.load_param("%r_active", "active", ParamType::U32);
+    w.ins("shl.b32 %r_slot, %r_sms, 1");
+    w.ins("mul.wide.u32 %rd_off, %r_slot, 4");
+    w.ins("add.s64 %rd_arrived, %rd_control, %rd_off");
+    w.ins("atom.global.add.u32 %r_old, [%rd_arrived], 1");
+    w.ins("mov.u64 %rd_now, %globaltimer");
+    w.ins("add.u64 %rd_give_up, %rd_now, 50000000");
+    w.label("spin");
+    w.ins("ld.volatile.global.u32 %r_there, [%rd_arrived]");
+    w.ins("setp.ge.u32 %p_all, %r_there, %r_active");
+    w.ins(&format!("@%p_all bra {}", EntryWriter::label_name("start")));
+    w.ins("mov.u64 %rd_now, %globaltimer");
+    w.ins("setp.lt.u64 %p_wait, %rd_now, %rd_give_up");
+    w.ins(&format!("@%p_wait bra {}", EntryWriter::label_name("spin")));
+    w.ins("mov.u32 %r_one, 1");
+    w.ins("st.global.u32 [%rd_arrived+4], %r_one");
+    w.label("start");
+    w.ins("mov.u64 %rd_now, %globaltimer");
+    w.ins("st.shared.u64 [%r_dyn+8], %rd_now");
+    w.label("met");
+    w.ins("bar.sync 0");
+    w.ins("ld.shared.u64 %rd_start, [%r_dyn+8]");
+    w.load_param("%r_warm", "warm_ns", ParamType::U32);
+    w.load_param("%r_window", "window_ns", ParamType::U32);
+    w.ins("cvt.u64.u32 %rd_warm, %r_warm");
+    w.ins("cvt.u64.u32 %rd_window, %r_window");
+    w.ins("add.u64 %rd_open, %rd_start, %rd_warm");
+    w.ins("add.u64 %rd_close, %rd_open, %rd_window");
+    w.ins("add.u64 %rd_end, %rd_close, %rd_warm");
+    w.load_param("%rd_data", "data", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_data, %rd_data");
+    w.load_param("%r_mask", "data_mask", ParamType::U32);
+    w.ins("mov.u32 %r_step, %ntid.x");
+    w.comment("Each SM starts elsewhere in the data; each warp reads 512 contiguous bytes.");
+    w.ins("mul.lo.u32 %r_idx, %r_sm, 253408");
+    w.ins("add.u32 %r_idx, %r_idx, %r_tid");
+    w.ins("and.b32 %r_idx, %r_idx, %r_mask");
+    w.ins("mov.u32 %r_count, 0");
+    w.ins("mov.u32 %r_acc, 0");
+    w.label("stream");
+    for _ in 0..8 {
+        w.ins("mul.wide.u32 %rd_off, %r_idx, 16");
+        w.ins("add.s64 %rd_addr, %rd_data, %rd_off");
+        w.ins("ld.global.cg.v4.u32 {%r_a, %r_b, %r_c, %r_d}, [%rd_addr]");
+        w.ins("xor.b32 %r_acc, %r_acc, %r_a");
+        w.ins("xor.b32 %r_acc, %r_acc, %r_d");
+        w.ins("add.u32 %r_idx, %r_idx, %r_step");
+        w.ins("and.b32 %r_idx, %r_idx, %r_mask");
+    }
+    w.ins("mov.u64 %rd_now, %globaltimer");
+    w.ins("setp.ge.u64 %p_after, %rd_now, %rd_open");
+    w.ins("setp.lt.u64 %p_before, %rd_now, %rd_close");
+    w.ins("and.pred %p_in, %p_after, %p_before");
+    w.ins("@%p_in add.u32 %r_count, %r_count, 8");
+    w.ins("setp.lt.u64 %p_more, %rd_now, %rd_end");
+    w.ins(&format!(
+        "@%p_more bra {}",
+        EntryWriter::label_name("stream")
+    ));
+    w.ins("setp.eq.u32 %p_never, %r_acc, 2654435769");
+    w.ins("@%p_never st.global.u32 [%rd_data], %r_acc");
+    w.comment("The window's loads of this thread, added to its SM's count.");
+    w.ins("shl.b32 %r_slot, %r_sms, 1");
+    w.ins("add.u32 %r_slot, %r_slot, %r_sm");
+    w.ins("add.u32 %r_slot, %r_slot, 2");
+    w.ins("mul.wide.u32 %rd_off, %r_slot, 4");
+    w.ins("add.s64 %rd_addr, %rd_control, %rd_off");
+    w.ins("red.global.add.u32 [%rd_addr], %r_count");
+    w.label("done");
     w.ins("ret");
     w.finish()
 }

@@ -397,7 +397,8 @@ mod tests {
                 "async-copy",
                 "icache",
                 "sets",
-                "l2-address"
+                "l2-address",
+                "gpc-contention"
             ])
             .unwrap()
         );

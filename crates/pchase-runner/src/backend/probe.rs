@@ -198,6 +198,10 @@ pub trait SimulatedGpu {
 
     /// Cycles of one timed load's noise: the profile's jitter and, rarely, its outlier.
     fn noise(&mut self) -> i64;
+
+    /// SMs per GPC of the simulated GPU's clusters (its profile's `clusters.gpc_sms`), if
+    /// it has clusters.
+    fn gpc_sms(&self) -> Option<&[u32]>;
 }
 
 /// A benchmark's model of its probe on the simulated GPU: what the kernel would have left in

@@ -43,6 +43,10 @@ impl SimulatedGpu for SimBackend {
             })
     }
 
+    fn gpc_sms(&self) -> Option<&[u32]> {
+        self.profile.clusters.as_ref().map(|c| c.gpc_sms.as_slice())
+    }
+
     fn noise(&mut self) -> i64 {
         let noise = self.profile.noise;
         let seed = self.profile.seed;

@@ -3,6 +3,7 @@
 mod async_copy;
 mod doubles;
 mod geometry;
+mod gpc_contention;
 mod golden;
 mod gpu;
 mod gpu_bandwidth;

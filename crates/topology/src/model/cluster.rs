@@ -1,6 +1,8 @@
 //! Thread-block clusters (schema 1.5): the GPCs, distributed shared memory's
 //! latency and bandwidth per cluster size. Absent on GPUs without clusters (compute
-//! capability below 9.0), where a note says why.
+//! capability below 9.0), where a note says why. Since schema 1.11 a GPC also holds the SMs
+//! placed by contention at the GPCs' ports (TPCs no cluster of more than two blocks uses),
+//! with the test's evidence in [`Clusters::contention`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,11 +19,15 @@ pub struct ClusterResidency {
     pub clusters: u32,
 }
 
-/// One GPC: the SMs that share clusters.
+/// One GPC: the SMs that share clusters, and those placed in it by contention.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Gpc {
-    /// Its SMs (`%smid`), ascending.
+    /// Its SMs (`%smid`), ascending: those cluster placement put together and those
+    /// `sms_by_contention` names.
     pub sms: Vec<u32>,
+    /// The SMs of `sms` placed by contention rather than by cluster placement (schema 1.11).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sms_by_contention: Vec<u32>,
     /// The L2 partitions (as numbered by the L2 partition map) its SMs are served by
     /// nearest; empty without a partition map.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -60,6 +66,34 @@ pub struct DsmemAtSize {
     pub write_bytes_per_cycle: Option<f64>,
 }
 
+/// One TPC's contention test (schema 1.11): how much each GPC's streaming SMs slowed the
+/// stream of L2 hits of one of its SMs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TpcContention {
+    /// The TPC's SMs; the first streamed beside each GPC's.
+    pub sms: Vec<u32>,
+    /// For a check, the GPC (index in `gpcs`) cluster placement put it in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_gpc: Option<u32>,
+    /// The GPC (index in `gpcs`) whose load slowed it most by a clear margin, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpc: Option<u32>,
+    /// For each GPC in the order of `gpcs`, the fraction its load took off the SM's stream.
+    pub drop_by_gpc: Vec<f64>,
+}
+
+/// The contention test behind `Gpc::sms_by_contention` (schema 1.11).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GpcContention {
+    /// Streaming SMs taken from each GPC beside a probe (a check's own TPC left out).
+    pub loaders: u32,
+    /// One TPC of each GPC cluster placement built that gives the full load without it,
+    /// tested the same way.
+    pub checks: Vec<TpcContention>,
+    /// The TPCs cluster placement left over; placed only when every check found its GPC.
+    pub tpcs: Vec<TpcContention>,
+}
+
 /// Thread-block clusters, GPCs and distributed shared memory (schema 1.5).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Clusters {
@@ -69,10 +103,13 @@ pub struct Clusters {
     /// The GPCs inferred from cluster placement, ordered by their lowest SM.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpcs: Vec<Gpc>,
-    /// SMs whose GPC cluster placement did not tell (they never shared a cluster of more than
-    /// two blocks); with any, the number of GPCs is a lower bound.
+    /// SMs whose GPC neither cluster placement (they never shared a cluster of more than
+    /// two blocks) nor contention told; with any, the number of GPCs is a lower bound.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unassigned_sms: Vec<u32>,
+    /// The contention test of the SMs cluster placement left over (schema 1.11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<GpcContention>,
     /// Whether two independent halves of the placement launches gave the same GPCs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpc_map_consistent: Option<bool>,
@@ -99,7 +136,7 @@ impl Clusters {
     ///
     /// ```
     /// use topology::{Clusters, Gpc};
-    /// let gpc = |sms: Vec<u32>| Gpc { sms, l2_partitions: vec![], dsmem_p50: None };
+    /// let gpc = |sms: Vec<u32>| Gpc { sms, sms_by_contention: vec![], l2_partitions: vec![], dsmem_p50: None };
     /// let mut c = Clusters { gpcs: vec![gpc(vec![0, 2]), gpc(vec![1, 3])], ..Default::default() };
     /// assert!(c.check().is_ok());
     /// c.gpcs.push(gpc(vec![2]));
@@ -119,6 +156,39 @@ impl Clusters {
         }
         if let Some(sm) = self.unassigned_sms.iter().find(|sm| seen.contains(*sm)) {
             return Err(format!("clusters.unassigned_sms: SM {sm} is also in a GPC"));
+        }
+        for (g, gpc) in self.gpcs.iter().enumerate() {
+            if let Some(sm) = gpc
+                .sms_by_contention
+                .iter()
+                .find(|sm| !gpc.sms.contains(sm))
+            {
+                return Err(format!(
+                    "clusters.gpcs[{g}].sms_by_contention: SM {sm} is not among its SMs"
+                ));
+            }
+        }
+        let tests = self
+            .contention
+            .iter()
+            .flat_map(|c| c.checks.iter().chain(&c.tpcs));
+        for test in tests {
+            let mut named = test.gpc.into_iter().chain(test.expected_gpc);
+            if let Some(g) = named.find(|&g| g as usize >= self.gpcs.len()) {
+                return Err(format!(
+                    "clusters.contention: TPC {:?} names GPC {g} of {}",
+                    test.sms,
+                    self.gpcs.len()
+                ));
+            }
+            if test.drop_by_gpc.len() != self.gpcs.len()
+                || test.drop_by_gpc.iter().any(|d| !d.is_finite())
+            {
+                return Err(format!(
+                    "clusters.contention: TPC {:?} needs one finite drop per GPC",
+                    test.sms
+                ));
+            }
         }
         let rates = self.dsmem.iter().flat_map(|d| {
             [d.read_bytes_per_cycle, d.write_bytes_per_cycle]

@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use cluster::{ClusterResidency, Clusters, DsmemAtSize, Gpc, RankLatency};
+pub use cluster::{
+    ClusterResidency, Clusters, DsmemAtSize, Gpc, GpcContention, RankLatency, TpcContention,
+};
 pub use copy::{
     CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind, CopyPathResult,
 };

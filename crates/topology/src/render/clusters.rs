@@ -22,7 +22,7 @@ fn number(value: f64) -> String {
 /// use topology::{render, ComputeCapability, Clusters, DeviceInfo, Gpc, Topology};
 /// let mut topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 4));
 /// assert!(render::cluster_lines(&topo).is_empty());
-/// let gpc = |sms: Vec<u32>| Gpc { sms, l2_partitions: vec![0], dsmem_p50: None };
+/// let gpc = |sms: Vec<u32>| Gpc { sms, sms_by_contention: vec![], l2_partitions: vec![0], dsmem_p50: None };
 /// topo.clusters = Some(Clusters { gpcs: vec![gpc(vec![0, 2]), gpc(vec![1, 3])], ..Default::default() });
 /// assert!(render::cluster_lines(&topo)[0].contains("2 GPCs"));
 /// ```
@@ -39,19 +39,51 @@ pub fn cluster_lines(topo: &Topology) -> Vec<String> {
             Some(false) => "; the halves of the launches differ",
             None => "",
         };
-        let (bound, open) = if c.unassigned_sms.is_empty() {
-            ("", String::new())
-        } else {
-            (
-                "at least ",
+        let by_contention: Vec<String> = c
+            .gpcs
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.sms_by_contention.is_empty())
+            .map(|(i, g)| format!("{:?} in GPC {i}", g.sms_by_contention))
+            .collect();
+        let placed: usize = c.gpcs.iter().map(|g| g.sms_by_contention.len()).sum();
+        let mut how = format!("{} SMs by cluster placement{consistent}", total - placed);
+        if !by_contention.is_empty() {
+            let sms: Vec<u32> = c
+                .gpcs
+                .iter()
+                .flat_map(|g| g.sms_by_contention.iter().copied())
+                .collect();
+            let checks = c.contention.as_ref().map_or_else(String::new, |t| {
+                let agree = t.checks.iter().filter(|k| k.gpc == k.expected_gpc).count();
                 format!(
-                    "; GPC not told by placement for SMs {:?} (they never shared a cluster of more than two blocks)",
-                    c.unassigned_sms
-                ),
-            )
+                    "; the same test found its own GPC for {agree} of {} placed TPCs",
+                    t.checks.len()
+                )
+            });
+            let mut sorted = sms.clone();
+            sorted.sort_unstable();
+            how.push_str(&format!(
+                "; SMs {sorted:?} by contention at the GPCs' ports (no cluster of more than two blocks used them): {}{checks}",
+                by_contention.join(", ")
+            ));
+        }
+        let bound = if c.unassigned_sms.is_empty() {
+            ""
+        } else {
+            let why = if c.contention.is_some() {
+                "neither cluster placement nor contention told"
+            } else {
+                "they never shared a cluster of more than two blocks"
+            };
+            how.push_str(&format!(
+                "; GPC not told for SMs {:?} ({why})",
+                c.unassigned_sms
+            ));
+            "at least "
         };
         lines.push(format!(
-            "GPCs (from cluster placement): {bound}{} GPCs, SMs per GPC {} ({total} SMs){consistent}{open}",
+            "GPCs: {bound}{} GPCs, SMs per GPC {} ({total} SMs): {how}",
             c.gpcs.len(),
             sizes.join(", ")
         ));

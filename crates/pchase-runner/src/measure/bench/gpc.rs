@@ -1,6 +1,8 @@
 //! The GPC map: which SMs form each GPC, inferred from where the hardware places
 //! the blocks of thread-block clusters (a cluster never spans GPCs), checked by the DSMEM
-//! latency inside each GPC, and joined with the L2 partition map in the report.
+//! latency inside each GPC, and joined with the L2 partition map in the report. The SMs
+//! placement leaves over (TPCs no cluster of more than two blocks uses) are placed by
+//! contention at the GPCs' ports ([`contention`]).
 
 use std::time::Duration;
 
@@ -19,6 +21,7 @@ use crate::{
     sim::SimProfile,
 };
 
+pub(super) mod contention;
 pub(super) mod report;
 
 /// The GPC-map benchmark.
@@ -112,6 +115,7 @@ fn map(s: &mut Session<'_>, gpu: &mut Duration) -> Result<GpcMap, RunnerError> {
         unassigned,
         launches,
         dsmem_median_by_gpc,
+        contention: None,
     };
     s.results.clusters.limits = Some(limits);
     Ok(result)
@@ -192,4 +196,113 @@ impl Benchmark for GpcMapBench {
         }
         Ok(())
     }
+}
+
+/// The contention benchmark: the SMs cluster placement left over, placed by contention at
+/// the GPCs' ports ([`contention`]); `--deep`.
+pub(crate) struct GpcContentionBench {
+    info: Info,
+}
+
+/// Placement of the left-over SMs by contention.
+pub(crate) static GPC_CONTENTION: GpcContentionBench = GpcContentionBench {
+    info: Info {
+        name: "gpc-contention",
+        summary: "the SMs cluster placement leaves over (TPCs no cluster of more than two blocks uses), placed in their GPCs by contention at the GPCs' ports: one SM's stream of L2 hits beside each GPC's streaming SMs; checked on one TPC of every placed GPC",
+        element: None,
+        needs: &["gpc-map"],
+        automatic: false,
+        deep: true,
+        kernels: || vec![&pchase_kernels::probes::GPC_CONTENTION],
+    },
+};
+
+impl Benchmark for GpcContentionBench {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+
+    fn run(&self, s: &mut Session<'_>) {
+        if report::not_applicable(s) {
+            return;
+        }
+        let Some(found) = &s.results.clusters.gpc else {
+            return;
+        };
+        if found.unassigned.is_empty() {
+            return;
+        }
+        let (gpcs, left) = (found.gpcs.clone(), found.unassigned.clone());
+        let step = self.info.name.to_string();
+        match s.timed(&step, |s, gpu| contention::place(s, &gpcs, &left, gpu)) {
+            Ok(placed) => {
+                if let Some(map) = s.results.clusters.gpc.as_mut() {
+                    map.contention = placed;
+                }
+            }
+            Err(e) => s.results.clusters.failures.push(format!("{step}: {e}")),
+        }
+    }
+
+    fn expected_steps(
+        &self,
+        device: &crate::device::DeviceInfo,
+        _options: &crate::measure::MeasureOptions,
+        _plan: &[&'static dyn Benchmark],
+    ) -> u64 {
+        report::expected_steps(device)
+    }
+
+    fn report(&self, _measured: &Measurements, _topo: &mut Topology) {
+        // `gpc-map`'s report writes the GPCs with the SMs placed here.
+    }
+
+    fn sim_check(&self, profile: &SimProfile, m: &Measurements) -> Result<(), String> {
+        let Some(spec) = &profile.clusters else {
+            return report::check_not_applicable(m);
+        };
+        let found = m
+            .clusters
+            .gpc
+            .as_ref()
+            .ok_or_else(|| format!("no GPC map: {:?}", m.clusters.failures))?;
+        check_contention(spec, profile.benchmarks.get(self.info.name), found)
+    }
+}
+
+/// The left-over TPCs must be placed in the GPC the profile's truth puts them in, and every
+/// check must have found its own GPC.
+fn check_contention(
+    spec: &crate::sim::ClusterSpec,
+    truth: Option<&toml::Value>,
+    found: &GpcMap,
+) -> Result<(), String> {
+    let Some(physical) = contention::truth_gpcs(spec, truth)? else {
+        return Ok(());
+    };
+    let Some(placed) = &found.contention else {
+        return Err(format!(
+            "the SMs {:?} placement left over were not tested by contention ({:?})",
+            found.unassigned,
+            found.gpcs.len()
+        ));
+    };
+    if !placed.agrees {
+        return Err(format!("a contention check disagreed: {:?}", placed.checks));
+    }
+    for tpc in &placed.tpcs {
+        let truth = physical[tpc.sms[0] as usize];
+        let expected = found
+            .gpcs
+            .iter()
+            .position(|g| physical[g[0] as usize] == truth)
+            .map(|i| i as u32);
+        if tpc.gpc != expected {
+            return Err(format!(
+                "TPC {:?} placed in GPC {:?} by contention, truth {expected:?} (drops {:?})",
+                tpc.sms, tpc.gpc, tpc.drop_by_gpc
+            ));
+        }
+    }
+    Ok(())
 }

@@ -157,6 +157,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &bandwidth::BANDWIDTH_L2,
     &bandwidth::BANDWIDTH_MEMORY,
     &gpc::GPC_MAP,
+    &gpc::GPC_CONTENTION,
     &dsmem::DSMEM,
     &async_copy::ASYNC_COPY,
     &host_link::HOST_LINK,

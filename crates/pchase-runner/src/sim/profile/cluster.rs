@@ -32,6 +32,26 @@ pub struct ClusterSpec {
     pub local_bytes_per_cycle: f64,
 }
 
+/// The GPC of every SM id when GPCs of `gpc_sms` SMs are dealt SM ids two at a time (one
+/// TPC), round robin over the GPCs that still have room ([`ClusterSpec::gpc_sms`]).
+///
+/// ```
+/// assert_eq!(pchase_runner::sim::deal_sms(&[4, 2]), [0, 0, 1, 1, 0, 0]);
+/// ```
+pub fn deal_sms(gpc_sms: &[u32]) -> Vec<u32> {
+    let total: u32 = gpc_sms.iter().sum();
+    let mut left = gpc_sms.to_vec();
+    let mut out = Vec::with_capacity(total as usize);
+    while out.len() < total as usize {
+        for (g, room) in left.iter_mut().enumerate() {
+            let take = (*room).min(2);
+            *room -= take;
+            out.extend(std::iter::repeat_n(g as u32, take as usize));
+        }
+    }
+    out
+}
+
 impl ClusterSpec {
     /// The GPC of every SM id (`result[sm]`), by the dealing rule of [`ClusterSpec::gpc_sms`].
     ///
@@ -49,17 +69,7 @@ impl ClusterSpec {
     /// assert_eq!(spec.sm_gpcs(), [0, 0, 1, 1, 0, 0]);
     /// ```
     pub fn sm_gpcs(&self) -> Vec<u32> {
-        let total: u32 = self.gpc_sms.iter().sum();
-        let mut left = self.gpc_sms.clone();
-        let mut out = Vec::with_capacity(total as usize);
-        while out.len() < total as usize {
-            for (g, room) in left.iter_mut().enumerate() {
-                let take = (*room).min(2);
-                *room -= take;
-                out.extend(std::iter::repeat_n(g as u32, take as usize));
-            }
-        }
-        out
+        deal_sms(&self.gpc_sms)
     }
 
     /// How many clusters of `size` fit the GPCs at once, one block per SM.

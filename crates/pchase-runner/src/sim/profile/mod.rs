@@ -20,7 +20,7 @@ mod load;
 mod random;
 mod validate;
 
-pub use cluster::ClusterSpec;
+pub use cluster::{deal_sms, ClusterSpec};
 pub use copy::{CopyPathSpec, CopySpec};
 pub use host::HostLinkSpec;
 pub use l2::{L2Interleave, L2Spec};

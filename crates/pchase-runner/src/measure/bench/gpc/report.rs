@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use topology::{
-    ClusterResidency, Clusters, Cycles, DsmemAtSize, Gpc, Latency, Note, NoteSeverity, RankLatency,
-    Topology,
+    ClusterResidency, Clusters, Cycles, DsmemAtSize, Gpc, GpcContention, Latency, Note,
+    NoteSeverity, RankLatency, Topology, TpcContention,
 };
 
 use crate::measure::{Measurements, Session};
@@ -88,18 +88,50 @@ pub(crate) fn write_gpcs(m: &Measurements, topo: &mut Topology) {
         return;
     };
     clusters.gpc_map_consistent = Some(map.consistent);
-    clusters.unassigned_sms = map.unassigned.clone();
+    // The left-over TPCs contention placed join their GPC; the rest stay unassigned.
+    let mut by_contention: Vec<Vec<u32>> = vec![Vec::new(); map.gpcs.len()];
+    for tpc in map.contention.iter().flat_map(|c| &c.tpcs) {
+        if let Some(list) = tpc.gpc.and_then(|g| by_contention.get_mut(g as usize)) {
+            list.extend(&tpc.sms);
+        }
+    }
+    clusters.unassigned_sms = map
+        .unassigned
+        .iter()
+        .copied()
+        .filter(|sm| !by_contention.iter().flatten().any(|s| s == sm))
+        .collect();
+    clusters.contention = map.contention.as_ref().map(|c| {
+        let tpc = |t: &crate::measure::cluster::TpcContention| TpcContention {
+            sms: t.sms.clone(),
+            expected_gpc: t.expected_gpc,
+            gpc: t.gpc,
+            drop_by_gpc: t.drop_by_gpc.clone(),
+        };
+        GpcContention {
+            loaders: c.loaders,
+            checks: c.checks.iter().map(tpc).collect(),
+            tpcs: c.tpcs.iter().map(tpc).collect(),
+        }
+    });
     clusters.gpcs = map
         .gpcs
         .iter()
+        .zip(by_contention)
         .enumerate()
-        .map(|(g, sms)| {
+        .map(|(g, (placed, added))| {
+            let mut sms = placed.clone();
+            sms.extend(&added);
+            sms.sort_unstable();
             let partitions: BTreeSet<u32> = sms
                 .iter()
                 .filter_map(|&sm| sm_partition.get(sm as usize).copied().flatten())
                 .collect();
+            let mut sms_by_contention = added;
+            sms_by_contention.sort_unstable();
             Gpc {
-                sms: sms.clone(),
+                sms,
+                sms_by_contention,
                 l2_partitions: partitions.into_iter().collect(),
                 dsmem_p50: map
                     .dsmem_median_by_gpc
@@ -110,6 +142,26 @@ pub(crate) fn write_gpcs(m: &Measurements, topo: &mut Topology) {
             }
         })
         .collect();
+    if let Some(c) = map.contention.as_ref().filter(|c| !c.agrees) {
+        let wrong: Vec<String> = c
+            .checks
+            .iter()
+            .filter(|k| k.gpc != k.expected_gpc)
+            .map(|k| {
+                format!(
+                    "TPC {:?} (GPC {:?}, found {:?})",
+                    k.sms, k.expected_gpc, k.gpc
+                )
+            })
+            .collect();
+        topo.warn(
+            None,
+            format!(
+                "gpc-map contention: the test disagreed with cluster placement on {}; the left-over SMs stay unassigned",
+                wrong.join(", ")
+            ),
+        );
+    }
 }
 
 /// DSMEM latency and bandwidth per cluster size.
