@@ -64,13 +64,27 @@ pub fn to_topology(info: &DeviceInfo, measured: &Measurements, tool_version: &st
         .set_count_per_sm(Count::new(1, Provenance::Api));
     mark_disturbed(measured, &mut topo);
     if !measured.chase_sms.is_empty() {
-        let sms: Vec<String> = measured.chase_sms.iter().map(u32::to_string).collect();
+        let partitions = topo.l2_partitions();
+        let sms: Vec<String> = measured
+            .chase_sms
+            .iter()
+            .map(|&sm| {
+                let side = partitions.and_then(|p| {
+                    let reference = p.map_reference_sm?;
+                    match p.sm_partition.get(sm as usize).copied().flatten()? {
+                        0 => Some(format!(", in SM {reference}'s L2 partition")),
+                        _ => Some(format!(", in the other L2 partition than SM {reference}'s")),
+                    }
+                });
+                format!("{sm} (`%smid`){}", side.unwrap_or_default())
+            })
+            .collect();
         topo.notes.push(topology::Note {
             severity: topology::NoteSeverity::Info,
             element: None,
             quantity: None,
             message: format!(
-                "the one-block latency chases ran on SM {} (`%smid`); on the H100 and H200 the constant L1.5's latency differs between SMs by their place in the GPC (docs/measurement.md)",
+                "the one-block latency chases ran on SM {}; on the H100 and H200 the constant L1.5's latency differs between SMs by their place in the GPC, and a TLB miss's cost by their L2 partition (docs/measurement.md)",
                 sms.join(", ")
             ),
         });
