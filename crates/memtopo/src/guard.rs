@@ -122,7 +122,8 @@ pub fn after(
 /// Measures with the sentinels read before and after the run and after every benchmark
 /// (a disturbed benchmark runs again once: `Measurements::disturbed`, marked by
 /// [`mark_benchmarks`]), and every found size probed again; what the run-wide checks
-/// find goes into `record.disturbances`.
+/// find goes into `record.disturbances`. The reading before the run is also the
+/// session's baseline.
 pub fn watched<B: Backend>(
     backend: &mut B,
     mut options: MeasureOptions,
@@ -134,6 +135,7 @@ pub fn watched<B: Backend>(
     let before = sentinel::read(backend);
     progress.begin(backend.device(), &options);
     let result = Session::new(backend, options)
+        .with_baseline(before)
         .with_progress(|what| progress.benchmark(what))
         .run();
     progress.end();
@@ -154,7 +156,8 @@ pub fn watched<B: Backend>(
             .push(unconfirmed_size(element, benchmark, vec![finding]));
     }
     confirm_l2(backend, &mut measured);
-    let after = sentinel::read(backend);
+    // The confirmations kept the GPU busy up to here: no warm-up before this reading.
+    let after = sentinel::read_settled(backend);
     record
         .disturbances
         .extend(sentinel::compare(&before, &after));

@@ -92,6 +92,13 @@ fn trimmed_mean(samples: &mut [u32]) -> f64 {
 /// every later reading look disturbed. A sentinel that fails is `None` (and logged).
 pub fn read<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     let _ = backend.measure_sm_clock_mhz();
+    read_settled(backend)
+}
+
+/// Reads the sentinels as [`read`] does, without its warm-up: for a GPU that has just
+/// been busy, whose clock is up (after a run, its last benchmarks and confirmations
+/// ran right before). A warm-up there is a long clock measurement whose value is dropped.
+pub fn read_settled<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     let mut last = read_quick(backend);
     for _ in 0..3 {
         let next = read_quick(backend);
@@ -101,7 +108,7 @@ pub fn read<B: Backend + ?Sized>(backend: &mut B) -> Reading {
             return last;
         }
     }
-    log::warn!("the sentinels did not settle before measuring: the GPU may be busy");
+    log::warn!("the sentinels did not settle in four readings: the GPU may be busy");
     last
 }
 
