@@ -407,10 +407,17 @@ fn real_gpu(
         }
     };
     phase("lock and NVML");
-    let before = guard::check_busy(policy, source(&mut nvml), record)?;
+    // A run right after another waits for the utilisation its predecessor left to fall; it
+    // makes its context and loads its modules meanwhile (`conditions::observe_before_while`).
+    let (before, prepared) = guard::check_busy_while(policy, sendable(&mut nvml), record, || {
+        pchase_runner::cuda::CudaBackend::new(cuda_ordinal)
+    })?;
     let options = with_pcie(options, before.as_ref());
     phase("busy check");
-    let mut backend = pchase_runner::cuda::CudaBackend::new(cuda_ordinal)?;
+    let mut backend = match prepared {
+        Some(made) => made?,
+        None => pchase_runner::cuda::CudaBackend::new(cuda_ordinal)?,
+    };
     phase("context and modules");
     let mut info = backend.device().clone();
     // The index the user gave, whatever CUDA numbered the GPU in this process.
@@ -451,6 +458,15 @@ fn real_gpu(
 #[cfg(feature = "cuda")]
 fn source(nvml: &mut Option<crate::nvml::Nvml>) -> Option<&mut dyn conditions::StateSource> {
     nvml.as_mut().map(|n| n as &mut dyn conditions::StateSource)
+}
+
+/// NVML as a state source that another thread may look through, if it loaded.
+#[cfg(feature = "cuda")]
+fn sendable(
+    nvml: &mut Option<crate::nvml::Nvml>,
+) -> Option<&mut (dyn conditions::StateSource + Send)> {
+    nvml.as_mut()
+        .map(|n| n as &mut (dyn conditions::StateSource + Send))
 }
 
 #[cfg(not(feature = "cuda"))]
