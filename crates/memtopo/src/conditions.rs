@@ -101,6 +101,7 @@ pub fn observe_before(source: &mut dyn StateSource) -> Result<(Observation, Vec<
 }
 
 /// What [`observe_before_while`] saw, and what `prepare` made while it waited.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub type Prepared<T> = (Result<(Observation, Vec<String>), String>, Option<T>);
 
 /// [`observe_before`], with `prepare` (the CUDA context and its modules) run on this
@@ -118,6 +119,7 @@ pub type Prepared<T> = (Result<(Observation, Vec<String>), String>, Option<T>);
 /// time) drops what `prepare` made and goes on without it, looking again for the rest of
 /// [`SETTLE`] (at least once): whatever refuses the GPU was seen without this run's
 /// context, as by [`observe_before`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub fn observe_before_while<T>(
     source: &mut (dyn StateSource + Send),
     prepare: impl FnOnce() -> T,
@@ -126,6 +128,7 @@ pub fn observe_before_while<T>(
 }
 
 /// [`observe_before_while`], waiting `budget` at most.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 fn observe_before_within<T>(
     source: &mut (dyn StateSource + Send),
     budget: Duration,

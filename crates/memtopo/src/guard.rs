@@ -81,6 +81,7 @@ pub fn check_busy(
 /// `None` where nothing was (no tail to wait out, no state source, or a wait that ended
 /// busy: then the GPU was judged again without it). A refused GPU drops what was prepared
 /// and returns the same error as [`check_busy`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub fn check_busy_while<T>(
     policy: &GuardPolicy,
     source: Option<&mut (dyn StateSource + Send)>,

@@ -26,6 +26,8 @@ mod raw;
 mod run;
 mod simulate;
 #[cfg(feature = "cuda")]
+mod startup;
+#[cfg(feature = "cuda")]
 mod visible;
 
 use std::process::ExitCode;
