@@ -23,6 +23,7 @@ use crate::{
     lock::{self, GpuLock, LockError},
     plan::GuardPolicy,
     progress::Reporter,
+    settle,
 };
 
 /// Takes the lock of the GPU named `key` (its UUID), waiting the policy's time with a
@@ -73,11 +74,11 @@ pub fn check_busy(
     let Some(source) = source else {
         return Ok(None);
     };
-    judge(policy, conditions::observe_before(source), record)
+    judge(policy, settle::observe_before(source), record)
 }
 
 /// [`check_busy`], with `prepare` (the context and its modules) made while a utilisation
-/// tail is waited out (`conditions::observe_before_while`); returns what was prepared, or
+/// tail is waited out (`settle::observe_before_while`); returns what was prepared, or
 /// `None` where nothing was (no tail to wait out, no state source, or a wait that ended
 /// busy: then the GPU was judged again without it). A refused GPU drops what was prepared
 /// and returns the same error as [`check_busy`].
@@ -91,7 +92,7 @@ pub fn check_busy_while<T>(
     let Some(source) = source else {
         return Ok((None, None));
     };
-    let (seen, prepared) = conditions::observe_before_while(source, prepare);
+    let (seen, prepared) = settle::observe_before_while(source, prepare);
     if prepared.is_some() {
         log::debug!("the context was made while the busy check waited for the utilisation to fall");
     }

@@ -24,6 +24,7 @@ mod plan;
 mod progress;
 mod raw;
 mod run;
+mod settle;
 mod simulate;
 #[cfg(feature = "cuda")]
 mod startup;
