@@ -87,6 +87,17 @@ fn accept(ordinal: u32, identity: &DeviceIdentity, record: &mut RunRecord) -> Re
     Ok(())
 }
 
+/// A `GPU-…` UUID as the driver's identity spells it (lower-case hexadecimal), so that the
+/// lock's key is the same file whichever of NVML and the driver named the GPU.
+fn as_cuda_spells(uuid: &str) -> String {
+    match uuid.get(..4) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("GPU-") => {
+            format!("GPU-{}", uuid[4..].to_ascii_lowercase())
+        }
+        _ => uuid.to_string(),
+    }
+}
+
 /// NVML on the GPU of `uuid` or `pci_bus_id`, or `None` with the reason recorded.
 fn open_nvml(uuid: Option<&str>, pci_bus_id: Option<&str>, record: &mut RunRecord) -> Option<Nvml> {
     match Nvml::open(uuid, pci_bus_id) {
@@ -142,7 +153,7 @@ pub fn open(
         };
         let (uuid, pci_bus_id) = match &driver {
             Driver::Identified(identity) => (identity.uuid.clone(), identity.pci_bus_id.clone()),
-            Driver::Started(_, named) => (Some(named.uuid.clone()), None),
+            Driver::Started(_, named) => (Some(as_cuda_spells(&named.uuid)), None),
         };
         let key = uuid.as_deref().or(pci_bus_id.as_deref());
         let lock = match guard::lock_gpu(policy, key, record, || handover::before_waiting(slot)) {
@@ -187,4 +198,18 @@ pub fn open(
             before,
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_uuid_nvml_gives_locks_the_file_the_driver_names() {
+        // As the driver's identity spells it (`format_uuid`: lower-case hexadecimal).
+        let driver = "GPU-8d3e1a52-0b7c-4f10-9e61-0011223344ff";
+        assert_eq!(as_cuda_spells(&driver.to_ascii_uppercase()), driver);
+        assert_eq!(as_cuda_spells(driver), driver);
+        assert_eq!(as_cuda_spells("MIG-ABC"), "MIG-ABC");
+    }
 }
