@@ -169,6 +169,7 @@ pub fn watched<B: Backend>(
     options.watch = true;
     let (stride, replicas) = (options.search_stride, options.replicas);
     let before = sentinel::read(backend);
+    log_reading("before the run", &before);
     progress.begin(backend.device(), &options);
     let result = Session::new(backend, options)
         .with_baseline(before)
@@ -194,10 +195,22 @@ pub fn watched<B: Backend>(
     confirm_l2(backend, &mut measured);
     // The confirmations kept the GPU busy up to here: no warm-up before this reading.
     let after = sentinel::read_settled(backend);
+    log_reading("after the run", &after);
     record
         .disturbances
         .extend(sentinel::compare(&before, &after));
     Ok(measured)
+}
+
+/// Logs a sentinel reading at `-vv`.
+fn log_reading(when: &str, reading: &sentinel::Reading) {
+    let show = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
+    log::debug!(
+        "sentinels {when}: SM clock {} MHz, L1 hit {} cycles, L2 hit {} cycles",
+        show(reading.sm_clock_mhz),
+        show(reading.l1_hit_cycles),
+        show(reading.l2_hit_cycles)
+    );
 }
 
 /// Probes the L2's near and far edges again (`measure::l2::confirm`); an edge that stays
