@@ -1,8 +1,6 @@
 //! The conditions of a run: who and where, the GPU's state before and after, whether
-//! other work shares the GPU (refused unless `--allow-busy`), and what changed while
-//! measuring.
-
-use std::{thread, time::Duration};
+//! other work shares the GPU (refused unless `--allow-busy`; how long a look waits for a
+//! utilisation reading to fall is `crate::settle`'s), and what changed while measuring.
 
 use topology::{GpuProcess, GpuState, RunRecord};
 
@@ -30,10 +28,6 @@ pub trait StateSource {
     fn add_memory_conditions(&mut self, _state: &mut GpuState) {}
 }
 
-/// How long a utilisation reading without any visible process may take to fall to zero
-/// (NVML's sample period is 1/6 s to 1 s; a previous memtopo may just have exited).
-const SETTLE: Duration = Duration::from_millis(2500);
-
 /// Why the GPU counts as busy, from one observation (empty: it is not).
 pub fn busy_reasons(observation: &Observation) -> Vec<String> {
     let own = std::process::id();
@@ -59,29 +53,6 @@ pub fn busy_reasons(observation: &Observation) -> Vec<String> {
         reasons.push("the GPU's compute mode is prohibited".to_string());
     }
     reasons
-}
-
-/// Observes the GPU before measuring; a utilisation reading with no process is looked at
-/// again for up to [`SETTLE`], since it may be the tail of a run that just ended.
-pub fn observe_before(source: &mut dyn StateSource) -> Result<(Observation, Vec<String>), String> {
-    let mut observation = source.observe()?;
-    let mut reasons = busy_reasons(&observation);
-    let mut waited = Duration::ZERO;
-    // Looked at every 25 ms, so that the wait ends soon after the reading falls: a run
-    // right after another otherwise waits out a whole step for nothing.
-    let step = Duration::from_millis(25);
-    while observation.settles
-        && !reasons.is_empty()
-        && observation.processes.is_empty()
-        && waited < SETTLE
-    {
-        thread::sleep(step);
-        waited += step;
-        observation = source.observe()?;
-        reasons = busy_reasons(&observation);
-    }
-    source.add_memory_conditions(&mut observation.state);
-    Ok((observation, reasons))
 }
 
 /// What changed between `before` and `after` that makes the values doubtful: new
@@ -155,10 +126,10 @@ pub fn absorb(record: &mut RunRecord, observation: &Observation) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn process(pid: u32) -> GpuProcess {
+    pub(crate) fn process(pid: u32) -> GpuProcess {
         GpuProcess {
             pid,
             name: Some("python3".into()),
@@ -167,7 +138,7 @@ mod tests {
         }
     }
 
-    fn at(clock: u32) -> Observation {
+    pub(crate) fn at(clock: u32) -> Observation {
         Observation {
             state: GpuState {
                 sm_clock_mhz: Some(clock),
@@ -209,64 +180,6 @@ mod tests {
         let mut o = at(1980);
         o.state.utilization_percent = Some(87);
         assert!(busy_reasons(&o)[0].contains("87 % utilised"));
-    }
-
-    struct Fading(Vec<u32>);
-    impl StateSource for Fading {
-        fn observe(&mut self) -> Result<Observation, String> {
-            let mut o = at(1980);
-            o.settles = true;
-            o.state.utilization_percent = Some(if self.0.is_empty() {
-                0
-            } else {
-                self.0.remove(0)
-            });
-            Ok(o)
-        }
-    }
-
-    #[test]
-    fn the_tail_of_a_previous_run_is_waited_out() {
-        let (o, reasons) = observe_before(&mut Fading(vec![40, 10])).unwrap();
-        assert!(reasons.is_empty(), "{reasons:?}");
-        assert_eq!(o.state.utilization_percent, Some(0));
-    }
-
-    /// Counts the looks and the memory readings.
-    #[derive(Default)]
-    struct Counting {
-        fading: Vec<u32>,
-        looks: u32,
-        memory_reads: u32,
-    }
-    impl StateSource for Counting {
-        fn observe(&mut self) -> Result<Observation, String> {
-            self.looks += 1;
-            let mut o = at(1980);
-            o.settles = true;
-            o.state.utilization_percent = Some(if self.fading.is_empty() {
-                0
-            } else {
-                self.fading.remove(0)
-            });
-            Ok(o)
-        }
-        fn add_memory_conditions(&mut self, state: &mut GpuState) {
-            self.memory_reads += 1;
-            state.memory_temperature_c = Some(40 + self.memory_reads);
-        }
-    }
-
-    #[test]
-    fn the_memory_is_looked_at_once_after_the_busy_check_has_waited() {
-        let mut source = Counting {
-            fading: vec![40, 10],
-            ..Counting::default()
-        };
-        let (o, _) = observe_before(&mut source).unwrap();
-        assert_eq!(source.looks, 3, "two busy readings, then an idle one");
-        assert_eq!(source.memory_reads, 1);
-        assert_eq!(o.state.memory_temperature_c, Some(41));
     }
 
     #[test]

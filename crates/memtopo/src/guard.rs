@@ -4,9 +4,11 @@
 //! The order matters. The GPU is identified without a context (so this run is not yet one
 //! of its processes), the lock is taken (so a second memtopo waits before it looks at the
 //! GPU, instead of seeing the first as a co-tenant), then the GPU's state is read and a
-//! busy GPU refused, and only then is the context created and the GPU measured. A GPU of a
-//! node run keeps its lock as long as its context, which it hands over to the node's links
-//! (`crate::handover`).
+//! busy GPU refused, and only then is the GPU measured. The context is created after the
+//! first look, and while a utilisation tail is waited out it is created during the wait
+//! ([`check_busy_while`]): the looks that see it may only accept the GPU; a refusal always
+//! rests on a look without it. A GPU of a node run keeps its lock as long as its context,
+//! which it hands over to the node's links (`crate::handover`).
 
 use pchase_runner::{
     measure::{sentinel, MeasureOptions, Measurements, Session},
@@ -21,6 +23,7 @@ use crate::{
     lock::{self, GpuLock, LockError},
     plan::GuardPolicy,
     progress::Reporter,
+    settle,
 };
 
 /// Takes the lock of the GPU named `key` (its UUID), waiting the policy's time with a
@@ -71,7 +74,40 @@ pub fn check_busy(
     let Some(source) = source else {
         return Ok(None);
     };
-    let (observation, reasons) = match conditions::observe_before(source) {
+    judge(policy, settle::observe_before(source), record)
+}
+
+/// [`check_busy`], with `prepare` (the context and its modules) made while a utilisation
+/// tail is waited out (`settle::observe_before_while`); returns what was prepared, or
+/// `None` where nothing was (no tail to wait out, no state source, or a wait that ended
+/// busy: then the GPU was judged again without it). A refused GPU drops what was prepared
+/// and returns the same error as [`check_busy`].
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub fn check_busy_while<T>(
+    policy: &GuardPolicy,
+    source: Option<&mut (dyn StateSource + Send)>,
+    record: &mut RunRecord,
+    prepare: impl FnOnce() -> T,
+) -> Result<(Option<Observation>, Option<T>), CliError> {
+    let Some(source) = source else {
+        return Ok((None, None));
+    };
+    let (seen, prepared) = settle::observe_before_while(source, prepare);
+    if prepared.is_some() {
+        log::debug!("the context was made while the busy check waited for the utilisation to fall");
+    }
+    let before = judge(policy, seen, record)?;
+    Ok((before, prepared))
+}
+
+/// Records what the look before measuring saw and refuses a busy GPU unless the policy
+/// allows it.
+fn judge(
+    policy: &GuardPolicy,
+    seen: Result<(Observation, Vec<String>), String>,
+    record: &mut RunRecord,
+) -> Result<Option<Observation>, CliError> {
+    let (observation, reasons) = match seen {
         Ok(seen) => seen,
         Err(reason) => {
             log::warn!("cannot read the GPU's state: {reason}; other work on it is not checked");
@@ -122,7 +158,8 @@ pub fn after(
 /// Measures with the sentinels read before and after the run and after every benchmark
 /// (a disturbed benchmark runs again once: `Measurements::disturbed`, marked by
 /// [`mark_benchmarks`]), and every found size probed again; what the run-wide checks
-/// find goes into `record.disturbances`.
+/// find goes into `record.disturbances`. The reading before the run is also the
+/// session's baseline.
 pub fn watched<B: Backend>(
     backend: &mut B,
     mut options: MeasureOptions,
@@ -132,8 +169,10 @@ pub fn watched<B: Backend>(
     options.watch = true;
     let (stride, replicas) = (options.search_stride, options.replicas);
     let before = sentinel::read(backend);
+    log_reading("before the run", &before);
     progress.begin(backend.device(), &options);
     let result = Session::new(backend, options)
+        .with_baseline(before)
         .with_progress(|what| progress.benchmark(what))
         .run();
     progress.end();
@@ -154,11 +193,24 @@ pub fn watched<B: Backend>(
             .push(unconfirmed_size(element, benchmark, vec![finding]));
     }
     confirm_l2(backend, &mut measured);
-    let after = sentinel::read(backend);
+    // The confirmations kept the GPU busy up to here: no warm-up before this reading.
+    let after = sentinel::read_settled(backend);
+    log_reading("after the run", &after);
     record
         .disturbances
         .extend(sentinel::compare(&before, &after));
     Ok(measured)
+}
+
+/// Logs a sentinel reading at `-vv`.
+fn log_reading(when: &str, reading: &sentinel::Reading) {
+    let show = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
+    log::debug!(
+        "sentinels {when}: SM clock {} MHz, L1 hit {} cycles, L2 hit {} cycles",
+        show(reading.sm_clock_mhz),
+        show(reading.l1_hit_cycles),
+        show(reading.l2_hit_cycles)
+    );
 }
 
 /// Probes the L2's near and far edges again (`measure::l2::confirm`); an edge that stays
@@ -260,5 +312,86 @@ pub fn mark_benchmarks(measured: &Measurements, topo: &mut topology::Topology) {
     topo.notes.extend(notes);
     if let Some(record) = topo.run.as_mut() {
         record.disturbances.extend(lines);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        sync::{
+            atomic::{AtomicBool, Ordering},
+            Arc,
+        },
+        time::Duration,
+    };
+
+    use super::*;
+
+    /// The tail of a previous run at the first look; from the second on, another process.
+    #[derive(Default)]
+    struct Occupied {
+        looks: u32,
+    }
+
+    impl StateSource for Occupied {
+        fn observe(&mut self) -> Result<Observation, String> {
+            self.looks += 1;
+            let state = GpuState {
+                utilization_percent: Some(if self.looks == 1 { 30 } else { 0 }),
+                ..GpuState::default()
+            };
+            let processes = (self.looks > 1)
+                .then(|| GpuProcess {
+                    pid: 4711,
+                    name: Some("python3".into()),
+                    kind: "compute".into(),
+                    used_memory_bytes: None,
+                })
+                .into_iter()
+                .collect();
+            Ok(Observation {
+                state,
+                processes,
+                driver_version: None,
+                settles: true,
+            })
+        }
+    }
+
+    /// What the busy check prepares; says when it is dropped.
+    struct Made(Arc<AtomicBool>);
+    impl Drop for Made {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_gpu_refused_after_the_context_was_made_drops_it_and_says_why() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let policy = GuardPolicy {
+            allow_busy: false,
+            wait: Duration::ZERO,
+        };
+        let mut record = RunRecord::default();
+        let made = || Made(Arc::clone(&dropped));
+        let refused = check_busy_while(&policy, Some(&mut Occupied::default()), &mut record, made);
+        match refused {
+            Err(CliError::Busy(why)) => assert!(why.contains("pid 4711"), "{why}"),
+            other => panic!("not refused: {:?}", other.map(|(before, _)| before)),
+        }
+        assert!(dropped.load(Ordering::SeqCst));
+        // With --allow-busy the run measures, marked busy, and makes its context anew.
+        let allow = GuardPolicy {
+            allow_busy: true,
+            ..policy
+        };
+        let mut record = RunRecord::default();
+        let made = || Made(Arc::new(AtomicBool::new(false)));
+        let (before, prepared) =
+            check_busy_while(&allow, Some(&mut Occupied::default()), &mut record, made).unwrap();
+        assert!(before.is_some() && prepared.is_none());
+        assert!(record.busy);
+        assert_eq!(record.other_processes.len(), 1);
     }
 }

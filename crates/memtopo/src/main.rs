@@ -24,7 +24,10 @@ mod plan;
 mod progress;
 mod raw;
 mod run;
+mod settle;
 mod simulate;
+#[cfg(feature = "cuda")]
+mod startup;
 #[cfg(feature = "cuda")]
 mod visible;
 

@@ -381,37 +381,13 @@ fn real_gpu(
     };
     crate::visible::log_decision();
     let cuda_ordinal = crate::visible::cuda_ordinal(ordinal);
-    let identity = pchase_runner::cuda::identify(cuda_ordinal)?;
-    phase("driver and device identity");
-    if let Some(narrowed) = crate::visible::narrowed().filter(|n| n.index == ordinal) {
-        narrowed
-            .check(identity.uuid.as_deref())
-            .map_err(CliError::Internal)?;
-    }
-    record.gpu_uuid = identity.uuid.clone();
-    record.pci_bus_id = identity.pci_bus_id.clone();
-    record.cuda_driver_version = identity.cuda_driver_version;
-    let key = identity.uuid.as_deref().or(identity.pci_bus_id.as_deref());
-    let lock = guard::lock_gpu(policy, key, record, || handover::before_waiting(slot))?;
-    let mut nvml = match crate::nvml::Nvml::open(
-        identity.uuid.as_deref(),
-        identity.pci_bus_id.as_deref(),
-    ) {
-        Ok(nvml) => Some(nvml),
-        Err(reason) => {
-            log::warn!(
-                "NVML unavailable ({reason}): other processes on the GPU and its clocks are not checked"
-            );
-            record.state_unavailable = Some(format!("NVML unavailable: {reason}"));
-            None
-        }
-    };
-    phase("lock and NVML");
-    let before = guard::check_busy(policy, source(&mut nvml), record)?;
+    let crate::startup::Opened {
+        mut backend,
+        lock,
+        mut nvml,
+        before,
+    } = crate::startup::open(policy, ordinal, cuda_ordinal, record, slot, started)?;
     let options = with_pcie(options, before.as_ref());
-    phase("busy check");
-    let mut backend = pchase_runner::cuda::CudaBackend::new(cuda_ordinal)?;
-    phase("context and modules");
     let mut info = backend.device().clone();
     // The index the user gave, whatever CUDA numbered the GPU in this process.
     info.ordinal = ordinal;

@@ -15,6 +15,10 @@
 //! the index exists. Anywhere else the driver starts as before, on every GPU.
 //! `MEMTOPO_ALL_GPUS=1` turns narrowing off. After the driver starts, the run checks that
 //! device 0 is the UUID it named (`Narrowed::check`).
+//!
+//! The GPU narrowed to, or the only one NVML lists where nothing renumbers CUDA's devices,
+//! is known by its UUID before the driver starts ([`foreknown`]): the run then starts the
+//! driver beside its lock and busy check (`crate::startup`).
 
 use std::sync::OnceLock;
 
@@ -31,6 +35,9 @@ pub struct Narrowed {
 
 /// What [`narrow`] decided: the GPU the driver was narrowed to, or why not.
 static DECISION: OnceLock<Result<Narrowed, String>> = OnceLock::new();
+
+/// The GPU NVML named before the driver started, which CUDA's device will be ([`foreknow`]).
+static FOREKNOWN: OnceLock<Option<Narrowed>> = OnceLock::new();
 
 /// Whether to narrow to GPU `index`, from the environment and NVML's list; `Err` says why
 /// not (logged once the logger runs).
@@ -68,27 +75,74 @@ pub fn decide(
     })
 }
 
+/// The GPU whose UUID NVML gives before the driver starts and that CUDA's device for
+/// `index` will be: the one [`decide`] narrowed to, or the only GPU NVML lists where
+/// nothing renumbers CUDA's devices (`CUDA_VISIBLE_DEVICES` unset) and it is not in MIG mode
+/// (where CUDA's devices are its instances). Elsewhere, and with `MEMTOPO_ALL_GPUS` set
+/// (`opt_out`), `None`: the driver says, once it has started.
+pub fn foreknow(
+    index: u32,
+    visible: Option<&str>,
+    opt_out: Option<&str>,
+    listed: &[Listed],
+    decided: Option<&Narrowed>,
+) -> Option<Narrowed> {
+    if let Some(narrowed) = decided.filter(|n| n.index == index) {
+        return Some(narrowed.clone());
+    }
+    if opt_out.is_some_and(|v| !v.is_empty() && v != "0") {
+        return None;
+    }
+    match listed {
+        [only] if index == 0 && visible.is_none() && !only.mig => Some(Narrowed {
+            index,
+            uuid: only.uuid.clone(),
+        }),
+        _ => None,
+    }
+}
+
 /// Narrows the driver to GPU `index` where [`decide`] says so: sets `CUDA_VISIBLE_DEVICES`.
 /// Call before the driver starts and before any other thread runs (it changes the
 /// environment). Only the first call counts.
 pub fn narrow(index: u32) {
     DECISION.get_or_init(|| {
         let env = |name: &str| std::env::var(name).ok();
-        let decided = crate::nvml::list().and_then(|listed| {
+        let visible = env("CUDA_VISIBLE_DEVICES");
+        let listed = crate::nvml::list();
+        let decided = listed.as_ref().map_err(Clone::clone).and_then(|listed| {
             decide(
                 index,
-                env("CUDA_VISIBLE_DEVICES").as_deref(),
+                visible.as_deref(),
                 env("CUDA_DEVICE_ORDER").as_deref(),
                 env("MEMTOPO_ALL_GPUS").as_deref(),
-                &listed,
+                listed,
             )
         });
+        let _ = FOREKNOWN.set(listed.ok().and_then(|listed| {
+            foreknow(
+                index,
+                visible.as_deref(),
+                env("MEMTOPO_ALL_GPUS").as_deref(),
+                &listed,
+                decided.as_ref().ok(),
+            )
+        }));
         if let Ok(narrowed) = &decided {
             // Before any thread exists and before the driver reads it.
             std::env::set_var("CUDA_VISIBLE_DEVICES", &narrowed.uuid);
         }
         decided
     });
+}
+
+/// The GPU NVML named before the driver started for the GPU the user numbered `index`
+/// ([`foreknow`]), if it did.
+pub fn foreknown(index: u32) -> Option<&'static Narrowed> {
+    FOREKNOWN
+        .get()
+        .and_then(Option::as_ref)
+        .filter(|n| n.index == index)
 }
 
 /// The narrowing in force, if any.
@@ -114,6 +168,25 @@ pub fn cuda_ordinal(index: u32) -> u32 {
 }
 
 impl Narrowed {
+    /// Checks that the driver's device is the GPU NVML named before the driver started
+    /// ([`foreknown`]): the narrowed GPU's message where the driver was narrowed to it.
+    pub fn check_foreknown(&self, uuid: Option<&str>) -> Result<(), String> {
+        if narrowed().is_some_and(|n| n == self) {
+            return self.check(uuid);
+        }
+        if uuid.is_some_and(|u| u.eq_ignore_ascii_case(&self.uuid)) {
+            Ok(())
+        } else {
+            Err(format!(
+                "the driver's device {} is {}, not {}, the only GPU NVML lists; set \
+                 MEMTOPO_ALL_GPUS=1 to start the driver before looking at the GPU",
+                self.index,
+                uuid.unwrap_or("a GPU without a UUID"),
+                self.uuid
+            ))
+        }
+    }
+
     /// Checks that the driver's device 0 is the GPU named; else the run must stop rather
     /// than measure another GPU than the one asked for.
     pub fn check(&self, uuid: Option<&str>) -> Result<(), String> {
@@ -178,6 +251,38 @@ mod tests {
         let mut mig = node(&["H100"; 2]);
         mig[1].mig = true;
         assert!(why(decide(0, None, None, None, &mig)).contains("MIG"));
+    }
+
+    #[test]
+    fn the_gpu_is_named_before_the_driver_starts_only_where_nothing_renumbers_it() {
+        let one = node(&["H200"]);
+        let named = foreknow(0, None, None, &one, None).unwrap();
+        assert_eq!(named.uuid, "GPU-0");
+        assert_eq!(foreknow(1, None, None, &one, None), None, "no device 1");
+        assert_eq!(foreknow(0, Some("0"), None, &one, None), None);
+        assert_eq!(foreknow(0, None, Some("1"), &one, None), None);
+        let mut mig = one.clone();
+        mig[0].mig = true;
+        assert_eq!(foreknow(0, None, None, &mig, None), None);
+        // Several GPUs: only the one the driver was narrowed to.
+        let four = node(&["H100"; 4]);
+        assert_eq!(foreknow(2, None, None, &four, None), None);
+        let narrowed = decide(2, None, None, None, &four).unwrap();
+        let named = foreknow(2, None, None, &four, Some(&narrowed)).unwrap();
+        assert_eq!(named, narrowed);
+        assert_eq!(foreknow(1, None, None, &four, Some(&narrowed)), None);
+    }
+
+    #[test]
+    fn the_driver_must_show_the_gpu_nvml_named() {
+        let named = Narrowed {
+            index: 0,
+            uuid: "GPU-0".into(),
+        };
+        assert!(named.check_foreknown(Some("gpu-0")).is_ok());
+        let err = named.check_foreknown(Some("GPU-7")).unwrap_err();
+        assert!(err.contains("GPU-7") && err.contains("GPU-0"), "{err}");
+        assert!(named.check_foreknown(None).is_err());
     }
 
     #[test]

@@ -464,8 +464,8 @@ pub trait Backend {
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError>;
 
     /// The SM clock over a short window, for the sentinels read between benchmarks: less
-    /// precise than [`Backend::measure_sm_clock_mhz`] (a millisecond against
-    /// `%globaltimer`'s microsecond: 0.1 %), far cheaper. The default measures the long way.
+    /// precise than [`Backend::measure_sm_clock_mhz`] (a third of a millisecond against
+    /// `%globaltimer`'s microsecond: 0.3 %), far cheaper. The default measures the long way.
     ///
     /// # Errors
     /// A [`RunnerError`] when the launch fails.

@@ -4,8 +4,7 @@ use pchase_kernels::catalogue;
 
 use super::{
     driver::{Arg, LaunchShape},
-    handles::DeviceBuffer,
-    to_host, CudaBackend,
+    CudaBackend,
 };
 use crate::{backend::Carveout, error::RunnerError};
 
@@ -23,7 +22,7 @@ impl CudaBackend {
             .dynamic_shared_bytes(samples, 0)
             .map_err(|e| RunnerError::InvalidRequest(e.to_string()))?;
         self.configure_shared(&function, dynamic, Carveout::DriverDefault)?;
-        let out = DeviceBuffer::<u32>::zeroed(samples as usize)?;
+        let out = self.outputs.outputs(&[samples as usize], &self.stream)?;
         self.timed_launch(
             &function,
             LaunchShape {
@@ -33,18 +32,22 @@ impl CudaBackend {
             },
             &[
                 ("samples", Arg::U32(samples)),
-                ("out", Arg::U64(out.device_ptr())),
+                ("out", Arg::U64(out.ptr(0))),
             ],
         )?;
-        let mut host = to_host(&out)?;
+        let mut host = out.read()?.u32s(0).to_vec();
         host.sort_unstable();
         Ok(host[host.len() / 2])
     }
 
     /// The SM clock from one block spinning `spin` cycles, against `%globaltimer`.
+    ///
+    /// Its four `u64` outputs are a region of the reused outputs buffer, like a chase's:
+    /// the sentinels measure the clock after every benchmark, and a buffer of its own
+    /// (allocated, zeroed, copied back and freed each time) was host time at every one.
     pub(super) fn sm_clock_over(&mut self, spin: u64) -> Result<f64, RunnerError> {
         let function = self.function(catalogue::sm_clock())?;
-        let out = DeviceBuffer::<u64>::zeroed(4)?;
+        let out = self.outputs.outputs(&[2 * 4], &self.stream)?;
         self.timed_launch(
             &function,
             LaunchShape {
@@ -54,10 +57,10 @@ impl CudaBackend {
             },
             &[
                 ("spin_cycles", Arg::U64(spin)),
-                ("out", Arg::U64(out.device_ptr())),
+                ("out", Arg::U64(out.ptr(0))),
             ],
         )?;
-        let host = to_host(&out)?;
+        let host = out.read()?.u64s(0);
         let (t0, c0, t1, c1) = (host[0], host[1], host[2], host[3]);
         let ns = t1.saturating_sub(t0);
         let cycles = c1.saturating_sub(c0);

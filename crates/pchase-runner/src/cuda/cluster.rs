@@ -8,8 +8,7 @@ use pchase_kernels::catalogue::{self, CLUSTER_BLOCK_WORDS};
 use super::{
     cluster_driver::{self, ClusterShape},
     driver::{Arg, LoadedFunction},
-    handles::DeviceBuffer,
-    to_host, CudaBackend,
+    CudaBackend,
 };
 use crate::{
     backend::Carveout,
@@ -139,13 +138,19 @@ impl ClusterBackend for CudaBackend {
         let function = self.cluster_function(kernel, shared, request.cluster_size)?;
         let stride_elems = u64::from(chain.stride / 4);
         let host = host_chain(chain.nodes(), stride_elems);
-        let chain_buffer = DeviceBuffer::from_slice(&host)?;
+        // The chain and the outputs are regions of the reused input and output buffers.
+        let chain_ptr = self.inputs.upload(&host, &self.stream)?;
         let clusters = request.clusters as usize;
         let blocks = clusters * request.cluster_size as usize;
         let steps = request.steps as usize;
-        let latency = DeviceBuffer::<u32>::zeroed((clusters * steps).max(1))?;
-        let index = DeviceBuffer::<u32>::zeroed((clusters * steps).max(1))?;
-        let out_block = DeviceBuffer::<u32>::zeroed(blocks * CLUSTER_BLOCK_WORDS as usize)?;
+        let out = self.outputs.outputs(
+            &[
+                clusters * steps,
+                clusters * steps,
+                blocks * CLUSTER_BLOCK_WORDS as usize,
+            ],
+            &self.stream,
+        )?;
         let shape = ClusterShape {
             cluster_size: request.cluster_size,
             clusters: request.clusters,
@@ -156,19 +161,19 @@ impl ClusterBackend for CudaBackend {
             &function,
             shape,
             &[
-                ("chain", Arg::U64(chain_buffer.device_ptr())),
+                ("chain", Arg::U64(chain_ptr)),
                 ("shared_nodes_elems", Arg::U32(elements)),
                 ("warmup_steps", Arg::U32(request.warmup_steps)),
                 ("steps", Arg::U32(request.steps)),
                 ("target_offset", Arg::U32(request.target_offset)),
-                ("out_latency", Arg::U64(latency.device_ptr())),
-                ("out_index", Arg::U64(index.device_ptr())),
-                ("out_block", Arg::U64(out_block.device_ptr())),
+                ("out_latency", Arg::U64(out.ptr(0))),
+                ("out_index", Arg::U64(out.ptr(1))),
+                ("out_block", Arg::U64(out.ptr(2))),
             ],
         )?;
-        let rows = placements(&to_host(&out_block)?);
-        let latencies = to_host(&latency)?;
-        let indices = to_host(&index)?;
+        let host_out = out.read()?;
+        let rows = placements(host_out.u32s(2));
+        let (latencies, indices) = (host_out.u32s(0), host_out.u32s(1));
         let mut chases = Vec::with_capacity(clusters);
         for (chaser, target_rank) in rows.iter().filter(|(p, _)| p.rank == 0) {
             let target_sm = rows
@@ -228,8 +233,11 @@ impl ClusterBackend for CudaBackend {
         let shared = self.one_block_shared(u64::from(request.bytes))?;
         let function = self.cluster_function(kernel, shared, request.cluster_size)?;
         let blocks = (request.clusters * request.cluster_size) as usize;
-        let cycles = DeviceBuffer::<u64>::zeroed(blocks)?;
-        let out_block = DeviceBuffer::<u32>::zeroed(blocks * CLUSTER_BLOCK_WORDS as usize)?;
+        // Cycles (a `u64` per block), then the blocks' rows.
+        let out = self.outputs.outputs(
+            &[2 * blocks, blocks * CLUSTER_BLOCK_WORDS as usize],
+            &self.stream,
+        )?;
         let shape = ClusterShape {
             cluster_size: request.cluster_size,
             clusters: request.clusters,
@@ -243,12 +251,13 @@ impl ClusterBackend for CudaBackend {
                 ("bytes", Arg::U32(request.bytes)),
                 ("repeats", Arg::U32(request.repeats)),
                 ("mode", Arg::U32(request.mode.word())),
-                ("out_cycles", Arg::U64(cycles.device_ptr())),
-                ("out_block", Arg::U64(out_block.device_ptr())),
+                ("out_cycles", Arg::U64(out.ptr(0))),
+                ("out_block", Arg::U64(out.ptr(1))),
             ],
         )?;
-        let rows = placements(&to_host(&out_block)?);
-        let cycles = to_host(&cycles)?;
+        let host_out = out.read()?;
+        let rows = placements(host_out.u32s(1));
+        let cycles = host_out.u64s(0);
         Ok(ClusterStreamRun {
             blocks: rows
                 .into_iter()

@@ -6,7 +6,7 @@
 //! after measuring, catch what it changes:
 //!
 //! - the measured SM clock (a drop; a rise is a GPU leaving idle);
-//! - the latency of an L1 hit (a 4 KiB `.ca` chain) and of an L2 hit (a 512 KiB `.cg`
+//! - the latency of an L1 hit (a 4 KiB `.ca` chain) and of an L2 hit (a 32 KiB `.cg`
 //!   chain), each the mean of the middle 80 % of 256 loads: contention inflates them;
 //! - and, after the run, every SM-cache size found exactly is probed again by whole-pass
 //!   chases at 85 % of it (which must still hit, as fast as the sweep's plateau) and at
@@ -40,6 +40,18 @@ const CLOCK_TOLERANCE: f64 = 0.03;
 /// Relative and absolute (cycles) change of a hit latency that counts.
 const LATENCY_TOLERANCE: (f64, f64) = (0.10, 2.0);
 
+/// Timed loads of each hit-latency sentinel.
+const HIT_LOADS: u32 = 256;
+
+/// The L2-hit sentinel's chain: one 128-byte line per node, as many nodes as timed loads.
+///
+/// A chase warms up with one whole pass and then times its loads from the chain's first
+/// node on, so the timed loads read the chain's first [`HIT_LOADS`] lines, each loaded
+/// once before, whatever the chain's length: a longer chain only lengthens the warm-up.
+/// At 512 KiB the warm-up was 4096 L2 hits of 280 to 460 cycles, 0.6 to 0.9 ms of every
+/// reading on an H100 or H200; at 32 KiB it is 256 loads over the lines then timed.
+const L2_HIT_CHAIN: (u64, u32) = (HIT_LOADS as u64 * 128, 128);
+
 /// One reading of the sentinels; `None` where one could not be taken.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Reading {
@@ -60,7 +72,7 @@ fn hit_latency<B: Backend + ?Sized>(
     let run = backend.chase(&ChaseRequest::fine(
         path,
         ChainSpec::new(bytes, stride)?,
-        256,
+        HIT_LOADS,
     ))?;
     let mut samples: Vec<u32> = run
         .blocks
@@ -92,6 +104,13 @@ fn trimmed_mean(samples: &mut [u32]) -> f64 {
 /// every later reading look disturbed. A sentinel that fails is `None` (and logged).
 pub fn read<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     let _ = backend.measure_sm_clock_mhz();
+    read_settled(backend)
+}
+
+/// Reads the sentinels as [`read`] does, without its warm-up: for a GPU that has just
+/// been busy, whose clock is up (after a run, its last benchmarks and confirmations
+/// ran right before). A warm-up there is a long clock measurement whose value is dropped.
+pub fn read_settled<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     let mut last = read_quick(backend);
     for _ in 0..3 {
         let next = read_quick(backend);
@@ -101,7 +120,7 @@ pub fn read<B: Backend + ?Sized>(backend: &mut B) -> Reading {
             return last;
         }
     }
-    log::warn!("the sentinels did not settle before measuring: the GPU may be busy");
+    log::warn!("the sentinels did not settle in four readings: the GPU may be busy");
     last
 }
 
@@ -115,7 +134,8 @@ pub fn read_quick<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     let sm_clock_mhz = keep("SM clock", sm_clock_mhz);
     let l1 = hit_latency(backend, LoadPath::GlobalCa, 4096, 64);
     let l1_hit_cycles = keep("L1 hit", l1);
-    let l2 = hit_latency(backend, LoadPath::GlobalCg, 512 * 1024, 128);
+    let (bytes, stride) = L2_HIT_CHAIN;
+    let l2 = hit_latency(backend, LoadPath::GlobalCg, bytes, stride);
     let l2_hit_cycles = keep("L2 hit", l2);
     Reading {
         sm_clock_mhz,
@@ -265,6 +285,31 @@ mod tests {
             ..Reading::default()
         };
         assert!(compare(&base, &now).is_empty());
+    }
+
+    #[test]
+    fn the_l2_reading_times_the_same_lines_as_a_longer_chain_would() {
+        // The timed loads read the chain's first lines after one whole pass, however long
+        // the chain: the simulated GPUs (an L2 of two partitions among them) read the same,
+        // and far less than a chain that misses.
+        for profile in ["volta", "h100", "h200"] {
+            let mut backend =
+                crate::sim::SimBackend::new(crate::sim::SimProfile::bundled(profile).unwrap())
+                    .unwrap();
+            let (bytes, stride) = L2_HIT_CHAIN;
+            let short = hit_latency(&mut backend, LoadPath::GlobalCg, bytes, stride).unwrap();
+            let long = hit_latency(&mut backend, LoadPath::GlobalCg, 512 * 1024, 128).unwrap();
+            // Within the simulated L2's own scatter from one launch to the next.
+            assert!(
+                (short - long).abs() < 0.005 * long,
+                "{profile}: {short} against {long}"
+            );
+            let memory = hit_latency(&mut backend, LoadPath::GlobalCg, 256 << 20, 128).unwrap();
+            assert!(
+                memory > 1.2 * short,
+                "{profile}: {memory} against {short}: not L2 hits?"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,8 @@ mod gpu_bandwidth;
 mod gpu_code;
 mod gpu_copy;
 mod gpu_node;
+mod gpu_outputs;
+mod gpu_sentinels;
 mod icache;
 mod l2_address;
 mod l2_confirm;

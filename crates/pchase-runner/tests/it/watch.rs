@@ -3,20 +3,27 @@
 //! by the repeat, one that stays leaves the benchmark listed as disturbed.
 
 use pchase_runner::{
-    measure::{ElementKind, MeasureOptions, Measurements, Selection, Session},
+    measure::{sentinel, ElementKind, MeasureOptions, Measurements, Selection, Session},
     sim::{CoTenant, SimBackend, SimProfile},
 };
 
-fn session(tenant: Option<CoTenant>) -> (Measurements, u64) {
+fn backend(tenant: Option<CoTenant>) -> SimBackend {
     let mut profile = SimProfile::bundled("volta").unwrap();
     profile.co_tenant = tenant;
-    let mut backend = SimBackend::new(profile).unwrap();
-    let options = MeasureOptions {
+    SimBackend::new(profile).unwrap()
+}
+
+fn options() -> MeasureOptions {
+    MeasureOptions {
         only: Selection::named(&["shared", "memory"]).unwrap(),
         watch: true,
         ..MeasureOptions::default()
-    };
-    let measured = Session::new(&mut backend, options).run().unwrap();
+    }
+}
+
+fn session(tenant: Option<CoTenant>) -> (Measurements, u64) {
+    let mut backend = backend(tenant);
+    let measured = Session::new(&mut backend, options()).run().unwrap();
     (measured, backend.launches())
 }
 
@@ -81,4 +88,49 @@ fn a_brief_co_tenant_is_cleared_by_repeating_the_benchmark() {
         cleared > 0,
         "no window met a sentinel in {launches} launches"
     );
+}
+
+#[test]
+fn a_session_given_its_baseline_reads_none_of_its_own_and_compares_against_it() {
+    // A watching session reads its own baseline; given one it reads none, so a caller's
+    // reading before the run plus the session cost what the session alone costs.
+    let (_, alone) = session(None);
+    let mut given = backend(None);
+    let before = sentinel::read(&mut given);
+    let measured = Session::new(&mut given, options())
+        .with_baseline(before)
+        .run()
+        .unwrap();
+    assert!(measured.disturbed.is_empty(), "{:?}", measured.disturbed);
+    assert_eq!(given.launches(), alone);
+
+    // The steps are compared against the baseline given: one far off makes every step
+    // look disturbed, its repeat too.
+    let mut off = backend(None);
+    let mut wrong = sentinel::read(&mut off);
+    wrong.l2_hit_cycles = wrong.l2_hit_cycles.map(|c| 2.0 * c);
+    let measured = Session::new(&mut off, options())
+        .with_baseline(wrong)
+        .run()
+        .unwrap();
+    assert_eq!(measured.disturbed.len(), measured.timings.len());
+    assert!(measured
+        .disturbed
+        .iter()
+        .all(|d| !d.cleared_by_repeat && d.findings[0].contains("L2 hit")));
+}
+
+#[test]
+fn a_settled_reading_is_a_reading_without_the_warm_up() {
+    // On a GPU whose clock is up, both agree; the settled one spares the warm-up launch.
+    let mut warm = backend(None);
+    let first = sentinel::read(&mut warm);
+    let launches = warm.launches();
+    let again = sentinel::read(&mut warm);
+    let with_warm_up = warm.launches() - launches;
+    let settled = sentinel::read_settled(&mut warm);
+    let without = warm.launches() - launches - with_warm_up;
+    assert!(sentinel::compare(&first, &again).is_empty());
+    assert!(sentinel::compare(&first, &settled).is_empty());
+    assert_eq!(with_warm_up, without + 1, "one clock measurement fewer");
 }
