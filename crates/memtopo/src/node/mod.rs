@@ -244,6 +244,7 @@ pub fn run(
             .into(),
         ),
         links: Vec::new(),
+        all_pairs: None,
         notes: Vec::new(),
     };
     // After every GPU's thread has ended: what their runs handed over.
