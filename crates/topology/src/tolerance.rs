@@ -233,7 +233,7 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
         source: DEFAULT_RUNS,
     },
     // A GPU's slowest peer copy: four healthy NVLink 4 links of two nodes of two H100s, one
-    // run each (the range between links, which holds each link's run-to-run range too).
+    // run each: the range between healthy links, until repeated runs of one link are kept.
     QuantityTolerance {
         path: "links.copy",
         measured_range: 0.0218,

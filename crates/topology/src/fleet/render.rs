@@ -216,9 +216,9 @@ fn link_row(link: &PeerLink) -> Vec<String> {
     };
     let links = match (link.nvlink_links, link.peak_gb_per_s) {
         (None, _) => "-".into(),
-        (Some(0), _) => "none".into(),
+        (Some(0), _) => "none (PCIe)".into(),
         (Some(n), Some(peak)) => format!("{n} ({} GB/s)", number(peak)),
-        (Some(n), None) => n.to_string(),
+        (Some(n), None) => format!("{n} (peak unknown)"),
     };
     vec![
         format!("{} → {}", link.from, link.to),

@@ -212,7 +212,10 @@ fn a_node_summary_of_schema_1_2_loads_without_the_new_figures() {
     assert!(fleet.nodes[0].all_pairs.is_none());
     // The report shows what there is, without shares of a peak it does not know.
     let text = table(&fleet);
-    assert!(text.contains("367 GiB/s"), "{text}");
+    assert!(
+        text.contains("367 GiB/s") && text.contains("18 (peak unknown)"),
+        "{text}"
+    );
     assert!(!text.contains('%'), "{text}");
 }
 
