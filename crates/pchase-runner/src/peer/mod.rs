@@ -36,6 +36,7 @@
 //! ```
 
 mod all_pairs;
+mod link_model;
 mod rates;
 mod requests;
 mod sharing;
@@ -53,11 +54,12 @@ use crate::{
 };
 
 pub use all_pairs::measure_all_pairs;
+pub use link_model::SimLink;
 pub use requests::{
     check_peer_bandwidth, NvlinkGeneration, PeerCopiesRequest, PeerTransfer, MAX_COPIES_PER_TIMING,
     MAX_PEER_COPY_BYTES, MAX_PEER_REPEATS,
 };
-pub use sim::{SimLink, SimNode};
+pub use sim::SimNode;
 
 /// What the driver says about GPU `from` reading GPU `to`'s memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
