@@ -7,7 +7,8 @@
 //! The copies: one stream, then two; four only where two beat one (by the search's
 //! [`MIN_GAIN`]). A split's rate is every stream's bytes over the slowest stream's time of
 //! a round (the streams start together), the median of the rounds. Both ways at once run
-//! the pull's and the push's best splits together, each direction rated so.
+//! the pull and the push together, each split as the wider of their best splits (so that
+//! each way moves the same bytes), each direction rated so.
 //!
 //! The SMs: the coordinate search of the bandwidth benchmark ([`coordinate_search`]) over a
 //! small space (16, 8 or 4 bytes a thread, unrolled 1–8 times, 1, 2 or 4 blocks per SM of
@@ -207,7 +208,9 @@ fn sm_rate(
     };
     let region = options.sm_region_bytes;
     let sms = device.sm_count;
+    // Launches are sized by NVLink 4's peak until the seed is measured, then by the seed.
     let mut sizing = SIZING_GB_PER_S;
+    let mut sized = false;
     let search = coordinate_search(&space, seed, options.sm_search_budget, |shape| {
         let request = sm_request(
             *shape,
@@ -222,14 +225,17 @@ fn sm_rate(
             .best_bytes_per_second()
             .ok_or_else(|| RunnerError::WrongResult(format!("{shape}: not timed")))?;
         log::debug!("link {from} → {to}: {shape}: {:.1} GB/s", best / 1e9);
-        sizing = best / 1e9;
+        if !sized {
+            sizing = best / 1e9;
+            sized = true;
+        }
         Ok(best)
     })?;
     let request = sm_request(
         search.best,
         region,
         sms,
-        sizing,
+        search.value / 1e9,
         FINAL_LAUNCH,
         FINAL_REPETITIONS,
     );
@@ -266,17 +272,16 @@ pub(super) fn measure(
         mark(name);
     }
     if let [Some(pull), Some(push)] = best {
-        match copy_rates(
-            node,
-            from,
-            to,
-            &[(Way::Pull, pull), (Way::Push, push)],
-            options,
-        ) {
+        // One split for both ways, the wider of their best, so that each way moves the same
+        // bytes and neither runs alone at the end.
+        let streams = pull.max(push);
+        let ways = [(Way::Pull, streams), (Way::Push, streams)];
+        match copy_rates(node, from, to, &ways, options) {
             Ok(rates) => {
+                let method = copy_method(streams, options);
                 link.copy_both = Some(BothWays::new(
-                    LinkRate::new(rates[0], copy_method(pull, options)),
-                    LinkRate::new(rates[1], copy_method(push, options)),
+                    LinkRate::new(rates[0], method.clone()),
+                    LinkRate::new(rates[1], method),
                 ));
             }
             Err(e) => link.notes.push(format!("copy both ways failed: {e}")),
