@@ -5,6 +5,7 @@ mod copies;
 mod diff;
 mod fixtures;
 mod fleet;
+mod fleet_links;
 mod formats;
 mod golden;
 mod gpgpusim;
