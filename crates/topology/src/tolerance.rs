@@ -70,10 +70,6 @@ const H200_FAR_MODES: &str = "2026-11-28-h200x2-gpus-at-once (four runs of each 
      458-461 cycles, and 475-477 in one run of each), 2026-11-28-h200x4-node-links-at-once \
      (GPU-0673de5e: 461 cycles in five runs, 482 in one)";
 
-const PEER_COPIES: &str = "2026-11-25-h100x2-node (both links of two H100s: 363 and 367 GiB/s), \
-     2026-11-28-h100-h200-two-leases-fleet (both links of two H100s of another node: 359 and \
-     365 GiB/s)";
-
 const NODE_RUNS: &str =
     "2026-11-28-h100-nodes-gpus-at-once (six to twelve runs of each of ten H100s \
      on three nodes, GPUs at once and one after another)";
@@ -232,15 +228,6 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
         between_gpus: 0.0,
         source: DEFAULT_RUNS,
     },
-    // A GPU's slowest peer copy: four healthy NVLink 4 links of two nodes of two H100s, one
-    // run each: the range between healthy links, until repeated runs of one link are kept.
-    QuantityTolerance {
-        path: "links.copy",
-        measured_range: 0.0218,
-        run_to_run: 0.03,
-        between_gpus: 0.0,
-        source: PEER_COPIES,
-    },
     // The host link's copies.
     QuantityTolerance {
         path: "sections.host-link.both_d2h",
@@ -314,29 +301,13 @@ pub const TOLERANCES: &[QuantityTolerance] = &[
     },
 ];
 
-/// The rates of a GPU's peer links that no repeated runs have measured yet: they take the
-/// device-memory copy's tolerance (the widest of the copies of one GPU's memory, which
-/// every one of them reads or writes at one end) until node runs measure their own.
-pub const LINK_RATES_LIKE_THE_MEMORY_COPY: &[&str] = &[
-    "links.all_pairs_in",
-    "links.copy_both",
-    "links.copy_pull",
-    "links.copy_push",
-    "links.sm_read",
-    "links.sm_write",
-];
-
 /// The measured tolerance of `path`, where the table has one. A row derived from another
 /// has its tolerance: a share of the link's peak (`…_of_peak`) that of the rate it divides,
-/// the sum of both directions at once that of the wider direction. The peer links' rates
-/// of [`LINK_RATES_LIKE_THE_MEMORY_COPY`] take the device-memory copy's.
+/// the sum of both directions at once that of the wider direction.
 pub fn lookup(path: &str) -> Option<&'static QuantityTolerance> {
     let path = path.strip_suffix("_of_peak").unwrap_or(path);
     let path = match path {
         "sections.host-link.both_sum" => "sections.host-link.both_h2d",
-        p if LINK_RATES_LIKE_THE_MEMORY_COPY.contains(&p) => {
-            "elements.device_memory.bandwidth.copy"
-        }
         other => other,
     };
     TOLERANCES.iter().find(|t| t.path == path)
@@ -448,13 +419,6 @@ mod tests {
         assert_eq!(relative("sections.host-link.both_sum_of_peak", 0.02), 0.08);
         assert_eq!(relative("sections.host-link.bogus_of_peak", 0.02), 0.02);
         assert_eq!(worse("elements.l2.partitions.count"), Worse::Neither);
-        // A slower peer link is worse; its new rates take the memory copy's tolerance.
-        assert_eq!(worse("links.copy"), Worse::Lower);
-        assert_eq!(worse("links.sm_write"), Worse::Lower);
-        assert_eq!(worse("links.all_pairs_in"), Worse::Lower);
-        assert_eq!(relative("links.copy", 0.02), 0.03);
-        assert_eq!(relative("links.copy_push", 0.02), 0.09);
-        assert_eq!(relative("links.all_pairs_in", 0.02), 0.09);
         assert_eq!(worse("elements.l1_data.sector_size"), Worse::Neither);
     }
 }

@@ -7,8 +7,7 @@
 //! on the nodes measured so far they did not (docs/fleet.md, "Concurrent, and why"). A GPU
 //! that fails is recorded with its exit code and error, and the others are measured. After
 //! the GPUs, the links between the measured ones (peer access, a chase into the other's
-//! memory, a peer copy, the rates tuned to the link's peak, every pair at once;
-//! [`peers`]), with every GPU quiet, on the contexts and under the
+//! memory, a peer copy; [`peers`]), with every GPU quiet, on the contexts and under the
 //! locks the GPUs' runs handed over ([`crate::handover`]), then the node summary: a
 //! [`topology::fleet::Fleet`] of one node, written by `--summary` and printed as a table.
 
@@ -245,7 +244,6 @@ pub fn run(
             .into(),
         ),
         links: Vec::new(),
-        all_pairs: None,
         notes: Vec::new(),
     };
     // After every GPU's thread has ended: what their runs handed over.

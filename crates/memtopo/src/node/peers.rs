@@ -1,8 +1,6 @@
 //! The links between a node's measured GPUs, after the GPUs themselves: every ordered
 //! pair (reader, owner), measured by `pchase_runner::peer::measure_link` on the simulated
-//! node or on CUDA, with the NVLink count from NVML for real GPUs and the link's peak from
-//! it (`pchase_runner::peer::set_link_peak`); then every pair copying at once
-//! (`pchase_runner::peer::measure_all_pairs`), each pair beside its link's peak.
+//! node or on CUDA, with the NVLink count from NVML for real GPUs.
 //!
 //! A link's measurement touches two GPUs, so the links hold every measured GPU's lock.
 //! Each GPU's run hands its lock over to the links, and on CUDA its context too
@@ -16,9 +14,7 @@
 
 use std::time::Instant;
 
-use pchase_runner::peer::{
-    measure_all_pairs, measure_link, set_link_peak, PeerBackend, PeerOptions, SimNode,
-};
+use pchase_runner::peer::{measure_link, PeerBackend, PeerOptions, SimNode};
 use topology::{fleet::Node, RunRecord};
 
 use super::Measured;
@@ -90,9 +86,6 @@ pub(super) fn measure(policy: &GuardPolicy, gpus: &[Measured], kept: Vec<Kept>, 
             link.to_uuid = Some(to.uuid.clone());
             if link.nvlink_links.is_none() {
                 nvlink(from, to, &mut link);
-                if let Ok(reader) = backend.info(a as u32) {
-                    set_link_peak(&mut link, reader.compute_capability);
-                }
             }
             node.links.push(link);
         }
@@ -102,23 +95,6 @@ pub(super) fn measure(policy: &GuardPolicy, gpus: &[Measured], kept: Vec<Kept>, 
         node.links.len(),
         started.elapsed().as_secs_f64() * 1e3
     );
-    let at_once = Instant::now();
-    let indices: Vec<u32> = gpus.iter().map(|g| g.index).collect();
-    match measure_all_pairs(backend.as_mut(), &indices, &options) {
-        Ok(mut all) => {
-            all.set_peaks(&node.links);
-            log::debug!(
-                "{} pair(s) at once measured in {:.1} ms: {:.0} GB/s in all",
-                all.pairs.len(),
-                at_once.elapsed().as_secs_f64() * 1e3,
-                all.total_gb_per_s
-            );
-            node.all_pairs = Some(all);
-        }
-        Err(e) => node
-            .notes
-            .push(format!("all pairs at once not measured: {e}")),
-    }
     if simulated {
         node.notes.push(
             "simulated node: the links are the simulator's model (NVLink between GPUs of one \

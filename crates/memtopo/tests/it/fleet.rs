@@ -76,34 +76,6 @@ fn a_simulated_node_gives_one_result_per_gpu_and_a_summary_with_the_odd_one_flag
         .links
         .iter()
         .all(|l| l.peer_access && l.latency_cold.is_some() && l.copy_gib_per_s.is_some()));
-    // Each beside its peak: the simulated Voltas' 18 links of NVLink 2, 25 GB/s each.
-    for link in &node.nodes[0].links {
-        assert_eq!(link.peak_gb_per_s, Some(450.0), "{link:?}");
-        for rate in [
-            &link.copy_pull,
-            &link.copy_push,
-            &link.sm_read,
-            &link.sm_write,
-        ] {
-            let share = rate.as_ref().and_then(|r| r.fraction_of_peak).unwrap();
-            assert!(share > 0.5 && share <= 1.0, "{link:?}");
-        }
-        let both = link.copy_both.as_ref().unwrap();
-        assert!(both.sum_gb_per_s > link.copy_push.as_ref().unwrap().gb_per_s);
-    }
-    // And every pair at once, by device index, each within its link's peak.
-    let all = node.nodes[0].all_pairs.as_ref().expect("all pairs at once");
-    assert_eq!(all.pairs.len(), 12);
-    assert!(all
-        .pairs
-        .iter()
-        .all(|p| p.from != p.to && p.fraction_of_peak.is_some_and(|f| f <= 1.0)));
-    // The summary's table shows them.
-    let table = topology::fleet::table(&node);
-    assert!(
-        table.contains("All pairs at once") && table.contains("pull "),
-        "{table}"
-    );
     // The same UUIDs on a second run: the same files again.
     let again = node_run(
         &dir,

@@ -58,17 +58,6 @@ impl BandwidthState {
     }
 }
 
-/// Where a bandwidth request's reads and writes go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// The backend's own buffers.
-    Own,
-    /// Mapped host memory at this device address: every launch after an L2 flush.
-    Mapped(u64),
-    /// Another GPU's memory at this address.
-    Peer(u64),
-}
-
 /// Whether consecutive launches of `request` use two disjoint sets of buffers: where its
 /// region is at least four L2s it streams from device memory, and one buffer would let a
 /// launch find the previous one's last lines in the L2 (a launch that ended within an L2
@@ -83,7 +72,7 @@ fn alternates(request: &BandwidthRequest, info: &crate::DeviceInfo) -> bool {
 
 /// A buffer of at least `bytes` in `slot`, reallocated (the old one freed first) when too
 /// small; filled with [`FILL_BYTE`] when allocated.
-pub(super) fn ensure(slot: &mut Option<DeviceBuffer<u32>>, bytes: u64) -> Result<u64, RunnerError> {
+fn ensure(slot: &mut Option<DeviceBuffer<u32>>, bytes: u64) -> Result<u64, RunnerError> {
     let words = usize::try_from(bytes.div_ceil(4))
         .map_err(|_| RunnerError::InvalidRequest(format!("a buffer of {bytes} B")))?;
     if slot.as_ref().is_none_or(|b| b.len() < words) {
@@ -235,30 +224,6 @@ impl CudaBackend {
         request: &BandwidthRequest,
         over: Option<u64>,
     ) -> Result<BandwidthRun, RunnerError> {
-        let target = match over {
-            Some(pointer) => Target::Mapped(pointer),
-            None => Target::Own,
-        };
-        self.run_bandwidth_on(request, target)
-    }
-
-    /// Runs a bandwidth request whose reads or writes go to another GPU's memory at
-    /// `pointer` (peer access enabled; at least the request's buffer): as over the
-    /// backend's own buffers, one untimed launch and the timed ones back to back, since
-    /// this GPU's L2 keeps no line of a peer's memory.
-    pub(super) fn run_bandwidth_peer(
-        &mut self,
-        request: &BandwidthRequest,
-        pointer: u64,
-    ) -> Result<BandwidthRun, RunnerError> {
-        self.run_bandwidth_on(request, Target::Peer(pointer))
-    }
-
-    fn run_bandwidth_on(
-        &mut self,
-        request: &BandwidthRequest,
-        target: Target,
-    ) -> Result<BandwidthRun, RunnerError> {
         check_bandwidth(request, &self.info)?;
         let kernel = request.kernel()?;
         let function = self.bandwidth_function(kernel)?;
@@ -268,7 +233,7 @@ impl CudaBackend {
         let (block_stride, block_phase, step, mask) = request.addressing(sm_count);
         let buffer = request.buffer_bytes(sm_count);
         let threads = u64::from(blocks) * u64::from(shape.threads);
-        let alternate = matches!(target, Target::Own) && alternates(request, &self.info);
+        let alternate = over.is_none() && alternates(request, &self.info);
         let buffers = &mut self.bandwidth;
         let (reads, writes) = match shape.op {
             BandwidthOp::Read(_) => (true, false),
@@ -283,12 +248,12 @@ impl CudaBackend {
                 Ok(0)
             }
         };
-        let mut sets = vec![match target {
-            Target::Mapped(pointer) | Target::Peer(pointer) => (
+        let mut sets = vec![match over {
+            Some(pointer) => (
                 if reads { pointer } else { 0 },
                 if writes { pointer } else { 0 },
             ),
-            Target::Own => (
+            None => (
                 used(&mut buffers.src, reads)?,
                 used(&mut buffers.dst, writes)?,
             ),
@@ -333,7 +298,7 @@ impl CudaBackend {
                 )
             })
             .collect();
-        let (elapsed, gpu_time) = if let Target::Mapped(pointer) = target {
+        let (elapsed, gpu_time) = if let Some(pointer) = over {
             // Memory elsewhere (mapped host memory): the L2 may keep lines of it, so no
             // untimed launch, and every timed one starts after an L2 flush. The flush runs
             // a launch of its own; the sink is fetched again after it.

@@ -33,7 +33,6 @@ mod icache;
 mod launch;
 mod list;
 mod peer;
-mod peer_copies;
 mod pinned;
 mod probe;
 mod scratch;
@@ -83,8 +82,6 @@ pub struct CudaBackend {
     copy: copy::CopyState,
     /// The host link's pinned and device buffers (`host.rs`).
     host: host::HostState,
-    /// The buffers of copies between GPUs and of the peers' SM launches (`peer_copies.rs`).
-    peer: peer_copies::PeerBuffers,
     /// The instruction-fetch module loaded last, by its segment count.
     icache: Option<(u32, LoadedModule)>,
     /// Module `probes`, once a probe has been launched.
@@ -169,7 +166,6 @@ impl CudaBackend {
             bandwidth: bandwidth::BandwidthState::default(),
             copy: copy::CopyState::default(),
             host: host::HostState::default(),
-            peer: peer_copies::PeerBuffers::default(),
             icache: None,
             probes: None,
             loader,
@@ -201,7 +197,6 @@ impl CudaBackend {
         self.walk = None;
         self.bandwidth.free_buffers();
         self.host = host::HostState::default();
-        self.peer = peer_copies::PeerBuffers::default();
         self.outputs = scratch::Scratch::default();
         self.inputs = scratch::Scratch::default();
     }

@@ -8,10 +8,9 @@
 //! context (`cuCtxSetCurrent`) before each step: the owner builds the chain (and flushes
 //! its L2) with its own init kernel, then the reader, with peer access to the owner's
 //! context enabled, runs the fine-grained `.cg` chase kernel on the owner's pointer
-//! (unified addressing makes it valid in the reader's context). Copies (`peer_copies.rs`)
-//! are `cuMemcpyPeerAsync` on streams of the GPU whose copy engine moves them, timed with
-//! their events; the SMs' reads and writes run the bandwidth kernels of the reader over a
-//! buffer of the owner. On two NVLinked H100s: `docs/evidence/2026-11-25-h100x2-node/`.
+//! (unified addressing makes it valid in the reader's context). Copies are
+//! `cuMemcpyPeerAsync` on the reader's stream, timed with its events. On two NVLinked
+//! H100s: `docs/evidence/2026-11-25-h100x2-node/`.
 
 use std::{
     os::raw::{c_int, c_uint},
@@ -23,16 +22,15 @@ use super::{
     device::checked_device,
     driver::check,
     errors,
-    ffi::{self, ContextHandle, CuResult},
-    handles::DeviceBuffer,
+    ffi::{self, ContextHandle, CuResult, DevicePtr, StreamHandle},
+    handles::{DeviceBuffer, Event},
     CudaBackend,
 };
 use crate::{
     backend::Backend,
-    bandwidth::{BandwidthRequest, BandwidthRun},
     device::DeviceInfo,
     error::RunnerError,
-    peer::{PeerAccess, PeerBackend, PeerChaseRequest, PeerCopiesRequest},
+    peer::{PeerAccess, PeerBackend, PeerChaseRequest, PeerCopyRequest},
 };
 
 /// `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`.
@@ -53,6 +51,15 @@ extern "C" {
     ) -> CuResult;
     #[link_name = "cuda_shim_raw_cuCtxEnablePeerAccess"]
     fn cuCtxEnablePeerAccess(peer: ContextHandle, flags: c_uint) -> CuResult;
+    #[link_name = "cuda_shim_raw_cuMemcpyPeerAsync"]
+    fn cuMemcpyPeerAsync(
+        dst: DevicePtr,
+        dst_context: ContextHandle,
+        src: DevicePtr,
+        src_context: ContextHandle,
+        bytes: usize,
+        stream: StreamHandle,
+    ) -> CuResult;
 }
 
 /// A [`CudaBackend`] whose context is current on no thread, so that it may move to
@@ -106,9 +113,9 @@ impl CudaBackend {
 
 /// One GPU of the node.
 #[derive(Debug)]
-pub(super) struct Member {
-    pub(super) backend: CudaBackend,
-    pub(super) context: ContextHandle,
+struct Member {
+    backend: CudaBackend,
+    context: ContextHandle,
     device: c_int,
     /// Its SM clock (MHz) and clock-read overhead, measured when it first reads a peer:
     /// one 20 ms measurement per reader, not one per link.
@@ -121,7 +128,7 @@ pub(super) struct Member {
 /// thread that drops the node needs none current.
 #[derive(Debug)]
 pub struct CudaNode {
-    pub(super) members: Vec<Member>,
+    members: Vec<Member>,
 }
 
 impl CudaNode {
@@ -165,7 +172,7 @@ impl CudaNode {
     }
 
     /// Makes `position`'s context current and returns it.
-    pub(super) fn enter(&mut self, position: u32) -> Result<&mut Member, RunnerError> {
+    fn enter(&mut self, position: u32) -> Result<&mut Member, RunnerError> {
         let count = self.members.len() as u32;
         let member =
             self.members
@@ -181,7 +188,7 @@ impl CudaNode {
         Ok(member)
     }
 
-    pub(super) fn context(&self, position: u32) -> Result<ContextHandle, RunnerError> {
+    fn context(&self, position: u32) -> Result<ContextHandle, RunnerError> {
         self.members
             .get(position as usize)
             .map(|m| m.context)
@@ -192,7 +199,7 @@ impl CudaNode {
     }
 
     /// Lets `from`'s context read `to`'s memory.
-    pub(super) fn enable(&mut self, from: u32, to: u32) -> Result<(), RunnerError> {
+    fn enable(&mut self, from: u32, to: u32) -> Result<(), RunnerError> {
         let peer = self.context(to)?;
         self.enter(from)?;
         // SAFETY: two live contexts; flags must be 0.
@@ -278,20 +285,52 @@ impl PeerBackend for CudaNode {
         Ok(latencies)
     }
 
-    fn peer_copies(
-        &mut self,
-        request: &PeerCopiesRequest,
-    ) -> Result<Vec<Vec<Duration>>, RunnerError> {
-        self.run_copies(request)
-    }
-
-    fn peer_bandwidth(
+    fn peer_copy(
         &mut self,
         from: u32,
         to: u32,
-        request: &BandwidthRequest,
-    ) -> Result<BandwidthRun, RunnerError> {
-        self.run_peer_bandwidth(from, to, request)
+        request: &PeerCopyRequest,
+    ) -> Result<Vec<Duration>, RunnerError> {
+        let words = usize::try_from(request.bytes / 4)
+            .ok()
+            .filter(|&w| w > 0)
+            .ok_or_else(|| RunnerError::InvalidRequest(format!("a copy of {} B", request.bytes)))?;
+        let bytes = words * 4;
+        self.enable(from, to)?;
+        let (from_context, to_context) = (self.context(from)?, self.context(to)?);
+        self.enter(to)?;
+        let source = DeviceBuffer::<u32>::zeroed(words)?;
+        let reader = self.enter(from)?;
+        let target = DeviceBuffer::<u32>::uninitialized(words)?;
+        let stream = &reader.backend.stream;
+        let copy = || {
+            // SAFETY: both ranges are live allocations of `bytes` in their contexts.
+            check("cuMemcpyPeerAsync", unsafe {
+                cuMemcpyPeerAsync(
+                    target.device_ptr(),
+                    from_context,
+                    source.device_ptr(),
+                    to_context,
+                    bytes,
+                    stream.handle(),
+                )
+            })
+        };
+        copy()?;
+        stream.synchronize("cuStreamSynchronize (peer copy)")?;
+        let mut times = Vec::new();
+        for _ in 0..request.repeats {
+            let (start, stop) = (Event::new()?, Event::new()?);
+            start.record(stream)?;
+            copy()?;
+            stop.record(stream)?;
+            stream.synchronize("cuStreamSynchronize (peer copy)")?;
+            times.push(stop.elapsed_since(&start)?);
+        }
+        drop(target);
+        self.enter(to)?;
+        drop(source);
+        Ok(times)
     }
 
     fn clock(&mut self, position: u32) -> Result<(f64, u32), RunnerError> {

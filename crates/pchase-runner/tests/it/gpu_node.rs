@@ -9,7 +9,7 @@ use std::{io::Write, thread};
 
 use pchase_runner::{
     cuda::{CudaBackend, CudaNode, FloatingBackend},
-    peer::{measure_all_pairs, measure_link, PeerBackend, PeerOptions},
+    peer::{measure_link, PeerBackend, PeerOptions},
     Backend, RunnerError,
 };
 
@@ -62,27 +62,6 @@ fn backends_made_on_their_own_threads_measure_the_links_from_another() {
                 "{from} → {to}: {:?}",
                 link.notes
             );
-            // The tuned rates: the copy engines' streams on the right contexts, the SMs'
-            // kernels over the other GPU's buffer; both ways at once move more than one.
-            let rate = |r: &Option<topology::fleet::LinkRate>| r.as_ref().map(|r| r.gb_per_s);
-            let (pull, push) = (rate(&link.copy_pull), rate(&link.copy_push));
-            let both = link.copy_both.as_ref().map(|b| b.sum_gb_per_s);
-            let (read, write) = (rate(&link.sm_read), rate(&link.sm_write));
-            eprintln!(
-                "{from} → {to}: copy {:?} GiB/s, pull {pull:?}, push {push:?}, both {both:?}, \
-                 SM read {read:?}, write {write:?} GB/s",
-                link.copy_gib_per_s
-            );
-            let (Some(pull), Some(push), Some(both), Some(_), Some(_)) =
-                (pull, push, both, read, write)
-            else {
-                panic!("{from} → {to}: a tuned rate is missing: {:?}", link.notes);
-            };
-            assert!(
-                both > pull.max(push),
-                "{from} → {to}: {both} ≤ {pull}, {push}"
-            );
-            assert!(link.notes.is_empty(), "{from} → {to}: {:?}", link.notes);
         } else {
             assert!(
                 link.notes.iter().any(|n| n.contains("denies")),
@@ -90,15 +69,6 @@ fn backends_made_on_their_own_threads_measure_the_links_from_another() {
                 link.notes
             );
         }
-    }
-    // Both pairs at once: each by its own GPU's copy engine.
-    if let Ok(all) = measure_all_pairs(&mut node, &[0, 1], &PeerOptions::default()) {
-        eprintln!("all pairs at once: {all:?}");
-        assert_eq!(all.pairs.len(), 2);
-        assert!(all
-            .pairs
-            .iter()
-            .all(|p| p.gb_per_s > 0.0 && p.gb_per_s < all.total_gb_per_s));
     }
     drop(node);
     // A floating backend goes in its own context on a thread where none is current.

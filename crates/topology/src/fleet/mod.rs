@@ -31,7 +31,6 @@
 //! # Ok::<(), topology::Error>(())
 //! ```
 
-mod links;
 mod render;
 mod spread;
 mod values;
@@ -41,17 +40,17 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use links::{AllPairs, BothWays, LinkRate, PairRate, PeerLink};
 pub use render::{html, markdown, table};
 pub use spread::{median, robust_spread, SpreadOptions};
 pub use values::{key_values, link_values, KeyValue, ValueBound, ValueKind};
 
 use crate::error::Error;
 use crate::model::Topology;
+use crate::quantity::Latency;
 use crate::version::SchemaVersion;
 
 /// The version of the fleet document this crate writes.
-pub const FLEET_SCHEMA_VERSION: SchemaVersion = SchemaVersion { major: 1, minor: 3 };
+pub const FLEET_SCHEMA_VERSION: SchemaVersion = SchemaVersion { major: 1, minor: 2 };
 
 /// What a fleet document covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -167,6 +166,59 @@ pub struct GpuFailure {
     pub error: String,
 }
 
+/// What one GPU of a node sees of another: whether it may read the other's memory and
+/// how fast.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PeerLink {
+    /// The reading GPU's device index.
+    pub from: u32,
+    /// The GPU whose memory is read.
+    pub to: u32,
+    /// The reading GPU's UUID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_uuid: Option<String>,
+    /// The other GPU's UUID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_uuid: Option<String>,
+    /// Whether `from` can access `to`'s memory (`cuDeviceCanAccessPeer`).
+    pub peer_access: bool,
+    /// Active NVLink links between the two (NVML), where known; 0: connected otherwise
+    /// (PCIe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlink_links: Option<u32>,
+    /// The driver's relative performance rank of the link (`CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub performance_rank: Option<i32>,
+    /// A load by `from` of `to`'s memory that `to`'s L2 holds (a warm chain), cycles of
+    /// `from`'s SM clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_warm: Option<Latency>,
+    /// A load by `from` of a line of `to`'s memory that no cache holds (`to`'s L2
+    /// flushed first), cycles of `from`'s SM clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_cold: Option<Latency>,
+    /// `from`'s SM clock that converts the latencies to nanoseconds, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<f64>,
+    /// The bandwidth of a peer copy from `to`'s memory into `from`'s (`cuMemcpyPeerAsync`),
+    /// GiB/s: the median of the repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_gib_per_s: Option<f64>,
+    /// Bytes per copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_bytes: Option<u64>,
+    /// What could not be measured and why, or how it was measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl PeerLink {
+    /// The mean of a latency in nanoseconds at the link's clock.
+    pub fn nanoseconds(&self, latency: Option<&Latency>) -> Option<f64> {
+        Some(latency?.mean.0 / self.sm_clock_mhz? * 1e3)
+    }
+}
+
 /// One node: its name, what was asked for, and its GPUs' links.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Node {
@@ -188,10 +240,6 @@ pub struct Node {
     /// The peer links between the measured GPUs (both directions of each pair).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<PeerLink>,
-    /// Every ordered pair of the measured GPUs copying at once, after the links (fleet
-    /// schema 1.3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub all_pairs: Option<AllPairs>,
     /// Notes on the node (why the links were not measured, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -413,18 +461,9 @@ impl Fleet {
     }
 
     /// Every value must be a finite number from 0: a broken value never becomes a
-    /// flag or a median. Every link rate must be positive and every fraction of a link's
-    /// peak its rate over the peak ([`PeerLink::violations`], [`AllPairs::violations`]).
+    /// flag or a median.
     fn check(&self) -> Result<(), Error> {
         let mut violations = Vec::new();
-        for (n, node) in self.nodes.iter().enumerate() {
-            for (l, link) in node.links.iter().enumerate() {
-                violations.extend(link.violations(&format!("nodes[{n}].links[{l}]")));
-            }
-            if let Some(all) = &node.all_pairs {
-                violations.extend(all.violations(&format!("nodes[{n}].all_pairs"), &node.links));
-            }
-        }
         for (i, gpu) in self.gpus.iter().enumerate() {
             for (path, value) in &gpu.values {
                 let numbers = [Some(value.value), value.high, value.error];

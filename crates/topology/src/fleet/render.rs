@@ -4,9 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{
-    AllPairs, Fleet, FleetKind, GpuEntry, KeyValue, LinkRate, PeerLink, Severity, ValueKind,
-};
+use super::{Fleet, FleetKind, GpuEntry, KeyValue, PeerLink, Severity, ValueKind};
 use crate::render::{escape, number, STYLE};
 
 /// The columns of the side-by-side table: (path, header).
@@ -174,124 +172,25 @@ fn distinct_nodes(fleet: &Fleet) -> usize {
     names.len()
 }
 
-/// ` (91 %)`: a fraction of the peak, where known.
-fn share(fraction: Option<f64>) -> String {
-    fraction.map_or_else(String::new, |f| format!(" ({:.0} %)", 100.0 * f))
-}
-
-/// `pull 410 (91 %)`: a named rate in GB/s with its share of the peak.
-fn named_rate(name: &str, rate: &LinkRate) -> String {
-    format!(
-        "{name} {}{}",
-        number(rate.gb_per_s),
-        share(rate.fraction_of_peak)
-    )
-}
-
-/// The named rates that were measured, joined; `-` where none was.
-fn rates_cell(rates: &[(&str, Option<&LinkRate>)], both: Option<&super::BothWays>) -> String {
-    let mut parts: Vec<String> = rates
-        .iter()
-        .filter_map(|(name, rate)| rate.map(|r| named_rate(name, r)))
-        .collect();
-    if let Some(b) = both {
-        parts.push(format!(
-            "both {}{}",
-            number(b.sum_gb_per_s),
-            share(b.sum_fraction_of_peak)
-        ));
-    }
-    if parts.is_empty() {
-        "-".into()
-    } else {
-        parts.join(" · ")
-    }
-}
-
 fn link_row(link: &PeerLink) -> Vec<String> {
     let latency = |l: Option<&crate::quantity::Latency>| match (l, link.nanoseconds(l)) {
         (Some(l), Some(ns)) => format!("{:.0} cycles ({} ns)", l.mean.0, number(ns)),
         (Some(l), None) => format!("{:.0} cycles", l.mean.0),
         _ => "-".into(),
     };
-    let links = match (link.nvlink_links, link.peak_gb_per_s) {
-        (None, _) => "-".into(),
-        (Some(0), _) => "none (PCIe)".into(),
-        (Some(n), Some(peak)) => format!("{n} ({} GB/s)", number(peak)),
-        (Some(n), None) => format!("{n} (peak unknown)"),
-    };
     vec![
         format!("{} → {}", link.from, link.to),
         if link.peer_access { "yes" } else { "no" }.into(),
-        links,
+        link.nvlink_links.map_or_else(
+            || "-".into(),
+            |n| if n == 0 { "none".into() } else { n.to_string() },
+        ),
         latency(link.latency_warm.as_ref()),
         latency(link.latency_cold.as_ref()),
-        link.copy_gib_per_s.map_or_else(
-            || "-".into(),
-            |b| format!("{} GiB/s{}", number(b), share(link.copy_fraction_of_peak)),
-        ),
-        rates_cell(
-            &[
-                ("pull", link.copy_pull.as_ref()),
-                ("push", link.copy_push.as_ref()),
-            ],
-            link.copy_both.as_ref(),
-        ),
-        rates_cell(
-            &[
-                ("read", link.sm_read.as_ref()),
-                ("write", link.sm_write.as_ref()),
-            ],
-            None,
-        ),
+        link.copy_gib_per_s
+            .map_or_else(|| "-".into(), |b| format!("{} GiB/s", number(b))),
         link.notes.join("; "),
     ]
-}
-
-/// The all-pairs copy in a few lines: the total, the range of the pairs and their shares.
-fn all_pairs_lines(all: &AllPairs) -> Vec<String> {
-    let mut lines = Vec::new();
-    let rates: Vec<f64> = all.pairs.iter().map(|p| p.gb_per_s).collect();
-    let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = rates.iter().copied().fold(0.0, f64::max);
-    let shares: Vec<f64> = all
-        .pairs
-        .iter()
-        .filter_map(|p| p.fraction_of_peak)
-        .collect();
-    let range = |low: f64, high: f64, show: &dyn Fn(f64) -> String| {
-        let (a, b) = (show(low), show(high));
-        if a == b {
-            a
-        } else {
-            format!("{a}–{b}")
-        }
-    };
-    let mut line = format!(
-        "{} pair(s) copying at once ({} MiB each, every reader's copy engine pulling from \
-         every other GPU): {} GB/s in all; per pair {} GB/s",
-        all.pairs.len(),
-        all.copy_bytes >> 20,
-        number(all.total_gb_per_s),
-        if rates.is_empty() {
-            "-".into()
-        } else {
-            range(low, high, &number)
-        }
-    );
-    if shares.len() == all.pairs.len() && !shares.is_empty() {
-        let low = shares.iter().copied().fold(f64::INFINITY, f64::min);
-        let high = shares.iter().copied().fold(0.0, f64::max);
-        let percent = |f: f64| format!("{:.0}", 100.0 * f);
-        let _ = write!(
-            line,
-            " ({} % of its link's peak)",
-            range(low, high, &percent)
-        );
-    }
-    lines.push(line);
-    lines.extend(all.notes.iter().cloned());
-    lines
 }
 
 fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
@@ -376,12 +275,10 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
         let mut links = Grid::new(&[
             "reader → owner",
             "peer access",
-            "NVLink links (peak)",
+            "NVLink links",
             "latency, warm",
             "latency, cold",
             "peer copy",
-            "copy engine, GB/s",
-            "SMs, GB/s",
             "notes",
         ]);
         links.rows.extend(node.links.iter().map(link_row));
@@ -389,12 +286,6 @@ fn parts(fleet: &Fleet, full: bool) -> Vec<Part> {
             format!("Interconnect of node {}", node.name),
             links,
         ));
-        if let Some(all) = &node.all_pairs {
-            parts.push(Part::Lines(
-                format!("All pairs at once on node {}", node.name),
-                all_pairs_lines(all),
-            ));
-        }
         if !node.notes.is_empty() {
             parts.push(Part::Lines(
                 format!("Node {}", node.name),

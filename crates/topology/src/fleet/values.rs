@@ -320,62 +320,25 @@ fn section_values(topo: &Topology, out: &mut BTreeMap<String, KeyValue>) {
 /// The quantities of the GPUs' links on their node, added to `gpus`' values: per GPU,
 /// `links.nvlink_links`, the fewest active NVLinks from it to any other measured GPU of
 /// its node (on an NVSwitch node, the GPU's links into the switches, so one link down
-/// shows on its GPU only); the slowest of its links' rates (fleet schema 1.3, GiB/s as
-/// every bandwidth the fleet compares): `links.copy` (the peer copy), `links.copy_pull`,
-/// `links.copy_push`, `links.copy_both` (the sum of both ways), `links.sm_read`,
-/// `links.sm_write`; and `links.all_pairs_in`, what its copy engine pulled from all the
-/// others at once (the sum of its pairs of the node's all-pairs copy: on a switched node
-/// the GPU's whole ingress, whatever the number of GPUs). A GPU without links measured
-/// gets none.
+/// shows on its GPU only). A GPU without links measured gets none.
 pub fn link_values(gpus: &mut [super::GpuEntry], nodes: &[super::Node]) {
-    const GIB: f64 = 1_073_741_824.0;
     for gpu in gpus {
         let Some(node) = nodes.iter().find(|n| Some(&n.name) == gpu.node.as_ref()) else {
             continue;
         };
-        let index = node
-            .links
-            .iter()
-            .find_map(|l| match (&gpu.uuid, &l.from_uuid) {
-                (Some(a), Some(b)) if a == b => Some(l.from),
-                _ => None,
-            })
-            .or(gpu.device_index);
-        let own: Vec<&super::PeerLink> = node
+        let fewest = node
             .links
             .iter()
             .filter(|l| match (&gpu.uuid, &l.from_uuid) {
                 (Some(a), Some(b)) => a == b,
                 _ => Some(l.from) == gpu.device_index,
             })
-            .collect();
-        let fewest = own.iter().filter_map(|l| l.nvlink_links).min();
+            .filter_map(|l| l.nvlink_links)
+            .min();
         if let Some(links) = fewest {
             gpu.values.insert(
                 "links.nvlink_links".into(),
                 KeyValue::exact(ValueKind::Count, f64::from(links)),
-            );
-        }
-        let mut slowest: BTreeMap<&str, f64> = BTreeMap::new();
-        for (name, rate) in own.iter().flat_map(|l| l.rates()) {
-            let entry = slowest.entry(name).or_insert(rate);
-            *entry = entry.min(rate);
-        }
-        if let (Some(all), Some(index)) = (&node.all_pairs, index) {
-            let pairs: Vec<f64> = all
-                .pairs
-                .iter()
-                .filter(|p| p.from == index)
-                .map(|p| p.gb_per_s)
-                .collect();
-            if !pairs.is_empty() {
-                slowest.insert("all_pairs_in", pairs.iter().sum());
-            }
-        }
-        for (name, gb_per_s) in slowest {
-            gpu.values.insert(
-                format!("links.{name}"),
-                KeyValue::exact(ValueKind::Bandwidth, gb_per_s * 1e9 / GIB),
             );
         }
     }

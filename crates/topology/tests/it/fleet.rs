@@ -175,7 +175,6 @@ fn merge_keeps_a_gpu_once_and_fills_what_it_lacks() {
             device_count: Some(8),
             schedule: Some("sequential".into()),
             links: Vec::new(),
-            all_pairs: None,
             notes: Vec::new(),
         }],
         SpreadOptions::default(),

@@ -5,7 +5,6 @@ mod copies;
 mod diff;
 mod fixtures;
 mod fleet;
-mod fleet_links;
 mod formats;
 mod golden;
 mod gpgpusim;
