@@ -5,7 +5,7 @@
 // ordered pair at once. The second method beside memtopo's link figures.
 // Prints, per ordered pair, GB/s (1e9 bytes per second) of the median of five timed copies
 // after one untimed, then the at-once figures.
-// Backs: the peer copy rates of memtopo's node runs in docs/fleet.md.
+// Backs: the peer copy against an oracle in docs/evidence/2026-11-28-h200x4-node-links-at-once/.
 //   nvcc -O2 -o peer_copy scripts/gpu/peer_copy.cu && ./peer_copy [MiB]
 #include <algorithm>
 #include <cstdio>
