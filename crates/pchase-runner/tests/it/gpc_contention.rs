@@ -79,7 +79,14 @@ fn a_port_too_wide_to_load_places_nothing_and_says_why() {
         .expect("the profile models contention");
     truth.insert("port_sms".into(), toml::Value::Float(64.0));
     let m = measure(&profile);
-    let contention = m.clusters.gpc.as_ref().unwrap().contention.as_ref().unwrap();
+    let contention = m
+        .clusters
+        .gpc
+        .as_ref()
+        .unwrap()
+        .contention
+        .as_ref()
+        .unwrap();
     assert!(!contention.agrees);
     assert!(contention.tpcs.iter().all(|t| t.gpc.is_none()));
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");

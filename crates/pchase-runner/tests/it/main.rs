@@ -3,8 +3,8 @@
 mod async_copy;
 mod doubles;
 mod geometry;
-mod gpc_contention;
 mod golden;
+mod gpc_contention;
 mod gpu;
 mod gpu_bandwidth;
 mod gpu_code;
