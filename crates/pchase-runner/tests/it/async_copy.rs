@@ -4,24 +4,15 @@
 
 use pchase_kernels::copy::CopyPath;
 use pchase_runner::{
-    measure::{bench, report, MeasureOptions, Measurements, Selection, Session},
-    sim::{SimBackend, SimProfile},
+    measure::{bench, report, Measurements},
+    sim::SimProfile,
 };
 
-use crate::pipeline::without;
-
-fn measure(profile: &SimProfile) -> Measurements {
-    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
-    let options = MeasureOptions {
-        only: Selection::named(&["async-copy"]).expect("registered"),
-        ..MeasureOptions::default()
-    };
-    Session::new(&mut backend, options).run().expect("runs")
-}
+use crate::pipeline::{measure_only, without};
 
 fn check(profile: &SimProfile) -> Measurements {
     let copies = bench::find("async-copy").expect("registered");
-    let m = measure(profile);
+    let m = measure_only(profile, "async-copy");
     if let Err(why) = copies.sim_check(profile, &m) {
         panic!("{}: {why}", profile.name);
     }
@@ -101,7 +92,7 @@ fn an_ampere_has_cp_async_but_not_the_bulk_copies() {
 fn a_profile_without_copies_fails_the_benchmark_not_the_session() {
     let mut profile = SimProfile::bundled("h200").expect("bundled");
     profile.copies = None;
-    let m = measure(&profile);
+    let m = measure_only(&profile, "async-copy");
     assert!(m.copies_to_shared.paths.is_empty());
     assert_eq!(
         m.copies_to_shared.failures.len(),

@@ -2,19 +2,9 @@
 //! H100's and H200's measured layouts recovered exactly, every check finding its own GPC;
 //! a port too wide to be loaded places nothing and says why.
 
-use pchase_runner::{
-    measure::{bench, MeasureOptions, Measurements, Selection, Session},
-    sim::{SimBackend, SimProfile},
-};
+use pchase_runner::{measure::bench, sim::SimProfile};
 
-fn measure(profile: &SimProfile) -> Measurements {
-    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
-    let options = MeasureOptions {
-        only: Selection::named(&["gpc-contention"]).expect("registered"),
-        ..MeasureOptions::default()
-    };
-    Session::new(&mut backend, options).run().expect("runs")
-}
+use crate::pipeline::measure_only;
 
 /// The GPC (index in the reported `gpcs`) of every SM placed by contention.
 fn placed(topo: &topology::Topology) -> Vec<(u32, usize)> {
@@ -36,7 +26,7 @@ fn the_measured_layouts_are_recovered() {
     // twelve groups); the H100's four pairs belong to GPCs 0, 3, 4 and 5, the H200's to 0.
     for (name, gpcs) in [("h100", [0, 3, 4, 5]), ("h200", [0, 0, 0, 0])] {
         let profile = SimProfile::bundled(name).unwrap();
-        let m = measure(&profile);
+        let m = measure_only(&profile, "gpc-contention");
         if let Err(why) = check.sim_check(&profile, &m) {
             panic!("{name}: {why}");
         }
@@ -78,7 +68,7 @@ fn a_port_too_wide_to_load_places_nothing_and_says_why() {
         .and_then(toml::Value::as_table_mut)
         .expect("the profile models contention");
     truth.insert("port_sms".into(), toml::Value::Float(64.0));
-    let m = measure(&profile);
+    let m = measure_only(&profile, "gpc-contention");
     let contention = m
         .clusters
         .gpc

@@ -3,24 +3,15 @@
 //! `[icache]` and a GPU that cannot run the kernel.
 
 use pchase_runner::{
-    measure::{bench, MeasureOptions, Measurements, Selection, Session},
-    sim::{IcacheLevelSpec, IcacheSpec, SimBackend, SimProfile},
+    measure::{bench, Measurements},
+    sim::{IcacheLevelSpec, IcacheSpec, SimProfile},
 };
 
-use crate::pipeline::without;
-
-fn measure(profile: &SimProfile) -> Measurements {
-    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
-    let options = MeasureOptions {
-        only: Selection::named(&["icache"]).expect("registered"),
-        ..MeasureOptions::default()
-    };
-    Session::new(&mut backend, options).run().expect("runs")
-}
+use crate::pipeline::{measure_only, without};
 
 fn check(profile: &SimProfile) -> Measurements {
     let icache = bench::find("icache").expect("registered");
-    let m = measure(profile);
+    let m = measure_only(profile, "icache");
     if let Err(why) = icache.sim_check(profile, &m) {
         panic!("{}: {why}", profile.name);
     }

@@ -3,26 +3,17 @@
 //! the fit never saw; a hashed home refused, not fitted.
 
 use pchase_runner::{
-    measure::{bench, l2::map::AddressFinding, MeasureOptions, Measurements, Selection, Session},
-    sim::{L2Interleave, SimBackend, SimProfile},
+    measure::{bench, l2::map::AddressFinding, Measurements},
+    sim::{L2Interleave, SimProfile},
 };
 
-use crate::pipeline::without;
+use crate::pipeline::{measure_only, without};
 
 /// The address map the `l2` benchmark found, or why none.
 fn address(m: &Measurements) -> &Result<AddressFinding, String> {
     m.l2.as_ref()
         .and_then(|l2| l2.address.as_ref())
         .expect("two partitions: an address map attempted")
-}
-
-fn measure(profile: &SimProfile) -> Measurements {
-    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
-    let options = MeasureOptions {
-        only: Selection::named(&["l2-address"]).expect("registered"),
-        ..MeasureOptions::default()
-    };
-    Session::new(&mut backend, options).run().expect("runs")
 }
 
 #[test]
@@ -33,7 +24,7 @@ fn the_hopper_masks_are_recovered_and_predict_fresh_lines() {
         ("h200", [12, 13, 15, 17, 19]),
     ] {
         let profile = SimProfile::bundled(name).unwrap();
-        let m = measure(&profile);
+        let m = measure_only(&profile, "l2-address");
         if let Err(why) = check.sim_check(&profile, &m) {
             panic!("{name}: {why}");
         }
@@ -69,7 +60,7 @@ fn a_hashed_home_is_refused_with_its_reason() {
     profile.l2.interleave = L2Interleave::Balanced;
     profile.l2.home_bits = Vec::new();
     profile.l2.home_page_bytes = None;
-    let m = measure(&profile);
+    let m = measure_only(&profile, "l2-address");
     let why = address(&m).as_ref().unwrap_err();
     assert!(why.contains("no XOR of address bits"), "{why}");
     assert!(m.sections["l2-address"]

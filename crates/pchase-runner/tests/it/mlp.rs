@@ -2,24 +2,15 @@
 //! limits per SM and per GPU, and against a profile without limits.
 
 use pchase_runner::{
-    measure::{bench, ElementKind, MeasureOptions, Measurements, Selection, Session},
-    sim::{MlpSpec, SimBackend, SimProfile},
+    measure::{bench, ElementKind, Measurements},
+    sim::{MlpSpec, SimProfile},
 };
 
-use crate::pipeline::without;
-
-fn measure_mlp(profile: &SimProfile) -> Measurements {
-    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
-    let options = MeasureOptions {
-        only: Selection::named(&["mlp"]).expect("registered"),
-        ..MeasureOptions::default()
-    };
-    Session::new(&mut backend, options).run().expect("runs")
-}
+use crate::pipeline::{measure_only, without};
 
 fn check(profile: &SimProfile) -> Measurements {
     let mlp = bench::find("mlp").expect("registered");
-    let m = measure_mlp(profile);
+    let m = measure_only(profile, "mlp");
     if let Err(why) = mlp.sim_check(profile, &m) {
         panic!("{}: {why}", profile.name);
     }

@@ -5,11 +5,13 @@
 
 use pchase_kernels::{catalogue, probes};
 use pchase_runner::{
-    measure::{bench, MeasureOptions, Measurements, Selection, Session},
+    measure::{bench, Selection, Session},
     sim::{SimBackend, SimProfile},
     Backend, ProbeArg, ProbeLaunch, ProbeModel, RunnerError, SimulatedGpu, SimulatedProbe,
 };
 use topology::RowValue;
+
+use crate::pipeline::measure_only;
 
 fn bank_launch(stride: u32) -> ProbeLaunch {
     ProbeLaunch::new(&probes::SHARED_BANK_CONFLICTS, 1, 32)
@@ -112,15 +114,6 @@ fn the_simulated_gpu_runs_the_model_and_checks_what_it_wrote() {
     assert!(matches!(err, RunnerError::Unsupported { .. }), "{err}");
 }
 
-fn measure_banks(profile: &SimProfile) -> Measurements {
-    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
-    let options = MeasureOptions {
-        only: Selection::named(&["shared-banks"]).expect("registered"),
-        ..MeasureOptions::default()
-    };
-    Session::new(&mut backend, options).run().expect("runs")
-}
-
 #[test]
 fn other_bank_layouts_are_recovered() {
     let banks = bench::find("shared-banks").expect("registered");
@@ -130,7 +123,7 @@ fn other_bank_layouts_are_recovered() {
             "shared-banks".into(),
             toml::from_str(&format!("period_bytes = {period}\ncycles_per_way = {cost}")).unwrap(),
         );
-        let m = measure_banks(&profile);
+        let m = measure_only(&profile, "shared-banks");
         banks
             .sim_check(&profile, &m)
             .unwrap_or_else(|e| panic!("period {period}, cost {cost}: {e}"));
@@ -153,7 +146,7 @@ fn other_bank_layouts_are_recovered() {
 #[test]
 fn without_a_bank_model_the_benchmark_says_why() {
     let profile = SimProfile::bundled("volta").unwrap();
-    let m = measure_banks(&profile);
+    let m = measure_only(&profile, "shared-banks");
     let why = m.sections["shared-banks"].as_ref().unwrap_err();
     assert!(why.contains("[benchmarks.shared-banks]"), "{why}");
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
@@ -168,7 +161,7 @@ fn without_a_bank_model_the_benchmark_says_why() {
         "shared-banks".into(),
         toml::from_str("period = 128").unwrap(),
     );
-    let m = measure_banks(&broken);
+    let m = measure_only(&broken, "shared-banks");
     let why = m.sections["shared-banks"].as_ref().unwrap_err();
     assert!(
         why.contains("benchmarks.shared-banks") && why.contains("period"),
