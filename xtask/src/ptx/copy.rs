@@ -12,13 +12,6 @@ use pchase_kernels::{Kernel, ParamType};
 use super::writer::EntryWriter;
 use super::DYNAMIC_SHARED;
 
-fn bra(w: &mut EntryWriter, predicate: &str, label: &str) {
-    w.ins(&format!(
-        "{predicate}bra {}",
-        EntryWriter::label_name(label)
-    ));
-}
-
 /// The PTX of the copy kernel of `path`.
 pub fn entry(kernel: &'static Kernel, path: CopyPath) -> Result<String, String> {
     let mut w = EntryWriter::new(kernel);
@@ -48,7 +41,7 @@ pub fn entry(kernel: &'static Kernel, path: CopyPath) -> Result<String, String> 
     record_round(&mut w);
     w.ins("add.u32 %r_r, %r_r, 1");
     w.ins("setp.lt.u32 %p_loop, %r_r, %r_total");
-    bra(&mut w, "@%p_loop ", "round");
+    w.bra("@%p_loop ", "round");
     w.ins("mov.u64 %rd_c1, %clock64");
     epilogue(&mut w);
     w.label("exit");
@@ -99,7 +92,7 @@ fn prologue(w: &mut EntryWriter, path: CopyPath) {
     if path.is_bulk() {
         w.comment("One thread issues every copy; the others have nothing to do.");
         w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-        bra(w, "@%p_idle ", "exit");
+        w.bra("@%p_idle ", "exit");
         w.comment("One arrival (thread 0's expect_tx) per phase; the copies complete the bytes.");
         w.ins("mbarrier.init.shared::cta.b64 [%r_dyn], 1");
         w.comment("Make the initialised mbarrier visible to the async proxy that completes it.");
@@ -129,10 +122,10 @@ fn bulk_round(w: &mut EntryWriter, path: CopyPath) {
     next_slot(w, path);
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins("setp.lt.u32 %p_more, %r_k, %r_depth");
-    bra(w, "@%p_more ", "issue");
+    w.bra("@%p_more ", "issue");
     w.label("wait");
     w.ins("mbarrier.try_wait.parity.shared::cta.b64 %p_done, [%r_dyn], %r_phase");
-    bra(w, "@!%p_done ", "wait");
+    w.bra("@!%p_done ", "wait");
     w.ins("xor.b32 %r_phase, %r_phase, 1");
 }
 
@@ -153,7 +146,7 @@ fn thread_round(w: &mut EntryWriter, path: CopyPath) -> Result<(), String> {
     w.ins("add.s64 %rd_region, %rd_src, %rd_src_off");
     w.ins("mov.u32 %r_off, %r_first_off");
     w.ins("setp.ge.u32 %p_inner, %r_off, %r_bytes");
-    bra(w, "@%p_inner ", "slot_done");
+    w.bra("@%p_inner ", "slot_done");
     w.label("element");
     w.ins("cvt.u64.u32 %rd_off, %r_off");
     w.ins("add.s64 %rd_from, %rd_region, %rd_off");
@@ -170,12 +163,12 @@ fn thread_round(w: &mut EntryWriter, path: CopyPath) -> Result<(), String> {
     }
     w.ins("add.u32 %r_off, %r_off, %r_stride");
     w.ins("setp.lt.u32 %p_inner, %r_off, %r_bytes");
-    bra(w, "@%p_inner ", "element");
+    w.bra("@%p_inner ", "element");
     w.label("slot_done");
     next_slot(w, path);
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins("setp.lt.u32 %p_more, %r_k, %r_depth");
-    bra(w, "@%p_more ", "slot");
+    w.bra("@%p_more ", "slot");
     if path != CopyPath::Plain16 {
         w.comment("The thread's copies form one group; wait until it has landed.");
         w.ins("cp.async.commit_group");
@@ -213,7 +206,7 @@ fn next_slot(w: &mut EntryWriter, path: CopyPath) {
 fn record_round(w: &mut EntryWriter) {
     w.ins("setp.lt.u32 %p_untimed, %r_r, %r_warmup");
     w.ins("setp.ne.or.u32 %p_untimed, %r_tid, 0, %p_untimed");
-    bra(w, "@%p_untimed ", "recorded");
+    w.bra("@%p_untimed ", "recorded");
     w.ins("sub.u32 %r_lat, %r_t1, %r_t0");
     w.ins("sub.u32 %r_i, %r_r, %r_warmup");
     w.ins("mad.lo.u32 %r_i, %r_block, %r_rounds, %r_i");
@@ -228,7 +221,7 @@ fn record_round(w: &mut EntryWriter) {
 /// Thread 0 stores the timed rounds' cycles, its SM and the last word of the last slot.
 fn epilogue(w: &mut EntryWriter) {
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(w, "@%p_idle ", "exit");
+    w.bra("@%p_idle ", "exit");
     w.ins("sub.u64 %rd_cycles, %rd_c1, %rd_c0");
     w.load_param("%rd_out_cycles", "out_cycles", ParamType::U64);
     w.ins("cvta.to.global.u64 %rd_out_cycles, %rd_out_cycles");

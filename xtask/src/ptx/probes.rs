@@ -59,10 +59,7 @@ fn shared_bank_conflicts(kernel: &'static Kernel) -> Result<String, String> {
     }
     w.ins("sub.u32 %r_loads, %r_loads, 8");
     w.ins("setp.ne.u32 %p_more, %r_loads, 0");
-    w.ins(&format!(
-        "@%p_more bra {}",
-        EntryWriter::label_name("timed")
-    ));
+    w.bra("@%p_more ", "timed");
     w.ins("st.shared.u32 [%r_addr], %r_addr");
     w.ins("mov.u64 %rd_end, %clock64");
     w.ins("sub.s64 %rd_cycles, %rd_end, %rd_start");
@@ -98,10 +95,7 @@ fn gpc_contention(kernel: &'static Kernel) -> Result<String, String> {
     w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
     w.ins("setp.eq.u32 %p_first, %r_tid, 0");
     w.comment("Thread 0 claims the SM and reads its role.");
-    w.ins(&format!(
-        "@!%p_first bra {}",
-        EntryWriter::label_name("claimed")
-    ));
+    w.bra("@!%p_first ", "claimed");
     w.ins("mov.u32 %r_take, 0");
     w.ins("add.u32 %r_slot, %r_sms, %r_sm");
     w.ins("mul.wide.u32 %rd_off, %r_slot, 4");
@@ -116,12 +110,9 @@ fn gpc_contention(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("bar.sync 0");
     w.ins("ld.shared.u32 %r_role, [%r_dyn]");
     w.ins("setp.eq.u32 %p_idle, %r_role, 0");
-    w.ins(&format!("@%p_idle bra {}", EntryWriter::label_name("done")));
+    w.bra("@%p_idle ", "done");
     w.comment("The barrier: thread 0 counts itself and waits for the others (50 ms at most).");
-    w.ins(&format!(
-        "@!%p_first bra {}",
-        EntryWriter::label_name("met")
-    ));
+    w.bra("@!%p_first ", "met");
     w.load_param("%r_active", "active", ParamType::U32);
     w.ins("shl.b32 %r_slot, %r_sms, 1");
     w.ins("mul.wide.u32 %rd_off, %r_slot, 4");
@@ -132,10 +123,10 @@ fn gpc_contention(kernel: &'static Kernel) -> Result<String, String> {
     w.label("spin");
     w.ins("ld.volatile.global.u32 %r_there, [%rd_arrived]");
     w.ins("setp.ge.u32 %p_all, %r_there, %r_active");
-    w.ins(&format!("@%p_all bra {}", EntryWriter::label_name("start")));
+    w.bra("@%p_all ", "start");
     w.ins("mov.u64 %rd_now, %globaltimer");
     w.ins("setp.lt.u64 %p_wait, %rd_now, %rd_give_up");
-    w.ins(&format!("@%p_wait bra {}", EntryWriter::label_name("spin")));
+    w.bra("@%p_wait ", "spin");
     w.ins("mov.u32 %r_one, 1");
     w.ins("st.global.u32 [%rd_arrived+4], %r_one");
     w.label("start");
@@ -177,10 +168,7 @@ fn gpc_contention(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("and.pred %p_in, %p_after, %p_before");
     w.ins("@%p_in add.u32 %r_count, %r_count, 8");
     w.ins("setp.lt.u64 %p_more, %rd_now, %rd_end");
-    w.ins(&format!(
-        "@%p_more bra {}",
-        EntryWriter::label_name("stream")
-    ));
+    w.bra("@%p_more ", "stream");
     w.ins("setp.eq.u32 %p_never, %r_acc, 2654435769");
     w.ins("@%p_never st.global.u32 [%rd_data], %r_acc");
     w.comment("The window's loads of this thread, added to its SM's count.");

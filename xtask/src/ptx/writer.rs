@@ -111,6 +111,13 @@ impl EntryWriter {
         self.body.push(format!("{}:", Self::label_name(name)));
     }
 
+    /// `bra` to label `name`, under `predicate` (`"@%p_x "`, `"@!%p_x "`, or `""` for an
+    /// unconditional branch).
+    pub fn bra(&mut self, predicate: &str, name: &str) {
+        let target = Self::label_name(name);
+        self.ins(&format!("{predicate}bra {target}"));
+    }
+
     /// The spelling of label `name` for use in `bra`.
     pub fn label_name(name: &str) -> String {
         format!("$L_{name}")

@@ -75,14 +75,14 @@ pub fn cluster_chase_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.comment("Release every rank's copy to the cluster; acquire them in rank 0.");
     cluster_barrier(&mut w);
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(&mut w, "@%p_idle ", "release");
+    w.bra("@%p_idle ", "release");
     record_placement(&mut w);
     w.ins("setp.eq.u32 %p_chaser, %r_rank, 0");
-    bra(&mut w, "@%p_chaser ", "chase");
+    w.bra("@%p_chaser ", "chase");
     w.comment("Ranks other than 0 do not chase: their target word is u32::MAX.");
     w.ins("mov.u32 %r_no_target, 0xFFFFFFFF");
     w.ins("st.global.u32 [%rd_block_out+12], %r_no_target");
-    bra(&mut w, "", "release");
+    w.bra("", "release");
     w.label("chase");
     w.comment("Target rank: 1 + (c + target_offset) mod (size - 1); 0 in a cluster of one.");
     w.ins("sub.u32 %r_others, %r_nrank, 1");
@@ -110,7 +110,7 @@ fn stream_pass(w: &mut EntryWriter, label: &str, body: &[&str]) {
     let done = format!("{label}_done");
     w.ins("mov.u32 %r_off, %r_tid16");
     w.ins("setp.ge.u32 %p_inner, %r_off, %r_bytes");
-    bra(w, "@%p_inner ", &done);
+    w.bra("@%p_inner ", &done);
     w.label(label);
     w.ins("cvt.u64.u32 %rd_at_off, %r_off");
     w.ins("add.s64 %rd_at, %rd_region, %rd_at_off");
@@ -119,7 +119,7 @@ fn stream_pass(w: &mut EntryWriter, label: &str, body: &[&str]) {
     }
     w.ins("add.u32 %r_off, %r_off, %r_step16");
     w.ins("setp.lt.u32 %p_inner, %r_off, %r_bytes");
-    bra(w, "@%p_inner ", label);
+    w.bra("@%p_inner ", label);
     w.label(&done);
 }
 
@@ -129,12 +129,12 @@ fn stream_repeats(w: &mut EntryWriter, label: &str, body: &[&str]) {
     let rep_done = format!("{label}_rep_done");
     w.ins("mov.u32 %r_k, 0");
     w.ins("setp.eq.u32 %p_loop, %r_repeats, 0");
-    bra(w, "@%p_loop ", &rep_done);
+    w.bra("@%p_loop ", &rep_done);
     w.label(&rep);
     stream_pass(w, label, body);
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins("setp.lt.u32 %p_loop, %r_k, %r_repeats");
-    bra(w, "@%p_loop ", &rep);
+    w.bra("@%p_loop ", &rep);
     w.label(&rep_done);
 }
 
@@ -176,7 +176,7 @@ pub fn cluster_stream_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("setp.ne.u32 %p_write, %r_write, 0");
     w.ins("bar.sync 0");
     w.ins("mov.u64 %rd_c0, %clock64");
-    bra(&mut w, "@%p_write ", "writes");
+    w.bra("@%p_write ", "writes");
     stream_repeats(
         &mut w,
         "reads",
@@ -188,7 +188,7 @@ pub fn cluster_stream_entry(kernel: &'static Kernel) -> Result<String, String> {
             "xor.b32 %r_d, %r_d, %r_w",
         ],
     );
-    bra(&mut w, "", "passes_done");
+    w.bra("", "passes_done");
     w.label("writes");
     stream_repeats(
         &mut w,
@@ -212,7 +212,7 @@ pub fn cluster_stream_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("add.s64 %rd_sink, %rd_out_sink, %rd_sink_off");
     w.ins("red.global.xor.b32 [%rd_sink+12], %r_a");
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(&mut w, "@%p_idle ", "release");
+    w.bra("@%p_idle ", "release");
     record_placement(&mut w);
     w.load_param("%rd_out_cycles", "out_cycles", ParamType::U64);
     w.ins("cvta.to.global.u64 %rd_out_cycles, %rd_out_cycles");

@@ -82,24 +82,24 @@ pub fn dsmem_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("add.u32 %r_schain, %r_dyn, %r_timing_bytes");
     w.ins("setp.ne.u32 %p_filler, %r_rank, 0");
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(&mut w, "@!%p_filler ", "filled");
+    w.bra("@!%p_filler ", "filled");
     copy_chain_to_shared(&mut w);
     w.label("filled");
     w.comment("Release the filled chain to the cluster; acquire it in rank 0.");
     w.ins("barrier.cluster.arrive");
     w.ins("barrier.cluster.wait");
-    bra(&mut w, "@%p_idle ", "release");
+    w.bra("@%p_idle ", "release");
     w.ins("mov.u32 %r_smid, %smid");
     w.load_param("%rd_out_block", "out_block", ParamType::U64);
     w.ins("cvta.to.global.u64 %rd_out_block, %rd_out_block");
     w.ins("mul.wide.u32 %rd_block_off, %r_block, 8");
     w.ins("add.s64 %rd_block_out, %rd_out_block, %rd_block_off");
     w.ins("st.global.u32 [%rd_block_out], %r_smid");
-    bra(&mut w, "@!%p_filler ", "chase");
+    w.bra("@!%p_filler ", "chase");
     w.comment("Rank 1 does not chase: its index word is u32::MAX.");
     w.ins("mov.u32 %r_no_index, 0xFFFFFFFF");
     w.ins("st.global.u32 [%rd_block_out+4], %r_no_index");
-    bra(&mut w, "", "release");
+    w.bra("", "release");
     w.label("chase");
     remote_fine_chase(
         &mut w,

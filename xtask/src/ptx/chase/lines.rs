@@ -45,7 +45,7 @@ pub fn chase_lines_entry(kernel: &'static Kernel, path: LoadPath) -> Result<Stri
     w.comment("chases the block's chain, which starts at line ctaid.x * block_stride.");
     w.ins("mov.u32 %r_tid, %tid.x");
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(&mut w, "@%p_idle ", "exit");
+    w.bra("@%p_idle ", "exit");
     w.ins("mov.u32 %r_row, %ctaid.x");
     w.load_param("%r_warmup", "warmup_steps", ParamType::U32);
     w.load_param("%r_steps", "steps", ParamType::U32);
@@ -101,7 +101,7 @@ pub fn init_chain_lines_entry(kernel: &'static Kernel) -> Result<String, String>
     w.ins("add.u32 %r_k, %r_k, %r_tid");
     w.ins("mul.lo.u32 %r_grid_threads, %r_nctaid, %r_ntid");
     w.ins("setp.ge.u32 %p_loop, %r_k, %r_nodes");
-    bra(&mut w, "@%p_loop ", "exit");
+    w.bra("@%p_loop ", "exit");
     w.label("node");
     w.ins("add.u32 %r_next, %r_k, 1");
     w.ins("setp.eq.u32 %p_wrap, %r_next, %r_nodes");
@@ -119,7 +119,7 @@ pub fn init_chain_lines_entry(kernel: &'static Kernel) -> Result<String, String>
     w.ins("st.global.u32 [%rd_addr], %r_value");
     w.ins("add.u32 %r_k, %r_k, %r_grid_threads");
     w.ins("setp.lt.u32 %p_loop, %r_k, %r_nodes");
-    bra(&mut w, "@%p_loop ", "node");
+    w.bra("@%p_loop ", "node");
     w.label("exit");
     w.ins("ret");
     w.finish()

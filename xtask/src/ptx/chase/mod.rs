@@ -129,13 +129,6 @@ fn chain_access(path: LoadPath, chain: &ChainRegisters) -> Access {
     }
 }
 
-fn bra(w: &mut EntryWriter, predicate: &str, label: &str) {
-    w.ins(&format!(
-        "{predicate}bra {}",
-        EntryWriter::label_name(label)
-    ));
-}
-
 /// `for k in 0..%r_warmup { j = chain[j] }`, untimed, continuing from the current `%r_j`.
 fn warmup_loop(w: &mut EntryWriter, access: &Access) {
     w.comment("Warm-up pass: untimed dependent loads that fill the caches. The timed pass");
@@ -150,7 +143,7 @@ fn untimed_loop(w: &mut EntryWriter, access: &Access, count_reg: &str, label: &s
     let done = format!("{label}_done");
     w.ins("mov.u32 %r_k, 0");
     w.ins(&format!("setp.eq.u32 %p_loop, {count_reg}, 0"));
-    bra(w, "@%p_loop ", &done);
+    w.bra("@%p_loop ", &done);
     w.label(label);
     for instruction in &access.address {
         w.ins(instruction);
@@ -158,7 +151,7 @@ fn untimed_loop(w: &mut EntryWriter, access: &Access, count_reg: &str, label: &s
     w.ins(&access.load);
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count_reg}"));
-    bra(w, "@%p_loop ", label);
+    w.bra("@%p_loop ", label);
     w.label(&done);
 }
 
@@ -218,7 +211,7 @@ fn timed_loop_into(
     let done = format!("{label}_done");
     w.ins("mov.u32 %r_k, 0");
     w.ins(&format!("setp.eq.u32 %p_loop, {count}, 0"));
-    bra(w, "@%p_loop ", &done);
+    w.bra("@%p_loop ", &done);
     w.label(label);
     // Every step must run the same instruction sequence: unrolled copies get different
     // scheduling (ptxas reads the first clock into a uniform register in unrolled bodies),
@@ -244,7 +237,7 @@ fn timed_loop_into(
     }
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count}"));
-    bra(w, "@%p_loop ", label);
+    w.bra("@%p_loop ", label);
     w.label(&done);
 }
 
@@ -273,7 +266,7 @@ fn copy_timings_out(w: &mut EntryWriter, count_reg: &str, with_index: bool) {
     timing_cursors(w, count_reg);
     w.ins("mov.u32 %r_k, 0");
     w.ins(&format!("setp.eq.u32 %p_loop, {count_reg}, 0"));
-    bra(w, "@%p_loop ", "copy_out_done");
+    w.bra("@%p_loop ", "copy_out_done");
     w.label("copy_out");
     w.ins("ld.shared.u32 %r_value, [%r_slat]");
     w.ins("st.global.u32 [%rd_olat], %r_value");
@@ -287,7 +280,7 @@ fn copy_timings_out(w: &mut EntryWriter, count_reg: &str, with_index: bool) {
     }
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count_reg}"));
-    bra(w, "@%p_loop ", "copy_out");
+    w.bra("@%p_loop ", "copy_out");
     w.label("copy_out_done");
 }
 
@@ -298,7 +291,7 @@ fn copy_chain_to_shared(w: &mut EntryWriter) {
     w.ins("mov.u32 %r_ntid, %ntid.x");
     w.ins("mov.u32 %r_i, %r_tid");
     w.ins("setp.ge.u32 %p_loop, %r_i, %r_shared_nodes");
-    bra(w, "@%p_loop ", "fill_done");
+    w.bra("@%p_loop ", "fill_done");
     w.label("fill");
     w.ins("mul.wide.u32 %rd_fill_off, %r_i, 4");
     w.ins("add.s64 %rd_fill_addr, %rd_base, %rd_fill_off");
@@ -308,7 +301,7 @@ fn copy_chain_to_shared(w: &mut EntryWriter) {
     w.ins("st.shared.u32 [%r_fill_saddr], %r_value");
     w.ins("add.u32 %r_i, %r_i, %r_ntid");
     w.ins("setp.lt.u32 %p_loop, %r_i, %r_shared_nodes");
-    bra(w, "@%p_loop ", "fill");
+    w.bra("@%p_loop ", "fill");
     w.label("fill_done");
 }
 
@@ -350,7 +343,7 @@ fn coarse_timed_loop(w: &mut EntryWriter, access: &Access, store_final: &str) {
     w.ins("mov.u32 %r_k, 0");
     w.ins("mov.u64 %rd_c0, %clock64");
     w.ins("setp.eq.u32 %p_loop, %r_steps, 0");
-    bra(w, "@%p_loop ", "timed_done");
+    w.bra("@%p_loop ", "timed_done");
     w.label("timed");
     for instruction in &access.address {
         w.ins(instruction);
@@ -358,7 +351,7 @@ fn coarse_timed_loop(w: &mut EntryWriter, access: &Access, store_final: &str) {
     w.ins(&access.load);
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins("setp.lt.u32 %p_loop, %r_k, %r_steps");
-    bra(w, "@%p_loop ", "timed");
+    w.bra("@%p_loop ", "timed");
     w.label("timed_done");
     w.comment("Storing the final index needs the last load's result: the closing clock read");
     w.comment("comes after it, so the last load is inside the interval.");

@@ -33,12 +33,12 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.ins("mul.lo.u64 %rd_warp_start, %rd_warp, %rd_warp_offset");
     w.ins("cvt.u32.u64 %r_j, %rd_warp_start");
     w.comment("Only the first thread of each warp chases; the others wait at the barriers.");
-    bra(&mut w, "@%p_lane ", "warmed");
+    w.bra("@%p_lane ", "warmed");
     w.blank();
     warmup_loop(&mut w, &access);
     w.label("warmed");
     w.ins("bar.sync 0");
-    bra(&mut w, "@%p_lane ", "passed");
+    w.bra("@%p_lane ", "passed");
     w.ins("shl.b32 %r_fin_off, %r_warp, 2");
     w.ins("add.u32 %r_fin, %r_dyn, %r_fin_off");
     coarse_timed_loop(&mut w, &access, "st.shared.u32 [%r_fin+16], %r_j");
@@ -48,9 +48,9 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
     w.comment("While warp 0 samples, the other warps go on chasing (untimed), so that every");
     w.comment("sampled load finds its line last loaded one array of loads ago, as in the timed");
     w.comment("pass, and under the same load; each stores its final index, which keeps it live.");
-    bra(&mut w, "@%p_lane ", "exit");
+    w.bra("@%p_lane ", "exit");
     w.ins("setp.eq.u32 %p_warp0, %r_warp, 0");
-    bra(&mut w, "@%p_warp0 ", "sampling");
+    w.bra("@%p_warp0 ", "sampling");
     w.load_param("%r_keep", "sample_steps", ParamType::U32);
     w.comment("Paced like warp 0's sampled loads (the same clock reads and shared stores, into");
     w.comment("the warp's own header word), so that all warps keep one pace.");
@@ -66,14 +66,14 @@ pub fn pinned_entry(kernel: &'static Kernel, path: LoadPath) -> Result<String, S
         Stores::OneWord,
     );
     w.ins("st.shared.u32 [%r_fin+16], %r_j");
-    bra(&mut w, "", "exit");
+    w.bra("", "exit");
     w.label("sampling");
     w.comment("Thread 0 from here: the samples, then the slot's record.");
-    bra(&mut w, "@%p_idle ", "exit");
+    w.bra("@%p_idle ", "exit");
     w.ins("ld.shared.u64 %rd_sum, [%r_dyn+8]");
     w.load_param("%r_samples", "sample_steps", ParamType::U32);
     w.ins("setp.eq.u32 %p_loop, %r_samples, 0");
-    bra(&mut w, "@%p_loop ", "sampled");
+    w.bra("@%p_loop ", "sampled");
     w.ins(&format!("add.u32 %r_dyn, %r_dyn, {header}"));
     timing_cursors(&mut w, "%r_samples");
     w.comment("Sampled loads, timed one by one exactly as in the fine-grained chases.");
@@ -101,7 +101,7 @@ fn claim_slot(w: &mut EntryWriter) {
     w.ins("mov.u32 %r_tid, %tid.x");
     w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(w, "@%p_idle ", "published");
+    w.bra("@%p_idle ", "published");
     w.ins("mov.u32 %r_none, 0xffffffff");
     w.ins("st.shared.u32 [%r_dyn], %r_none");
     w.ins("mov.u64 %rd_zero, 0");
@@ -112,17 +112,17 @@ fn claim_slot(w: &mut EntryWriter) {
     w.load_param("%r_slots", "slots", ParamType::U32);
     w.ins("mov.u32 %r_row, 0");
     w.ins("setp.eq.u32 %p_loop, %r_slots, 0");
-    bra(w, "@%p_loop ", "published");
+    w.bra("@%p_loop ", "published");
     w.label("find");
     w.ins("mul.wide.u32 %rd_sm_off, %r_row, 4");
     w.ins("add.s64 %rd_sm_addr, %rd_sms, %rd_sm_off");
     w.ins("ld.global.u32 %r_wanted, [%rd_sm_addr]");
     w.ins("setp.eq.u32 %p_found, %r_wanted, %r_smid");
-    bra(w, "@%p_found ", "found");
+    w.bra("@%p_found ", "found");
     w.ins("add.u32 %r_row, %r_row, 1");
     w.ins("setp.lt.u32 %p_loop, %r_row, %r_slots");
-    bra(w, "@%p_loop ", "find");
-    bra(w, "", "published");
+    w.bra("@%p_loop ", "find");
+    w.bra("", "published");
     w.label("found");
     w.comment("Claim slot `row`: only the first block on this SM gets 0 back.");
     w.load_param("%rd_claims", "claims", ParamType::U64);
@@ -131,7 +131,7 @@ fn claim_slot(w: &mut EntryWriter) {
     w.ins("add.s64 %rd_claim, %rd_claims, %rd_claim_off");
     w.ins("atom.global.cas.b32 %r_old, [%rd_claim], 0, 1");
     w.ins("setp.ne.u32 %p_taken, %r_old, 0");
-    bra(w, "@%p_taken ", "published");
+    w.bra("@%p_taken ", "published");
     w.ins("mul.wide.u32 %rd_count_off, %r_slots, 4");
     w.ins("add.s64 %rd_count, %rd_claims, %rd_count_off");
     w.ins("atom.global.add.u32 %r_old, [%rd_count], 1");
@@ -143,12 +143,12 @@ fn claim_slot(w: &mut EntryWriter) {
     w.label("wait");
     w.ins("atom.global.add.u32 %r_claimed, [%rd_count], 0");
     w.ins("setp.ge.u32 %p_all, %r_claimed, %r_slots");
-    bra(w, "@%p_all ", "all_claimed");
+    w.bra("@%p_all ", "all_claimed");
     w.ins("mov.u64 %rd_now, %clock64");
     w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_w0");
     w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_wait");
-    bra(w, "@%p_loop ", "wait");
-    bra(w, "", "publish");
+    w.bra("@%p_loop ", "wait");
+    w.bra("", "publish");
     w.label("all_claimed");
     w.ins("mov.u32 %r_together, 1");
     w.label("publish");
@@ -158,7 +158,7 @@ fn claim_slot(w: &mut EntryWriter) {
     w.ins("bar.sync 0");
     w.ins("ld.shared.u32 %r_row, [%r_dyn]");
     w.ins("setp.eq.u32 %p_none, %r_row, 0xffffffff");
-    bra(w, "@%p_none ", "exit");
+    w.bra("@%p_none ", "exit");
 }
 
 /// Thread 0's record of the slot: the summed cycles `%rd_sum`, the final index `%r_j` of
@@ -197,19 +197,19 @@ pub fn partition_map_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.comment("waiting SMs barely load the L2 while one SM is timed; each wait is bounded.");
     w.ins("mov.u32 %r_tid, %tid.x");
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
-    bra(&mut w, "@%p_idle ", "exit");
+    w.bra("@%p_idle ", "exit");
     w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
     w.ins("mov.u32 %r_smid, %smid");
     w.load_param("%r_count", "sm_count", ParamType::U32);
     w.ins("setp.ge.u32 %p_out, %r_smid, %r_count");
-    bra(&mut w, "@%p_out ", "exit");
+    w.bra("@%p_out ", "exit");
     w.load_param("%rd_claims", "claims", ParamType::U64);
     w.ins("cvta.to.global.u64 %rd_claims, %rd_claims");
     w.ins("mul.wide.u32 %rd_claim_off, %r_smid, 4");
     w.ins("add.s64 %rd_claim, %rd_claims, %rd_claim_off");
     w.ins("atom.global.cas.b32 %r_old, [%rd_claim], 0, 1");
     w.ins("setp.ne.u32 %p_taken, %r_old, 0");
-    bra(&mut w, "@%p_taken ", "exit");
+    w.bra("@%p_taken ", "exit");
     w.ins("mul.wide.u32 %rd_count_off, %r_count, 4");
     w.ins("add.s64 %rd_arrived, %rd_claims, %rd_count_off");
     w.ins("add.s64 %rd_done, %rd_arrived, 4");
@@ -225,15 +225,15 @@ pub fn partition_map_entry(kernel: &'static Kernel) -> Result<String, String> {
         w.label(label);
         w.ins(&format!("atom.global.add.u32 %r_seen, [{word}], 0"));
         w.ins(test);
-        bra(w, "@%p_ready ", &ready);
+        w.bra("@%p_ready ", &ready);
         w.ins("nanosleep.u32 500");
         w.ins("mov.u64 %rd_now, %globaltimer");
         w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_t0");
         w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_wait");
-        bra(w, "@%p_loop ", label);
+        w.bra("@%p_loop ", label);
         w.ins(&format!("mov.u32 %r_status, {status}"));
         w.ins("st.global.u32 [%rd_status], %r_status");
-        bra(w, "", "exit");
+        w.bra("", "exit");
         w.label(&ready);
     };
     w.comment("1. Wait until every SM has arrived.");
@@ -251,7 +251,7 @@ pub fn partition_map_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.load_param("%r_lines", "lines", ParamType::U32);
     w.load_param("%r_reference", "reference", ParamType::U32);
     w.ins("setp.ne.u32 %p_other, %r_smid, %r_reference");
-    bra(&mut w, "@%p_other ", "await_reference");
+    w.bra("@%p_other ", "await_reference");
     w.comment("2. The reference loads every SM's array twice, SM order.");
     w.ins("shl.b32 %r_warmup, %r_lines, 1");
     w.ins("mov.u32 %r_array, 0");
@@ -263,7 +263,7 @@ pub fn partition_map_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("add.s64 %rd_base, %rd_base, %rd_array_bytes");
     w.ins("add.u32 %r_array, %r_array, 1");
     w.ins("setp.lt.u32 %p_loop, %r_array, %r_count");
-    bra(&mut w, "@%p_loop ", "arrays");
+    w.bra("@%p_loop ", "arrays");
     w.ins("membar.gl");
     w.ins("atom.global.exch.b32 %r_old, [%rd_done], 1");
     w.label("await_reference");
@@ -345,11 +345,11 @@ pub fn pinned_multi_entry(kernel: &'static Kernel, chains: u32) -> Result<String
         w.ins(&format!("cvt.u32.u64 %r_j{k}, %rd_start{k}"));
     }
     w.comment("Only the first thread of each warp chases; the others wait at the barriers.");
-    bra(&mut w, "@%p_lane ", "warmed");
+    w.bra("@%p_lane ", "warmed");
     multi_loop(&mut w, "%r_warmup", "warmup", chains);
     w.label("warmed");
     w.ins("bar.sync 0");
-    bra(&mut w, "@%p_lane ", "passed");
+    w.bra("@%p_lane ", "passed");
     w.ins("shl.b32 %r_fin_off, %r_warp, 2");
     w.ins("add.u32 %r_fin, %r_dyn, %r_fin_off");
     w.comment("Timed pass as a whole: one %clock64 interval over `steps` steps of every chase.");
@@ -368,7 +368,7 @@ pub fn pinned_multi_entry(kernel: &'static Kernel, chains: u32) -> Result<String
     w.label("passed");
     w.ins("bar.sync 0");
     w.comment("Thread 0: the slot's record, with warp 0's first chase's final index.");
-    bra(&mut w, "@%p_idle ", "exit");
+    w.bra("@%p_idle ", "exit");
     w.ins("ld.shared.u64 %rd_sum, [%r_dyn+8]");
     w.ins("mov.u32 %r_j, %r_j0");
     slot_record(&mut w);
@@ -382,7 +382,7 @@ fn multi_loop(w: &mut EntryWriter, count_reg: &str, label: &str, chains: u32) {
     let done = format!("{label}_done");
     w.ins("mov.u32 %r_k, 0");
     w.ins(&format!("setp.eq.u32 %p_loop, {count_reg}, 0"));
-    bra(w, "@%p_loop ", &done);
+    w.bra("@%p_loop ", &done);
     w.label(label);
     for k in 0..chains {
         w.ins(&format!("mul.wide.u32 %rd_off{k}, %r_j{k}, 4"));
@@ -393,6 +393,6 @@ fn multi_loop(w: &mut EntryWriter, count_reg: &str, label: &str, chains: u32) {
     }
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins(&format!("setp.lt.u32 %p_loop, %r_k, {count_reg}"));
-    bra(w, "@%p_loop ", label);
+    w.bra("@%p_loop ", label);
     w.label(&done);
 }

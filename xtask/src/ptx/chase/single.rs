@@ -29,7 +29,7 @@ pub fn chase_entry(
     w.ins("mov.u32 %r_tid, %tid.x");
     w.ins("setp.ne.u32 %p_idle, %r_tid, 0");
     if !uses_shared_chain {
-        bra(&mut w, "@%p_idle ", "exit");
+        w.bra("@%p_idle ", "exit");
     }
     w.ins("mov.u32 %r_row, %ctaid.x");
     w.load_param("%r_warmup", "warmup_steps", ParamType::U32);
@@ -67,7 +67,7 @@ pub fn chase_entry(
         copy_chain_to_shared(&mut w);
         w.ins("bar.sync 0");
         w.comment("Only thread 0 chases; the others leave after the barrier.");
-        bra(&mut w, "@%p_idle ", "exit");
+        w.bra("@%p_idle ", "exit");
     }
     w.ins("mov.u32 %r_smid, %smid");
     w.ins("mov.u32 %r_j, 0");

@@ -15,7 +15,7 @@ pub fn clock_overhead_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("mov.u32 %r_block, %ctaid.x");
     w.ins("or.b32 %r_any, %r_tid, %r_block");
     w.ins("setp.ne.u32 %p_idle, %r_any, 0");
-    bra(&mut w, "@%p_idle ", "exit");
+    w.bra("@%p_idle ", "exit");
     w.load_param("%r_samples", "samples", ParamType::U32);
     w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
     timing_cursors(&mut w, "%r_samples");
@@ -27,7 +27,7 @@ pub fn clock_overhead_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("mov.u32 %r_slat, %r_dyn");
     w.ins("mov.u32 %r_k, 0");
     w.ins("setp.eq.u32 %p_loop, %r_samples, 0");
-    bra(&mut w, "@%p_loop ", "exit");
+    w.bra("@%p_loop ", "exit");
     w.label("copy_out");
     w.ins("ld.shared.u32 %r_value, [%r_slat]");
     w.ins("st.global.u32 [%rd_out], %r_value");
@@ -35,7 +35,7 @@ pub fn clock_overhead_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("add.s64 %rd_out, %rd_out, 4");
     w.ins("add.u32 %r_k, %r_k, 1");
     w.ins("setp.lt.u32 %p_loop, %r_k, %r_samples");
-    bra(&mut w, "@%p_loop ", "copy_out");
+    w.bra("@%p_loop ", "copy_out");
     w.label("exit");
     w.ins("ret");
     w.finish()
@@ -50,7 +50,7 @@ pub fn sm_clock_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("mov.u32 %r_block, %ctaid.x");
     w.ins("or.b32 %r_any, %r_tid, %r_block");
     w.ins("setp.ne.u32 %p_idle, %r_any, 0");
-    bra(&mut w, "@%p_idle ", "exit");
+    w.bra("@%p_idle ", "exit");
     w.load_param("%rd_spin", "spin_cycles", ParamType::U64);
     w.load_param("%rd_out", "out", ParamType::U64);
     w.ins("cvta.to.global.u64 %rd_out, %rd_out");
@@ -60,7 +60,7 @@ pub fn sm_clock_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("mov.u64 %rd_now, %clock64");
     w.ins("sub.u64 %rd_elapsed, %rd_now, %rd_c0");
     w.ins("setp.lt.u64 %p_loop, %rd_elapsed, %rd_spin");
-    bra(&mut w, "@%p_loop ", "spin");
+    w.bra("@%p_loop ", "spin");
     w.ins("mov.u64 %rd_c1, %clock64");
     w.ins("mov.u64 %rd_g1, %globaltimer");
     w.ins("st.global.u64 [%rd_out], %rd_g0");
@@ -105,7 +105,7 @@ pub fn init_chain_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("add.s64 %rd_k, %rd_k, %rd_tid");
     w.ins("mul.wide.u32 %rd_grid_threads, %r_nctaid, %r_ntid");
     w.ins("setp.ge.u64 %p_loop, %rd_k, %rd_nodes");
-    bra(&mut w, "@%p_loop ", "exit");
+    w.bra("@%p_loop ", "exit");
     w.label("node");
     w.ins("add.s64 %rd_next, %rd_k, 1");
     w.ins("setp.eq.u64 %p_wrap, %rd_next, %rd_nodes");
@@ -120,18 +120,18 @@ pub fn init_chain_entry(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("mov.u32 %r_zero, 0");
     w.ins("mov.u32 %r_word, 1");
     w.ins("setp.ge.u32 %p_pad, %r_word, %r_node_words");
-    bra(&mut w, "@%p_pad ", "padded");
+    w.bra("@%p_pad ", "padded");
     w.label("pad");
     w.ins("mul.wide.u32 %rd_word_bytes, %r_word, 4");
     w.ins("add.s64 %rd_word_addr, %rd_addr, %rd_word_bytes");
     w.ins("st.global.u32 [%rd_word_addr], %r_zero");
     w.ins("add.u32 %r_word, %r_word, 1");
     w.ins("setp.lt.u32 %p_pad, %r_word, %r_node_words");
-    bra(&mut w, "@%p_pad ", "pad");
+    w.bra("@%p_pad ", "pad");
     w.label("padded");
     w.ins("add.s64 %rd_k, %rd_k, %rd_grid_threads");
     w.ins("setp.lt.u64 %p_loop, %rd_k, %rd_nodes");
-    bra(&mut w, "@%p_loop ", "node");
+    w.bra("@%p_loop ", "node");
     w.label("exit");
     w.ins("ret");
     w.finish()

@@ -106,14 +106,14 @@ pub fn two_phase_entry(
     w.blank();
 
     w.comment("Phase 1: thread_a warms chain A from index 0; the others wait at the barrier.");
-    bra(&mut w, "@%p_not_a ", "phase_a_done");
+    w.bra("@%p_not_a ", "phase_a_done");
     untimed_loop(&mut w, &access_a, "%r_warmup_a", "warmup_a");
     w.label("phase_a_done");
     w.ins("bar.sync 0");
     w.blank();
 
     w.comment("Phase 2: thread_b loads chain B from index 0; the others wait at the barrier.");
-    bra(&mut w, "@%p_not_b ", "phase_b_done");
+    w.bra("@%p_not_b ", "phase_b_done");
     untimed_loop(&mut w, &access_b, "%r_warmup_b", "warmup_b");
     w.comment("Storing B's final index keeps its loads live (ptxas would drop an unused chain);");
     w.comment(".cg keeps the store out of L1, and thread_a overwrites the word after the barrier.");
@@ -126,7 +126,7 @@ pub fn two_phase_entry(
     w.blank();
 
     w.comment("Phase 3: thread_a continues chain A where its warm-up ended and times each load.");
-    bra(&mut w, "@%p_not_a ", "exit");
+    w.bra("@%p_not_a ", "exit");
     retime_chain_a(w, &access_a)
 }
 
@@ -155,7 +155,7 @@ fn block_pass(w: &mut EntryWriter, tag: &str) {
     let done = format!("{label}_done");
     w.ins("mov.u32 %r_i, %r_tid");
     w.ins(&format!("setp.ge.u32 %p_loop, %r_i, %r_nodes_{tag}"));
-    bra(w, "@%p_loop ", &done);
+    w.bra("@%p_loop ", &done);
     w.label(&label);
     w.ins(&format!("mul.wide.u32 %rd_off, %r_i, %r_stride_{tag}"));
     w.ins(&format!("add.s64 %rd_addr, %rd_base_{tag}, %rd_off"));
@@ -163,7 +163,7 @@ fn block_pass(w: &mut EntryWriter, tag: &str) {
     w.ins("xor.b32 %r_sink, %r_sink, %r_value");
     w.ins("add.u32 %r_i, %r_i, %r_ntid");
     w.ins(&format!("setp.lt.u32 %p_loop, %r_i, %r_nodes_{tag}"));
-    bra(w, "@%p_loop ", &label);
+    w.bra("@%p_loop ", &label);
     w.label(&done);
 }
 
@@ -223,7 +223,7 @@ pub fn two_phase_block_entry(kernel: &'static Kernel) -> Result<String, String> 
 
     w.comment("Phase 3: thread 0 chases chain A from index 0 and times each load.");
     w.ins("setp.ne.u32 %p_not_a, %r_tid, 0");
-    bra(&mut w, "@%p_not_a ", "exit");
+    w.bra("@%p_not_a ", "exit");
     w.ins(&format!("mov.u32 {}, 0", CHAIN.index));
     retime_chain_a(w, &access_a)
 }
