@@ -41,36 +41,7 @@ pub struct GpcMap {
     pub dsmem_median_by_gpc: Vec<Option<f64>>,
     /// The SMs placement left over, placed by contention at the GPCs' ports (`gpcs` and
     /// `unassigned` stay cluster placement's); `None` where nothing was left over.
-    pub contention: Option<GpcContention>,
-}
-
-/// Where contention at the GPCs' ports puts the TPCs cluster placement left over, and the
-/// same test on one TPC of every placed GPC.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct GpcContention {
-    /// Streaming SMs taken from each GPC beside a probe (a check's own TPC left out).
-    pub loaders: u32,
-    /// One TPC of each placed GPC that gives the full load without it, tested as the
-    /// left-over ones are.
-    pub checks: Vec<TpcContention>,
-    /// Whether every check found its own GPC; the left-over TPCs are placed only then.
-    pub agrees: bool,
-    /// The left-over TPCs.
-    pub tpcs: Vec<TpcContention>,
-}
-
-/// One TPC's contention test.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct TpcContention {
-    /// Its SMs (the first was the probe).
-    pub sms: Vec<u32>,
-    /// For a check, the GPC cluster placement put it in.
-    pub expected_gpc: Option<u32>,
-    /// The GPC the test puts it in, if one stood out.
-    pub gpc: Option<u32>,
-    /// The fraction by which each GPC's load (in the order of `GpcMap::gpcs`) slowed the
-    /// probe's stream of L2 hits.
-    pub drop_by_gpc: Vec<f64>,
+    pub contention: Option<topology::GpcContention>,
 }
 
 /// DSMEM at one cluster size.

@@ -77,7 +77,7 @@ fn a_port_too_wide_to_load_places_nothing_and_says_why() {
         .contention
         .as_ref()
         .unwrap();
-    assert!(!contention.agrees);
+    assert!(!contention.agrees());
     assert!(contention.tpcs.iter().all(|t| t.gpc.is_none()));
     let topo = pchase_runner::measure::report::to_topology(&profile.device, &m, "test");
     let clusters = topo.clusters.as_ref().unwrap();

@@ -94,6 +94,30 @@ pub struct GpcContention {
     pub tpcs: Vec<TpcContention>,
 }
 
+impl GpcContention {
+    /// Whether the test is to be believed: at least one check ran, and every check found
+    /// the GPC cluster placement put its TPC in. Left-over TPCs are placed only then.
+    ///
+    /// ```
+    /// use topology::{GpcContention, TpcContention};
+    /// let check = |found| TpcContention {
+    ///     sms: vec![14, 15],
+    ///     expected_gpc: Some(3),
+    ///     gpc: found,
+    ///     drop_by_gpc: vec![0.0; 8],
+    /// };
+    /// let mut test = GpcContention { loaders: 8, checks: vec![check(Some(3))], tpcs: vec![] };
+    /// assert!(test.agrees());
+    /// test.checks.push(check(None));
+    /// assert!(!test.agrees());
+    /// test.checks.clear();
+    /// assert!(!test.agrees(), "no check, no trust");
+    /// ```
+    pub fn agrees(&self) -> bool {
+        !self.checks.is_empty() && self.checks.iter().all(|c| c.gpc == c.expected_gpc)
+    }
+}
+
 /// Thread-block clusters, GPCs and distributed shared memory (schema 1.5).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Clusters {

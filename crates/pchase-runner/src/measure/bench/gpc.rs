@@ -282,12 +282,11 @@ fn check_contention(
     };
     let Some(placed) = &found.contention else {
         return Err(format!(
-            "the SMs {:?} placement left over were not tested by contention ({:?})",
-            found.unassigned,
-            found.gpcs.len()
+            "the SMs {:?} placement left over were not tested by contention",
+            found.unassigned
         ));
     };
-    if !placed.agrees {
+    if !placed.agrees() {
         return Err(format!("a contention check disagreed: {:?}", placed.checks));
     }
     for tpc in &placed.tpcs {

@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use pchase_kernels::probes;
 use serde::Deserialize;
+use topology::{GpcContention, TpcContention};
 
 use super::GPC_CONTENTION;
 use crate::{
     backend::{ProbeArg, ProbeLaunch, ProbeModel, SimulatedGpu, SimulatedProbe},
     error::RunnerError,
-    measure::{cluster::GpcContention, cluster::TpcContention, Session},
+    measure::Session,
     sim::{deal_sms, ClusterSpec},
 };
 
@@ -173,27 +174,26 @@ pub(crate) fn place(
             drop_by_gpc,
         });
     }
-    let agrees = !checks.is_empty() && checks.iter().all(|c| c.gpc == c.expected_gpc);
-    let mut placed = Vec::new();
+    let mut found = GpcContention {
+        loaders: loaders as u32,
+        checks,
+        tpcs: Vec::new(),
+    };
+    let agrees = found.agrees();
     for tpc in tpcs(unassigned) {
         let drop_by_gpc = drops(s, tpc[0], gpcs, &[], loaders, gpu)?;
         let gpc = if agrees { decide(&drop_by_gpc) } else { None };
-        placed.push(TpcContention {
+        found.tpcs.push(TpcContention {
             sms: tpc,
             expected_gpc: None,
             gpc,
             drop_by_gpc,
         });
     }
-    Ok(Some(GpcContention {
-        loaders: loaders as u32,
-        checks,
-        agrees,
-        tpcs: placed,
-    }))
+    Ok(Some(found))
 }
 
-/// The profile's truth for the contention (`[benchmarks.gpc-map]`).
+/// The profile's truth for the contention (`[benchmarks.gpc-contention]`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Truth {

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use topology::{
-    ClusterResidency, Clusters, Cycles, DsmemAtSize, Gpc, GpcContention, Latency, Note,
-    NoteSeverity, RankLatency, Topology, TpcContention,
+    ClusterResidency, Clusters, Cycles, DsmemAtSize, Gpc, Latency, Note, NoteSeverity, RankLatency,
+    Topology,
 };
 
 use crate::measure::{Measurements, Session};
@@ -101,19 +101,7 @@ pub(crate) fn write_gpcs(m: &Measurements, topo: &mut Topology) {
         .copied()
         .filter(|sm| !by_contention.iter().flatten().any(|s| s == sm))
         .collect();
-    clusters.contention = map.contention.as_ref().map(|c| {
-        let tpc = |t: &crate::measure::cluster::TpcContention| TpcContention {
-            sms: t.sms.clone(),
-            expected_gpc: t.expected_gpc,
-            gpc: t.gpc,
-            drop_by_gpc: t.drop_by_gpc.clone(),
-        };
-        GpcContention {
-            loaders: c.loaders,
-            checks: c.checks.iter().map(tpc).collect(),
-            tpcs: c.tpcs.iter().map(tpc).collect(),
-        }
-    });
+    clusters.contention = map.contention.clone();
     clusters.gpcs = map
         .gpcs
         .iter()
@@ -142,7 +130,7 @@ pub(crate) fn write_gpcs(m: &Measurements, topo: &mut Topology) {
             }
         })
         .collect();
-    if let Some(c) = map.contention.as_ref().filter(|c| !c.agrees) {
+    if let Some(c) = map.contention.as_ref().filter(|c| !c.agrees()) {
         let wrong: Vec<String> = c
             .checks
             .iter()
