@@ -162,7 +162,16 @@ impl WalkBackend for CudaBackend {
 
     fn release_walk_region(&mut self) -> Result<(), RunnerError> {
         match self.walk.take() {
-            Some((_, WalkMemory::Chunked(region))) => region.release().map_err(Into::into),
+            Some((walked, WalkMemory::Chunked(region))) => {
+                let started = std::time::Instant::now();
+                let calls = region.release()?;
+                log::debug!(
+                    "{} region released in {:.1} ms; its driver calls in all: {calls}",
+                    walked.allocation,
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+                Ok(())
+            }
             // A plain region is freed on drop.
             _ => Ok(()),
         }
