@@ -196,3 +196,40 @@ fn the_sets_search_steps_by_the_allocation_line() {
         .expect("L1 searched");
     assert_eq!(sets.line_bytes, 128);
 }
+
+/// The reduction on the `quarters` fixture runs its chases up to one per SM in a launch:
+/// the whole benchmark takes far fewer launches than the reduction's chases alone (one
+/// launch each, and more for the longer lists, when they ran one at a time), and finds
+/// the same geometry.
+#[test]
+fn the_reduction_runs_its_chases_side_by_side() {
+    let profile = fixture("quarters");
+    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
+    let options = MeasureOptions {
+        only: Selection::named(&["sets"]).expect("registered"),
+        carveout_table: false,
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut backend, options).run().expect("runs");
+    let found = m
+        .sets
+        .iter()
+        .find(|s| s.element == ElementKind::L1Data)
+        .expect("L1 searched");
+    assert_eq!(
+        (found.finding.ways, found.finding.sets),
+        (Some(128), Some(4))
+    );
+    let reduction = found.finding.reduction.as_ref().expect("reduced");
+    assert_eq!(
+        reduction.set_lines.len(),
+        129,
+        "one set, one line over its ways"
+    );
+    let launches = backend.launches();
+    assert!(
+        launches * 2 < u64::from(found.finding.probes),
+        "{launches} launches for {} chases",
+        found.finding.probes
+    );
+}

@@ -9,6 +9,17 @@
 //!    lines of all but the last overflowing set. What is left is one set's lines plus the
 //!    one or two over its ways; a second look keeps only the lines whose absence ends the
 //!    misses (where two sets were left, the other's lines are not needed) and repeats.
+//!
+//!    The drop in address order is run in two parts with the same outcome. Until the first
+//!    line is kept, the chase is the list less a prefix, which overflows for every prefix
+//!    up to some length and for none beyond it: bisection finds that length, and the line
+//!    after the prefix is the first kept ([`BUSY_PER_PASS`] misses or none; on the H100 and
+//!    H200 a chase missed 0 or at least 52 times). From there on one set holds exactly one
+//!    line over its ways and no other set overflows, so a later line is kept exactly when
+//!    the chase over the list from the first kept line, without that line, stops missing:
+//!    these tests do not depend on each other and run many at once, one chase per SM
+//!    ([`SetProbe::chase_line_lists`]); so does the second look. A chase that has missed
+//!    as often as its decision needs stops early.
 //! 2. **Ways.** The smallest prefix of that set (in address order) whose chase misses
 //!    beyond stray slow loads, less one: `W` lines of one set never miss, whatever the
 //!    policy.
@@ -52,25 +63,63 @@ pub struct Reduction {
     pub random_shares: Vec<(u64, f64)>,
 }
 
+/// Misses from which a reduction chase counts as still overflowing.
+const BUSY_MISSES: u32 = BUSY_PER_PASS * REDUCE_PASSES;
+
+/// The misses among `loads`.
+fn misses(loads: &[super::Load]) -> u32 {
+    let missed = loads.iter().filter(|l| l.1 == Some(true)).count();
+    u32::try_from(missed).unwrap_or(u32::MAX)
+}
+
+/// `set` without its `k`-th line.
+fn without(set: &[u64], k: usize) -> Vec<u64> {
+    let mut out = set.to_vec();
+    out.remove(k);
+    out
+}
+
 impl<P: SetProbe> Search<'_, P> {
-    /// Misses of a chase over `lines` in [`REDUCE_PASSES`] passes, and its loads.
-    fn list_misses(&mut self, lines: &[u64]) -> Result<(u32, usize), RunnerError> {
+    /// Misses of a chase over `lines` in [`REDUCE_PASSES`] passes (stopped once `enough`
+    /// missed), and its loads.
+    fn list_misses(&mut self, lines: &[u64], enough: u32) -> Result<(u32, usize), RunnerError> {
         self.finding.probes += 1;
-        let loads = self.probe.chase_lines(lines, REDUCE_PASSES)?;
-        let misses = loads.iter().filter(|l| l.1 == Some(true)).count();
-        Ok((u32::try_from(misses).unwrap_or(u32::MAX), loads.len()))
+        let loads = self.probe.chase_lines(lines, REDUCE_PASSES, enough)?;
+        Ok((misses(&loads), loads.len()))
     }
 
+    /// Whether a chase over `lines` still overflows; a list of fewer than two lines
+    /// overflows no cache of more than one way and is not chased.
     fn busy(&mut self, lines: &[u64]) -> Result<bool, RunnerError> {
-        Ok(self.list_misses(lines)?.0 >= BUSY_PER_PASS * REDUCE_PASSES)
+        Ok(lines.len() >= 2 && self.list_misses(lines, BUSY_MISSES)?.0 >= BUSY_MISSES)
+    }
+
+    /// [`Search::busy`] of each list (all of one length), as many at once as the probe
+    /// runs.
+    fn busy_each(&mut self, lists: &[Vec<u64>]) -> Result<Vec<bool>, RunnerError> {
+        let mut out = Vec::with_capacity(lists.len());
+        for batch in lists.chunks(self.probe.lists_at_once().max(1)) {
+            self.finding.probes += batch.len() as u32;
+            for loads in self
+                .probe
+                .chase_line_lists(batch, REDUCE_PASSES, BUSY_MISSES)?
+            {
+                out.push(misses(&loads) >= BUSY_MISSES);
+            }
+        }
+        Ok(out)
     }
 
     /// Whether a chase over `lines` misses beyond stray slow loads (more than 2 and more
     /// than 0.2 % of its loads: an interrupt or the simulator's outliers are not a
     /// conflict, while one line over the ways missed 2.3–2.9 % on the H100 and H200).
     fn misses_at_all(&mut self, lines: &[u64]) -> Result<bool, RunnerError> {
-        let (missed, loads) = self.list_misses(lines)?;
-        Ok(f64::from(missed) > 2.0 + 0.002 * loads as f64)
+        let loads = self.probe.list_loads(lines.len() as u64, REDUCE_PASSES);
+        let limit = 2.0 + 0.002 * loads as f64;
+        // The first count above the limit decides: the chase may stop there.
+        let enough = limit.floor() as u32 + 1;
+        let (missed, _) = self.list_misses(lines, enough)?;
+        Ok(f64::from(missed) > limit)
     }
 }
 
@@ -97,27 +146,49 @@ pub(super) fn reduce<P: SetProbe>(
         ));
         return Ok(None);
     }
-    let mut i = 0;
-    while i < set.len() {
-        let mut without = set.clone();
-        without.remove(i);
-        if s.busy(&without)? {
-            set = without;
+    // The drop in address order, first part: the longest prefix whose removal leaves the
+    // chase overflowing goes, and the line after it is the first kept.
+    let (mut lo, mut hi) = (0usize, set.len());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if s.busy(&set[mid..])? {
+            lo = mid;
         } else {
-            i += 1;
+            hi = mid;
         }
+    }
+    set.drain(..lo);
+    // Second part: each later line is kept where the chase without it stops missing.
+    let tests: Vec<Vec<u64>> = (1..set.len()).map(|k| without(&set, k)).collect();
+    let busy = s.busy_each(&tests)?;
+    let kept: Vec<u64> = std::iter::once(set[0])
+        .chain(
+            set[1..]
+                .iter()
+                .zip(&busy)
+                .filter(|(_, &b)| !b)
+                .map(|(&l, _)| l),
+        )
+        .collect();
+    set = kept;
+    if !s.busy(&set)? {
+        s.note(format!(
+            "reduction: the {} lines kept from {start} no longer overflow; not reduced",
+            set.len()
+        ));
+        return Ok(None);
     }
     // Only the lines whose absence ends the misses belong to the one set (where two sets
     // were left each a little over, the other set's lines are not needed).
     for _ in 0..3 {
-        let mut needed = Vec::new();
-        for (k, &line) in set.iter().enumerate() {
-            let mut without = set.clone();
-            without.remove(k);
-            if !s.busy(&without)? {
-                needed.push(line);
-            }
-        }
+        let tests: Vec<Vec<u64>> = (0..set.len()).map(|k| without(&set, k)).collect();
+        let busy = s.busy_each(&tests)?;
+        let needed: Vec<u64> = set
+            .iter()
+            .zip(&busy)
+            .filter(|(_, &b)| !b)
+            .map(|(&l, _)| l)
+            .collect();
         if needed.len() == set.len() {
             break;
         }
@@ -174,7 +245,7 @@ pub(super) fn reduce<P: SetProbe>(
         if k > members.len() {
             break;
         }
-        let (missed, loads) = s.list_misses(&members[..k])?;
+        let (missed, loads) = s.list_misses(&members[..k], u32::MAX)?;
         over_ways.push((j, f64::from(missed) / loads.max(1) as f64));
     }
     let fits = members.len() > ways as usize && !s.misses_at_all(&members[..ways as usize])?;
