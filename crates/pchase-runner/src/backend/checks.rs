@@ -227,33 +227,3 @@ pub fn check_list_chase(request: &ListChaseRequest) -> Result<(), RunnerError> {
     }
     Ok(())
 }
-
-/// Checks requests run together ([`Backend::list_chases`](super::Backend::list_chases)):
-/// each a good [`ListChaseRequest`], all of one path, line, warm-up, timed steps and
-/// carveout (one launch runs them), their lines within [`LIST_CHASE_MAX_SPAN`] together.
-///
-/// # Errors
-/// [`RunnerError::InvalidRequest`] naming what is wrong.
-pub fn check_list_chases(requests: &[ListChaseRequest]) -> Result<(), RunnerError> {
-    let Some(first) = requests.first() else {
-        return Ok(());
-    };
-    let shape = |r: &ListChaseRequest| (r.path, r.line_bytes, r.warmup_steps, r.steps, r.carveout);
-    for request in requests {
-        check_list_chase(request)?;
-        if shape(request) != shape(first) {
-            return Err(RunnerError::InvalidRequest(
-                "list chases run together differ in more than their lines".into(),
-            ));
-        }
-    }
-    let lines = requests.iter().flat_map(|r| r.lines.iter().copied());
-    let (low, high) = lines.fold((u64::MAX, 0), |(lo, hi), l| (lo.min(l), hi.max(l)));
-    let span = (high - low + 1).saturating_mul(u64::from(first.line_bytes));
-    if span > LIST_CHASE_MAX_SPAN {
-        return Err(RunnerError::InvalidRequest(format!(
-            "list chases spanning {span} B together"
-        )));
-    }
-    Ok(())
-}

@@ -13,8 +13,7 @@ pub use crate::chain::ChainSpec;
 mod checks;
 mod probe;
 pub use checks::{
-    check_list_chase, check_list_chases, check_partition_map, check_pinned, check_two_phase,
-    check_written,
+    check_list_chase, check_partition_map, check_pinned, check_two_phase, check_written,
 };
 pub use probe::{ProbeArg, ProbeLaunch, ProbeModel, ProbeRun, SimulatedGpu, SimulatedProbe};
 
@@ -209,20 +208,6 @@ pub struct ListChaseRequest {
     pub steps: u32,
     /// The shared-memory carveout of the launch.
     pub carveout: Carveout,
-}
-
-/// Bytes between the chains of list chases run together (chain `b`'s line `L` at
-/// `b × apart + L × line_bytes`): the lines up to `last`, rounded up to a power of two, so
-/// that line `L` has the same address bits below that size in every chain and a cache
-/// whose set depends on those bits (the H100's and H200's L1 hash takes bits 7 to 17)
-/// puts the same lines into the same sets in each.
-///
-/// ```
-/// // 1,769 lines of 128 B: 226 KB, so 256 KiB apart.
-/// assert_eq!(pchase_runner::backend::list_chain_bytes(1768, 128), 256 << 10);
-/// ```
-pub fn list_chain_bytes(last: u64, line_bytes: u32) -> u64 {
-    ((last + 1) * u64::from(line_bytes)).next_power_of_two()
 }
 
 impl ListChaseRequest {
@@ -443,31 +428,6 @@ pub trait Backend {
         Err(RunnerError::InvalidRequest(
             "this backend cannot chase an explicit list of lines".into(),
         ))
-    }
-
-    /// Runs list chases that differ only in their lines ([`check_list_chases`]) as many at
-    /// once as the backend can: one block per chase, each on an SM of its own (so in an L1
-    /// of its own). Block `i` of the result holds request `i`'s timed loads; the GPU time is
-    /// every launch's. By default the chases run one after another.
-    ///
-    /// # Errors
-    /// [`RunnerError::InvalidRequest`] for a bad list or requests that differ in more than
-    /// their lines; a launch failure.
-    fn list_chases(&mut self, requests: &[ListChaseRequest]) -> Result<ChaseRun, RunnerError> {
-        check_list_chases(requests)?;
-        let mut out = ChaseRun {
-            blocks: Vec::with_capacity(requests.len()),
-            gpu_time: Duration::ZERO,
-        };
-        for request in requests {
-            let run = self.list_chase(request)?;
-            out.gpu_time += run.gpu_time;
-            out.blocks
-                .push(run.blocks.into_iter().next().ok_or_else(|| {
-                    RunnerError::WrongResult("a list chase returned no block".into())
-                })?);
-        }
-        Ok(out)
     }
 
     /// Runs coarse `.cg` chases pinned to chosen SMs, one or more warps per SM (the L2

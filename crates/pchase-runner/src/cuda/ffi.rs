@@ -292,13 +292,6 @@ extern "C" {
         bytes: usize,
         stream: StreamHandle,
     ) -> CuResult;
-    #[link_name = "cuda_shim_raw_cuMemcpyDtoDAsync_v2"]
-    pub fn cuMemcpyDtoDAsync(
-        dst: DevicePtr,
-        src: DevicePtr,
-        bytes: usize,
-        stream: StreamHandle,
-    ) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemcpyHtoD_v2"]
     pub fn cuMemcpyHtoD(dst: DevicePtr, src: *const c_void, bytes: usize) -> CuResult;
     #[link_name = "cuda_shim_raw_cuMemcpyDtoH_v2"]

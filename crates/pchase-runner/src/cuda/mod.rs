@@ -266,13 +266,6 @@ impl Backend for CudaBackend {
         self.launch_list_chase(request)
     }
 
-    fn list_chases(
-        &mut self,
-        requests: &[crate::backend::ListChaseRequest],
-    ) -> Result<ChaseRun, RunnerError> {
-        self.launch_list_chases(requests)
-    }
-
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
         self.launch_pinned_chase(request)
     }

@@ -112,62 +112,6 @@ impl Backend for SimBackend {
         Ok(self.fine_run(blocks, &cursors))
     }
 
-    fn list_chases(
-        &mut self,
-        requests: &[crate::backend::ListChaseRequest],
-    ) -> Result<ChaseRun, RunnerError> {
-        crate::backend::check_list_chases(requests)?;
-        let mut out = ChaseRun {
-            blocks: Vec::with_capacity(requests.len()),
-            gpu_time: Duration::ZERO,
-        };
-        let Some(first) = requests.first() else {
-            return Ok(out);
-        };
-        let lines = requests.iter().flat_map(|r| r.lines.iter().copied());
-        let (low, high) = lines.fold((u64::MAX, 0), |(lo, hi), l| (lo.min(l), hi.max(l)));
-        let line_bytes = u64::from(first.line_bytes);
-        let words = line_bytes / 4;
-        // The launch's shared memory as the fine chase of the whole span would ask for it.
-        let span = ChainSpec::new((high - low + 1) * line_bytes, first.line_bytes)?;
-        let as_chase = ChaseRequest {
-            steps: first.steps,
-            warmup_steps: first.warmup_steps,
-            carveout: first.carveout,
-            ..ChaseRequest::fine(first.path, span, first.steps)
-        };
-        let shared_bytes = self.check_request(&as_chase)?;
-        self.kernels_used.insert(as_chase.kernel().entry());
-        let apart = crate::backend::list_chain_bytes(high, first.line_bytes);
-        let route = self.route(first.path, 0);
-        for chunk in requests.chunks(self.sms.len().max(1)) {
-            // Chase `b` of the launch on SM `b`, its line L at L × line_bytes from its own
-            // chain's start, as on the GPU.
-            let mut cursors: Vec<ChainCursor> = chunk
-                .iter()
-                .enumerate()
-                .map(|(b, r)| {
-                    let own = r.lines.iter().copied().min().unwrap_or(0);
-                    let elements: std::sync::Arc<[u64]> =
-                        r.lines.iter().map(|&l| (l - own) * words).collect();
-                    ChainCursor::listed(GLOBAL_BASE + b as u64 * apart + own * line_bytes, elements)
-                })
-                .collect();
-            let mut blocks = self.start_launch(chunk.len(), shared_bytes);
-            self.launch().warm_then_time(
-                &mut blocks,
-                &mut cursors,
-                &route,
-                [first.warmup_steps, first.steps],
-                Timing::Fine,
-            )?;
-            let run = self.fine_run(blocks, &cursors);
-            out.gpu_time += run.gpu_time;
-            out.blocks.extend(run.blocks);
-        }
-        Ok(out)
-    }
-
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
         let shared_bytes = self.check_two_phase_request(request)?;
         self.kernels_used.insert(request.kernel()?.entry());

@@ -231,53 +231,6 @@ impl SetProbe for FineProbe<'_, '_> {
         list_launches(lines as usize, passes) * u64::from(STEPS)
     }
 
-    /// One chase per SM.
-    fn lists_at_once(&self) -> usize {
-        self.s.backend.device().sm_count.max(1) as usize
-    }
-
-    fn chase_line_lists(
-        &mut self,
-        lists: &[Vec<u64>],
-        passes: u32,
-        enough: u32,
-    ) -> Result<Vec<Vec<Load>>, RunnerError> {
-        let Some(n) = lists.first().map(Vec::len) else {
-            return Ok(Vec::new());
-        };
-        let requests = lists
-            .iter()
-            .map(|lines| self.list_request(lines))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut loads: Vec<Vec<Load>> = vec![Vec::new(); lists.len()];
-        // The chases still undecided: launched again until their passes are done.
-        let mut open: Vec<usize> = (0..lists.len()).collect();
-        for _ in 0..list_launches(n, passes) {
-            let now: Vec<ListChaseRequest> = open.iter().map(|&i| requests[i].clone()).collect();
-            let run = self.s.backend.list_chases(&now)?;
-            *self.gpu += run.gpu_time;
-            if run.blocks.len() != now.len() {
-                return Err(RunnerError::WrongResult(format!(
-                    "{} list chases returned {} blocks",
-                    now.len(),
-                    run.blocks.len()
-                )));
-            }
-            for (&i, block) in open.iter().zip(&run.blocks) {
-                let more = self.classified(&requests[i], &block.latencies);
-                loads[i].extend(more);
-            }
-            open.retain(|&i| misses(&loads[i]) < enough as usize);
-            if open.is_empty() {
-                break;
-            }
-        }
-        for list in &loads {
-            self.log_list(n, list);
-        }
-        Ok(loads)
-    }
-
     fn victims(
         &mut self,
         nodes: u64,

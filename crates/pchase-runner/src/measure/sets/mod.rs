@@ -100,30 +100,6 @@ pub trait SetProbe {
     fn list_loads(&self, lines: u64, passes: u32) -> u64 {
         lines * u64::from(passes)
     }
-
-    /// How many chases [`SetProbe::chase_line_lists`] runs at once: 1 by default.
-    fn lists_at_once(&self) -> usize {
-        1
-    }
-
-    /// Several chases over lists of one length at once (at most
-    /// [`SetProbe::lists_at_once`]), each as [`SetProbe::chase_lines`] runs it alone, with
-    /// the same `passes` and `enough` (where the probe runs them together, each on an SM of
-    /// its own, so in a cache of its own); the loads of each. By default one after another.
-    ///
-    /// # Errors
-    /// The backend's errors.
-    fn chase_line_lists(
-        &mut self,
-        lists: &[Vec<u64>],
-        passes: u32,
-        enough: u32,
-    ) -> Result<Vec<Vec<Load>>, RunnerError> {
-        lists
-            .iter()
-            .map(|lines| self.chase_lines(lines, passes, enough))
-            .collect()
-    }
 }
 
 /// How far the search may go.

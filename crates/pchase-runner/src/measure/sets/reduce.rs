@@ -10,16 +10,22 @@
 //!    one or two over its ways; a second look keeps only the lines whose absence ends the
 //!    misses (where two sets were left, the other's lines are not needed) and repeats.
 //!
-//!    The drop in address order is run in two parts with the same outcome. Until the first
-//!    line is kept, the chase is the list less a prefix, which overflows for every prefix
-//!    up to some length and for none beyond it: bisection finds that length, and the line
-//!    after the prefix is the first kept ([`BUSY_PER_PASS`] misses or none; on the H100 and
-//!    H200 a chase missed 0 or at least 52 times). From there on one set holds exactly one
-//!    line over its ways and no other set overflows, so a later line is kept exactly when
-//!    the chase over the list from the first kept line, without that line, stops missing:
-//!    these tests do not depend on each other and run many at once, one chase per SM
-//!    ([`SetProbe::chase_line_lists`]); so does the second look. A chase that has missed
-//!    as often as its decision needs stops early.
+//!
+//!    The drop in address order is run in parts with the same outcome and a fraction of
+//!    the chases. Until the first line is kept, the chase is the list less a prefix, which
+//!    overflows for every prefix up to some length and for none beyond it: bisection finds
+//!    that length, and the line after the prefix is the first kept (a chase missed 0 or at
+//!    least 52 times on the H100 and H200, against a threshold of 24). From there on one
+//!    set holds exactly one line over its ways and no other set overflows, so exactly that
+//!    set's later lines are kept, and whether a line is one of them is a test of its own:
+//!    the chase from the first kept line without it stops missing. Lines tested in an
+//!    order spread over the window give members of the set whose line numbers soon have
+//!    constant parities under as few masks as an XOR index has set bits; the lines those
+//!    masks name with the first kept line are the candidate. Where the candidate
+//!    overflows, every line of the set is in it (no other set reaches one line over its
+//!    ways), and the second look, which tests each line anyway, drops any other; where no
+//!    candidate overflows after [`GATHER_MAX`] tests, the drop goes on line by line. A
+//!    chase that has missed as often as its decision needs stops early.
 //! 2. **Ways.** The smallest prefix of that set (in address order) whose chase misses
 //!    beyond stray slow loads, less one: `W` lines of one set never miss, whatever the
 //!    policy.
@@ -41,6 +47,11 @@ pub const REDUCE_PASSES: u32 = 8;
 /// one line over its ways misses 11 to 12 times a pass (2.6 % of 435 loads); elsewhere
 /// stray slow loads stay below it.
 pub const BUSY_PER_PASS: u32 = 3;
+
+/// Lines tested for membership of the first kept line's set at most before the drop goes
+/// on line by line: an XOR index of 4 sets over 11 line bits needs some 12 members spread
+/// over the window (about 50 tests) for its masks.
+pub const GATHER_MAX: usize = 192;
 
 /// Lines past the first overflow the reduction starts from.
 const START_PAST: u64 = 32;
@@ -94,22 +105,6 @@ impl<P: SetProbe> Search<'_, P> {
         Ok(lines.len() >= 2 && self.list_misses(lines, BUSY_MISSES)?.0 >= BUSY_MISSES)
     }
 
-    /// [`Search::busy`] of each list (all of one length), as many at once as the probe
-    /// runs.
-    fn busy_each(&mut self, lists: &[Vec<u64>]) -> Result<Vec<bool>, RunnerError> {
-        let mut out = Vec::with_capacity(lists.len());
-        for batch in lists.chunks(self.probe.lists_at_once().max(1)) {
-            self.finding.probes += batch.len() as u32;
-            for loads in self
-                .probe
-                .chase_line_lists(batch, REDUCE_PASSES, BUSY_MISSES)?
-            {
-                out.push(misses(&loads) >= BUSY_MISSES);
-            }
-        }
-        Ok(out)
-    }
-
     /// Whether a chase over `lines` misses beyond stray slow loads (more than 2 and more
     /// than 0.2 % of its loads: an interrupt or the simulator's outliers are not a
     /// conflict, while one line over the ways missed 2.3–2.9 % on the H100 and H200).
@@ -158,37 +153,32 @@ pub(super) fn reduce<P: SetProbe>(
         }
     }
     set.drain(..lo);
-    // Second part: each later line is kept where the chase without it stops missing.
-    let tests: Vec<Vec<u64>> = (1..set.len()).map(|k| without(&set, k)).collect();
-    let busy = s.busy_each(&tests)?;
-    let kept: Vec<u64> = std::iter::once(set[0])
-        .chain(
-            set[1..]
-                .iter()
-                .zip(&busy)
-                .filter(|(_, &b)| !b)
-                .map(|(&l, _)| l),
-        )
-        .collect();
-    set = kept;
-    if !s.busy(&set)? {
-        s.note(format!(
-            "reduction: the {} lines kept from {start} no longer overflow; not reduced",
-            set.len()
-        ));
-        return Ok(None);
-    }
+    // Second part: members of the first kept line's set, tested in a spread order, until
+    // their masks name lines that overflow together; else the drop line by line.
+    set = match named_set(s, &set, start)? {
+        Some(named) => named,
+        None => {
+            let mut i = 1;
+            while i < set.len() {
+                let without = without(&set, i);
+                if s.busy(&without)? {
+                    set = without;
+                } else {
+                    i += 1;
+                }
+            }
+            set
+        }
+    };
     // Only the lines whose absence ends the misses belong to the one set (where two sets
     // were left each a little over, the other set's lines are not needed).
     for _ in 0..3 {
-        let tests: Vec<Vec<u64>> = (0..set.len()).map(|k| without(&set, k)).collect();
-        let busy = s.busy_each(&tests)?;
-        let needed: Vec<u64> = set
-            .iter()
-            .zip(&busy)
-            .filter(|(_, &b)| !b)
-            .map(|(&l, _)| l)
-            .collect();
+        let mut needed = Vec::new();
+        for k in 0..set.len() {
+            if !s.busy(&without(&set, k))? {
+                needed.push(set[k]);
+            }
+        }
         if needed.len() == set.len() {
             break;
         }
@@ -286,6 +276,68 @@ pub(super) fn reduce<P: SetProbe>(
         over_ways,
         random_shares,
     }))
+}
+
+/// The set of `set[0]` within `set` (a list from the first kept line on, where that line's
+/// set is one line over its ways and no other set is), named by the masks of members found
+/// by tests in a spread order; `None` where no named candidate overflowed within
+/// [`GATHER_MAX`] tests.
+fn named_set<P: SetProbe>(
+    s: &mut Search<'_, P>,
+    set: &[u64],
+    start: u64,
+) -> Result<Option<Vec<u64>>, RunnerError> {
+    let others = set.len().saturating_sub(1);
+    let mut members = vec![set[0]];
+    let mut tried: Vec<u64> = Vec::new();
+    for (tests, k) in spread(others).take(GATHER_MAX).enumerate() {
+        if s.busy(&without(set, k + 1))? {
+            continue;
+        }
+        members.push(set[k + 1]);
+        let masks = xor_masks(&members, start);
+        if masks.is_empty() {
+            break;
+        }
+        if masks == tried {
+            continue;
+        }
+        let named: Vec<u64> = set
+            .iter()
+            .copied()
+            .filter(|&l| parities(l, &masks) == parities(set[0], &masks))
+            .collect();
+        let overflows = named.len() < set.len() && s.busy(&named)?;
+        log::debug!(
+            "reduction: {} members of the first kept line's set after {} tests; masks {} name {} lines, which {}",
+            members.len(),
+            tests + 1,
+            hex_list(&masks),
+            named.len(),
+            if overflows { "overflow" } else { "do not overflow" }
+        );
+        if overflows {
+            return Ok(Some(named));
+        }
+        tried = masks;
+    }
+    Ok(None)
+}
+
+/// `0..n` in an order spread over the range: `j·a mod n` with `a` the integer nearest
+/// `0.618·n` coprime to `n`, so that the first few indices already fall all over it.
+fn spread(n: usize) -> impl Iterator<Item = usize> {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let a = ((n as f64 * 0.618) as usize..n)
+        .find(|&a| gcd(a, n) == 1)
+        .unwrap_or(1);
+    (0..n).map(move |j| j * a % n)
 }
 
 /// The parity of `line & mask` for each mask.
