@@ -1,13 +1,14 @@
 //! The chunked TLB region (`cuda::vmm`) against the scriptable stand-in driver that
 //! `cargo xtask test` loads on a machine without a GPU (`MEMTOPO_STAND_IN`): a region is
-//! built and released when every call succeeds, and each failing call of the virtual memory
-//! management API is its own [`VmmError`]. On a machine with a real driver the stand-in is
-//! not loaded and this test has nothing to script.
+//! built and released when every call succeeds, with the driver calls its plan asks for,
+//! and each failing call of the virtual memory management API is its own [`VmmError`]. On
+//! a machine with a real driver the stand-in is not loaded and this test has nothing to
+//! script.
 #![cfg(feature = "cuda")]
 
 use pchase_runner::{
-    cuda::vmm::{ChunkedRegion, CHUNKED_POOL_CHUNKS},
-    walk::VmmError,
+    cuda::vmm::ChunkedRegion,
+    walk::{VmmError, CHUNKED_POOL_CHUNKS},
 };
 
 /// Every VMM call succeeding, then `extra` (`name=code`, later entries win).

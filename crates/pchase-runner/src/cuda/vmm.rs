@@ -3,18 +3,18 @@
 //! one through the virtual memory management API ([`ChunkedRegion`]).
 //!
 //! A chunked region creates a pool of physical chunks first (`cuMemCreate`; at most
-//! [`CHUNKED_POOL_CHUNKS`]), then maps chunk `π(j mod P)` at place `j` of the range
-//! (`cuMemMap`, [`ChunkPlan`]), with `π(k) = k·a mod P` ([`ChunkOrder`]), `a` coprime to the
-//! pool `P` and neither 1 nor `P − 1`: neighbouring places never get chunks created one
-//! after the other, nor one chunk twice, so whatever physical order the driver gave them,
-//! the range is not physically contiguous across any chunk boundary, and the GPU's MMU must
-//! translate it with pages of at most one chunk. Where the range has more places than the
-//! pool, the pool is mapped over and over: the walks see as many distinct virtual pages as
-//! before for a few thousand `cuMemCreate` calls instead of one per place. The handles are
-//! released once mapped (the mappings keep the memory); access is granted in pieces of at
-//! most 16 GiB (`cuMemSetAccess`). Teardown unmaps in the same pieces (one `cuMemUnmap`
-//! each, place by place where the driver refuses a piece) and frees the range. Every
-//! region counts the driver calls it made ([`VmmCalls`], logged at `-vv`).
+//! [`crate::walk::CHUNKED_POOL_CHUNKS`]), then maps chunk `π(j mod P)` at place `j` of the
+//! range (`cuMemMap`, [`ChunkPlan`]), with `π(k) = k·a mod P` ([`ChunkOrder`]), `a` coprime
+//! to the pool `P` and neither 1 nor `P − 1`: neighbouring places never get chunks created
+//! one after the other, nor one chunk twice, so whatever physical order the driver gave
+//! them, the range is not physically contiguous across any chunk boundary, and the GPU's
+//! MMU must translate it with pages of at most one chunk. Where the range has more places
+//! than the pool, the pool is mapped over and over: the walks see as many distinct virtual
+//! pages as before for a few thousand `cuMemCreate` calls instead of one per place. The
+//! handles are released once mapped (the mappings keep the memory); access is granted in
+//! pieces of at most 16 GiB (`cuMemSetAccess`). Teardown unmaps in the same pieces (one
+//! `cuMemUnmap` each, place by place where the driver refuses a piece) and frees the range.
+//! Every region counts the driver calls it made ([`VmmCalls`], logged at `-vv`).
 
 use std::os::raw::c_int;
 
@@ -23,7 +23,7 @@ use super::ffi::{self, CuResult, DevicePtr};
 use crate::error::VmmError;
 
 mod plan;
-pub use plan::{ChunkOrder, ChunkPlan, CHUNKED_POOL_CHUNKS};
+pub use plan::{ChunkOrder, ChunkPlan};
 
 /// How many times a plain region shrinks by an eighth when the memory is short.
 const PLAIN_RETRIES: u32 = 8;
@@ -255,7 +255,8 @@ impl Drop for ChunkedRegion {
 /// let (calls, failed) = unmap_places(1 << 44, 20_480, 2 << 20, |_, _| 0);
 /// assert_eq!((calls, failed), (3, None));
 /// // A driver that unmaps one mapping per call: each piece refused, then place by place.
-/// let (calls, failed) = unmap_places(1 << 44, 20_480, 2 << 20, |_, len| u32::from(len != 2 << 20));
+/// let one_at_a_time = |_, len| u32::from(len != 2 << 20);
+/// let (calls, failed) = unmap_places(1 << 44, 20_480, 2 << 20, one_at_a_time);
 /// assert_eq!((calls, failed), (3 + 20_480, None));
 /// ```
 pub fn unmap_places(

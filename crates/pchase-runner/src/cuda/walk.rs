@@ -66,12 +66,12 @@ impl WalkBackend for CudaBackend {
                 } else {
                     ChunkedRegion::new(device, max_bytes)?
                 };
-                let aliased = allocation == WalkAllocation::Aliased;
+                let pooled = chunked.backing_bytes() < chunked.bytes();
                 let region = WalkRegion {
                     allocation,
                     bytes: chunked.bytes(),
                     chunk_bytes: Some(chunked.chunk_bytes()),
-                    backing_bytes: aliased.then(|| chunked.backing_bytes()),
+                    backing_bytes: pooled.then(|| chunked.backing_bytes()),
                 };
                 (WalkMemory::Chunked(chunked), region)
             }

@@ -2,15 +2,7 @@
 //! order its chunks take in the range ([`ChunkPlan`], [`ChunkOrder`]). Pure arithmetic, so
 //! that the plan is tested without a driver.
 
-/// The physical chunks behind a chunked region at most: 2025 (3⁴ · 5²) chunks of the
-/// granularity, about 4 GiB of 2 MiB chunks. Odd, so that the places of any power-of-two
-/// stride run through every chunk of the pool before one comes round again (the first
-/// 2025 nodes of a walk at a stride of at least one chunk lie in distinct chunks, as in a
-/// region of distinct chunks); made of the primes 3 and 5 only, which divide no walk's step
-/// in lines ([`crate::measure::tlb::step_bytes`]: odd and divisible by no prime up to 13),
-/// so two nodes of one walk share a physical line only 2025 × (chunk / 128 B) nodes apart
-/// (33 million for 2 MiB chunks), far beyond the walks' limit.
-pub const CHUNKED_POOL_CHUNKS: u64 = 2025;
+use crate::walk::CHUNKED_POOL_CHUNKS;
 
 /// Which chunk each place of a chunked region gets: `j·a mod n` with the smallest
 /// `a ≥ 0.618·n` coprime to `n` that is neither 1 nor `n − 1`; where no such `a` exists
@@ -68,7 +60,7 @@ impl ChunkOrder {
 /// [`ChunkOrder::chunk`]`(j mod pool)` of a pool of `pool` chunks at place `j`.
 ///
 /// ```
-/// use pchase_runner::cuda::vmm::{ChunkPlan, CHUNKED_POOL_CHUNKS};
+/// use pchase_runner::{cuda::vmm::ChunkPlan, walk::CHUNKED_POOL_CHUNKS};
 /// // 140 GiB of 2 MiB places over a pool of 2025 chunks.
 /// let plan = ChunkPlan::new(71_680);
 /// assert_eq!(plan.pool(), CHUNKED_POOL_CHUNKS);
