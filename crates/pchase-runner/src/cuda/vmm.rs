@@ -255,7 +255,7 @@ impl Drop for ChunkedRegion {
 /// let (calls, failed) = unmap_places(1 << 44, 20_480, 2 << 20, |_, _| 0);
 /// assert_eq!((calls, failed), (3, None));
 /// // A driver that unmaps one mapping per call: each piece refused, then place by place.
-/// let one_at_a_time = |_, len| u32::from(len != 2 << 20);
+/// let one_at_a_time = |_: u64, len: u64| u32::from(len != 2 << 20);
 /// let (calls, failed) = unmap_places(1 << 44, 20_480, 2 << 20, one_at_a_time);
 /// assert_eq!((calls, failed), (3 + 20_480, None));
 /// ```
