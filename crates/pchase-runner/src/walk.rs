@@ -10,10 +10,12 @@
 //!
 //! - [`WalkAllocation::Plain`]: one `cuMemAlloc`; the driver chooses the page size.
 //! - [`WalkAllocation::Chunked`]: the virtual memory management API: a reserved address
-//!   range backed by separate physical chunks of the allocation granularity (2 MiB on
-//!   current GPUs), mapped in a shuffled order so that no two neighbouring chunks are
+//!   range whose places of the allocation granularity (2 MiB on current GPUs) are mapped
+//!   one by one, in a shuffled order of a pool of physical chunks (about 4 GiB, mapped over
+//!   and over where the range is larger), so that no two neighbouring places are
 //!   physically neighbours; the GPU's MMU cannot map such a range with pages larger than
-//!   one chunk.
+//!   one chunk. Two nodes of a walk never share a physical line
+//!   ([`CHUNKED_POOL_CHUNKS`] says why).
 //! - [`WalkAllocation::Aliased`]: more virtual addresses than the GPU has memory (up to
 //!   [`ALIASED_BYTES`]): a reserved range whose places of [`ALIASED_CHUNK_BYTES`] hold a
 //!   small pool of physical chunks over and over (place `j` holds chunk `j mod pool`), so
@@ -78,14 +80,24 @@ pub fn aliased_pool_chunks(memory: u64) -> u64 {
     1 << (63 - fits.leading_zeros())
 }
 
+/// The physical chunks behind a chunked region at most: 2025 (3⁴ · 5²) chunks of the
+/// granularity, about 4 GiB of 2 MiB chunks. Odd, so that the places of any power-of-two
+/// stride run through every chunk of the pool before one comes round again (the first
+/// 2025 nodes of a walk at a stride of at least one chunk lie in distinct chunks, as in a
+/// region of distinct chunks); made of the primes 3 and 5 only, which divide no walk's step
+/// in lines ([`crate::measure::tlb::step_bytes`]: odd and divisible by no prime up to 13),
+/// so two nodes of one walk share a physical line only 2025 × (chunk / 128 B) nodes apart
+/// (33 million for 2 MiB chunks), far beyond the walks' limit.
+pub const CHUNKED_POOL_CHUNKS: u64 = 2025;
+
 /// How the memory of a walk is allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WalkAllocation {
     /// One `cuMemAlloc` of the region: the driver's choice of page size.
     Plain,
-    /// Separate physical chunks of the allocation granularity, mapped in a shuffled order
-    /// into one reserved address range (`cuMemCreate`, `cuMemMap`): pages of at most one
-    /// chunk.
+    /// Places of the allocation granularity, each mapped on its own (`cuMemMap`) to a chunk
+    /// of a pool in a shuffled order (`cuMemCreate`), in one reserved address range: pages
+    /// of at most one chunk.
     Chunked,
     /// A pool of physical chunks mapped over and over into a reserved range larger than
     /// the memory ([`ALIASED_BYTES`]): walks over more virtual addresses than the GPU has.
@@ -126,8 +138,9 @@ pub struct WalkRegion {
     /// The chunk of a [`WalkAllocation::Chunked`] region (the driver's minimum allocation
     /// granularity) or of an aliased one's places; `None` for a plain one.
     pub chunk_bytes: Option<u64>,
-    /// The physical bytes behind an aliased region (its pool of chunks); `None` for the
-    /// others, where every place has memory of its own.
+    /// The physical bytes behind a region of chunks where they are fewer than its bytes
+    /// (its pool, mapped over and over); `None` for a plain region and where every place
+    /// has a chunk of its own.
     pub backing_bytes: Option<u64>,
 }
 

@@ -1,11 +1,15 @@
 //! The chunked TLB region (`cuda::vmm`) against the scriptable stand-in driver that
 //! `cargo xtask test` loads on a machine without a GPU (`MEMTOPO_STAND_IN`): a region is
-//! built and released when every call succeeds, and each failing call of the virtual memory
-//! management API is its own [`VmmError`]. On a machine with a real driver the stand-in is
-//! not loaded and this test has nothing to script.
+//! built and released when every call succeeds, with the driver calls its plan asks for,
+//! and each failing call of the virtual memory management API is its own [`VmmError`]. On
+//! a machine with a real driver the stand-in is not loaded and this test has nothing to
+//! script.
 #![cfg(feature = "cuda")]
 
-use pchase_runner::{cuda::vmm::ChunkedRegion, walk::VmmError};
+use pchase_runner::{
+    cuda::vmm::ChunkedRegion,
+    walk::{VmmError, CHUNKED_POOL_CHUNKS},
+};
 
 /// Every VMM call succeeding, then `extra` (`name=code`, later entries win).
 fn script(extra: &str) {
@@ -37,7 +41,37 @@ fn every_failing_vmm_call_is_a_typed_error_and_a_good_region_is_released() {
         (region.base(), region.bytes(), region.chunk_bytes()),
         (1 << 44, 8 << 20, 2 << 20)
     );
-    region.release().expect("released");
+    // Four places, each its own chunk; one piece of access, and one unmap on release.
+    let calls = region.release().expect("released");
+    assert_eq!(
+        (
+            calls.create,
+            calls.map,
+            calls.release,
+            calls.set_access,
+            calls.unmap
+        ),
+        (4, 4, 4, 1, 1)
+    );
+    // 40 GiB of 2 MiB places over the pool: 2025 chunks created, 20,480 places mapped,
+    // access and unmapping in three pieces of at most 16 GiB.
+    let region = ChunkedRegion::new(0, 40 << 30).expect("every call succeeds");
+    assert_eq!(
+        (region.bytes(), region.backing_bytes()),
+        (40 << 30, CHUNKED_POOL_CHUNKS * (2 << 20))
+    );
+    let built = region.calls();
+    assert_eq!(
+        (
+            built.create,
+            built.map,
+            built.release,
+            built.set_access,
+            built.unmap
+        ),
+        (CHUNKED_POOL_CHUNKS, 20_480, CHUNKED_POOL_CHUNKS, 3, 0)
+    );
+    assert_eq!(region.release().expect("released").unmap, 3);
 
     script("cuMemGetAllocationGranularity=1");
     let e = ChunkedRegion::new(0, 9 << 20).unwrap_err();
@@ -85,6 +119,8 @@ fn every_failing_vmm_call_is_a_typed_error_and_a_good_region_is_released() {
         "below one chunk: {e}"
     );
 
+    // A refused unmap of the whole range is retried place by place; those failing too is
+    // the error.
     script("cuMemUnmap=1");
     let region = ChunkedRegion::new(0, 4 << 20).expect("built");
     let e = region.release().unwrap_err();
@@ -111,7 +147,8 @@ fn an_aliased_region_spans_more_places_than_chunks_and_refuses_a_bad_chunk() {
         (region.bytes(), region.backing_bytes(), region.chunk_bytes()),
         (64 << 20, 16 << 20, 8 << 20)
     );
-    region.release().expect("released");
+    let calls = region.release().expect("released");
+    assert_eq!((calls.create, calls.map, calls.unmap), (2, 8, 1));
     // A chunk that is no multiple of the 2 MiB granularity, and a range below one chunk.
     let e = ChunkedRegion::aliased(0, 64 << 20, 3 << 20, 2).unwrap_err();
     assert!(

@@ -1,22 +1,29 @@
 //! The memory of TLB walks ([`crate::walk`]): one plain `cuMemAlloc` ([`PlainRegion`]), or
-//! a reserved address range backed by separate physical chunks of the allocation
-//! granularity through the virtual memory management API ([`ChunkedRegion`]).
+//! a reserved address range whose places of the allocation granularity are mapped one by
+//! one through the virtual memory management API ([`ChunkedRegion`]).
 //!
-//! A chunked region creates every chunk first (`cuMemCreate`), then maps chunk
-//! `π(j) = j·a mod n` at place `j` of the range (`cuMemMap`, [`ChunkOrder`]), with `a`
-//! coprime to `n` and neither 1 nor `n − 1`: neighbouring places never get chunks created
-//! one after the other,
-//! so whatever physical order the driver gave them, the range is not physically contiguous
-//! across any chunk boundary, and the GPU's MMU must translate it with pages of at most one
-//! chunk. The handles are released once mapped (the mappings keep the memory); access is
-//! granted over the whole range (`cuMemSetAccess`). Teardown unmaps chunk by chunk and frees
-//! the range.
+//! A chunked region creates a pool of physical chunks first (`cuMemCreate`; at most
+//! [`crate::walk::CHUNKED_POOL_CHUNKS`]), then maps chunk `π(j mod P)` at place `j` of the
+//! range (`cuMemMap`, [`ChunkPlan`]), with `π(k) = k·a mod P` ([`ChunkOrder`]), `a` coprime
+//! to the pool `P` and neither 1 nor `P − 1`: neighbouring places never get chunks created
+//! one after the other, nor one chunk twice, so whatever physical order the driver gave
+//! them, the range is not physically contiguous across any chunk boundary, and the GPU's
+//! MMU must translate it with pages of at most one chunk. Where the range has more places
+//! than the pool, the pool is mapped over and over: the walks see as many distinct virtual
+//! pages as before for a few thousand `cuMemCreate` calls instead of one per place. The
+//! handles are released once mapped (the mappings keep the memory); access is granted in
+//! pieces of at most 16 GiB (`cuMemSetAccess`). Teardown unmaps in the same pieces (one
+//! `cuMemUnmap` each, place by place where the driver refuses a piece) and frees the range.
+//! Every region counts the driver calls it made ([`VmmCalls`], logged at `-vv`).
 
 use std::os::raw::c_int;
 
 use super::errors;
 use super::ffi::{self, CuResult, DevicePtr};
 use crate::error::VmmError;
+
+mod plan;
+pub use plan::{ChunkOrder, ChunkPlan};
 
 /// How many times a plain region shrinks by an eighth when the memory is short.
 const PLAIN_RETRIES: u32 = 8;
@@ -64,60 +71,40 @@ pub fn granularity(device: c_int) -> Result<u64, VmmError> {
     Ok(g)
 }
 
-/// Which chunk each place of a chunked region gets: `j·a mod n` with the smallest
-/// `a ≥ 0.618·n` coprime to `n` that is neither 1 nor `n − 1`; where no such `a` exists
-/// (`n` of 4 or 6), the odd chunks, then the even ones. From 4 chunks on, neighbouring places
-/// never get chunks created one after the other.
-///
-/// ```
-/// use pchase_runner::cuda::vmm::ChunkOrder;
-/// let order = ChunkOrder::new(1000);
-/// // Neighbouring places never hold chunks created one after the other.
-/// assert!((0..999).all(|j| order.chunk(j + 1).abs_diff(order.chunk(j)) != 1));
-/// let four = ChunkOrder::new(4);
-/// assert_eq!((0..4).map(|j| four.chunk(j)).collect::<Vec<_>>(), [1, 3, 0, 2]);
-/// ```
-#[derive(Debug, Clone, Copy)]
-pub struct ChunkOrder {
-    n: u64,
-    multiplier: Option<u64>,
+/// Bytes one `cuMemSetAccess` or range `cuMemUnmap` covers at most: 16 GiB (one
+/// `cuMemSetAccess` over about 1 TiB of 2 MiB mappings ran out of memory on an H100).
+const PIECE_BYTES: u64 = 16 << 30;
+
+/// The driver calls of the virtual memory management API one region made, by name: what
+/// building it and releasing it cost (each call is an ioctl into the driver, some tens of
+/// microseconds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VmmCalls {
+    /// `cuMemCreate`: one per physical chunk.
+    pub create: u64,
+    /// `cuMemMap`: one per place.
+    pub map: u64,
+    /// `cuMemRelease`: one per physical chunk.
+    pub release: u64,
+    /// `cuMemSetAccess`: one per piece of at most 16 GiB.
+    pub set_access: u64,
+    /// `cuMemUnmap`: one per piece of at most 16 GiB, or per place where the driver
+    /// refuses a piece.
+    pub unmap: u64,
 }
 
-impl ChunkOrder {
-    /// The order of `n` chunks.
-    pub fn new(n: u64) -> ChunkOrder {
-        fn gcd(a: u64, b: u64) -> u64 {
-            if b == 0 {
-                a
-            } else {
-                gcd(b, a % b)
-            }
-        }
-        let start = ((n as f64 * 0.618) as u64).max(2);
-        let multiplier = (start..n.saturating_sub(1))
-            .chain(2..start.min(n.saturating_sub(1)))
-            .find(|&a| gcd(a, n) == 1);
-        ChunkOrder { n, multiplier }
-    }
-
-    /// The chunk (in creation order) mapped at place `j` (below `n`).
-    pub fn chunk(&self, j: u64) -> u64 {
-        match self.multiplier {
-            Some(a) => j * a % self.n,
-            None => {
-                let odds = self.n / 2;
-                if j < odds {
-                    2 * j + 1
-                } else {
-                    2 * (j - odds)
-                }
-            }
-        }
+impl std::fmt::Display for VmmCalls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} cuMemCreate, {} cuMemMap, {} cuMemRelease, {} cuMemSetAccess, {} cuMemUnmap",
+            self.create, self.map, self.release, self.set_access, self.unmap
+        )
     }
 }
 
-/// A reserved range of separately mapped chunks; unmapped and freed on drop (a failure
-/// then is logged) or by [`ChunkedRegion::release`].
+/// A reserved range of separately mapped places, each holding a chunk of a pool; unmapped
+/// and freed on drop (a failure then is logged) or by [`ChunkedRegion::release`].
 #[derive(Debug)]
 pub struct ChunkedRegion {
     base: DevicePtr,
@@ -130,22 +117,31 @@ pub struct ChunkedRegion {
     mapped: u64,
     /// Whether the range is still reserved.
     reserved: bool,
+    /// The driver calls made so far.
+    calls: VmmCalls,
 }
 
 impl ChunkedRegion {
-    /// A region of up to `max_bytes` on `device` in chunks of the minimum granularity;
-    /// fewer chunks where the memory runs out while they are created (a sixteenth of those
-    /// created are given back, as headroom for the timing buffers).
+    /// A region of up to `max_bytes` on `device` in places of the minimum granularity, over
+    /// a pool of chunks ([`ChunkPlan::new`]); a smaller pool where the memory runs out while
+    /// it is created (a sixteenth of those created are given back, as headroom for the
+    /// timing buffers).
     ///
     /// # Errors
     /// The [`VmmError`] of the call that failed; what was built before it is torn down.
     pub fn new(device: c_int, max_bytes: u64) -> Result<ChunkedRegion, VmmError> {
         let chunk = granularity(device)?;
-        let wanted = places(max_bytes, chunk)?;
-        let handles = create(device, chunk, wanted, true)?;
-        let chunks = handles.len() as u64;
-        let order = ChunkOrder::new(chunks);
-        build(device, chunk, handles, chunks, |j| order.chunk(j))
+        let places = places(max_bytes, chunk)?;
+        let mut calls = VmmCalls::default();
+        let handles = create(
+            device,
+            chunk,
+            ChunkPlan::new(places).pool(),
+            true,
+            &mut calls,
+        )?;
+        let plan = ChunkPlan::with_pool(places, handles.len() as u64);
+        build(device, chunk, handles, places, |j| plan.chunk(j), calls)
     }
 
     /// A range of up to `max_bytes` of virtual addresses whose places of `chunk` bytes (a
@@ -169,9 +165,10 @@ impl ChunkedRegion {
         if pool == 0 {
             return Err(too_small(max_bytes, chunk));
         }
-        let handles = create(device, chunk, pool.min(places), false)?;
+        let mut calls = VmmCalls::default();
+        let handles = create(device, chunk, pool.min(places), false, &mut calls)?;
         let chunks = handles.len() as u64;
-        build(device, chunk, handles, places, |j| j % chunks)
+        build(device, chunk, handles, places, |j| j % chunks, calls)
     }
 
     /// The range's first address.
@@ -184,32 +181,40 @@ impl ChunkedRegion {
         self.chunk * self.places
     }
 
-    /// The physical bytes behind it (less than [`ChunkedRegion::bytes`] where aliased).
+    /// The physical bytes behind it (less than [`ChunkedRegion::bytes`] where its pool is
+    /// mapped over and over).
     pub fn backing_bytes(&self) -> u64 {
         self.chunk * self.chunks
     }
 
-    /// The chunk (the allocation granularity).
+    /// The chunk (the allocation granularity, or an aliased region's place).
     pub fn chunk_bytes(&self) -> u64 {
         self.chunk
     }
 
-    /// Unmaps every chunk and frees the range.
+    /// The driver calls made so far: building it, and releasing it once released.
+    pub fn calls(&self) -> VmmCalls {
+        self.calls
+    }
+
+    /// Unmaps every place and frees the range; returns every driver call the region made.
     ///
     /// # Errors
     /// [`VmmError::Release`] naming the first call that failed (the others still run).
-    pub fn release(mut self) -> Result<(), VmmError> {
-        self.teardown()
+    pub fn release(mut self) -> Result<VmmCalls, VmmError> {
+        self.teardown().map(|()| self.calls)
     }
 
     fn teardown(&mut self) -> Result<(), VmmError> {
         let mut first = None;
-        for j in 0..self.mapped {
-            // SAFETY: place j was mapped with one chunk.
-            let code = unsafe { ffi::cuMemUnmap(self.base + j * self.chunk, self.chunk as usize) };
-            if code != ffi::SUCCESS && first.is_none() {
-                first = Some(("cuMemUnmap", code));
-            }
+        if self.mapped > 0 {
+            let (calls, failed) = unmap_places(self.base, self.mapped, self.chunk, |ptr, len| {
+                // SAFETY: the range [ptr, ptr + len) lies in the reserved range and consists
+                // of whole mapped places (or one place).
+                unsafe { ffi::cuMemUnmap(ptr, len as usize) }
+            });
+            self.calls.unmap += calls;
+            first = failed.map(|code| ("cuMemUnmap", code));
         }
         self.mapped = 0;
         if self.reserved {
@@ -238,7 +243,59 @@ impl Drop for ChunkedRegion {
     }
 }
 
-/// Releases chunk handles while tearing down after a failure; errors are logged.
+/// Unmaps the first `places` places of `chunk` bytes from `base` through `unmap(address,
+/// bytes)`: one call per piece of at most 16 GiB, and place by place within a piece the
+/// driver refuses (the API unmaps whole mappings; a driver that takes only one mapping per
+/// call still gets every place unmapped). Returns the calls made and the first code of a
+/// failing per-place call.
+///
+/// ```
+/// use pchase_runner::cuda::vmm::unmap_places;
+/// // 40 GiB of 2 MiB places: three pieces (16, 16 and 8 GiB), one call each.
+/// let (calls, failed) = unmap_places(1 << 44, 20_480, 2 << 20, |_, _| 0);
+/// assert_eq!((calls, failed), (3, None));
+/// // A driver that unmaps one mapping per call: each piece refused, then place by place.
+/// let one_at_a_time = |_: u64, len: u64| u32::from(len != 2 << 20);
+/// let (calls, failed) = unmap_places(1 << 44, 20_480, 2 << 20, one_at_a_time);
+/// assert_eq!((calls, failed), (3 + 20_480, None));
+/// ```
+pub fn unmap_places(
+    base: DevicePtr,
+    places: u64,
+    chunk: u64,
+    mut unmap: impl FnMut(DevicePtr, u64) -> CuResult,
+) -> (u64, Option<CuResult>) {
+    let per_piece = (PIECE_BYTES / chunk).max(1);
+    let (mut calls, mut first) = (0, None);
+    let mut at = 0;
+    while at < places {
+        let count = per_piece.min(places - at);
+        let start = base + at * chunk;
+        let whole = count > 1 && {
+            calls += 1;
+            let code = unmap(start, count * chunk);
+            if code != ffi::SUCCESS {
+                log::debug!(
+                    "cuMemUnmap of {count} places at once: {}; unmapping them one by one",
+                    message(code)
+                );
+            }
+            code == ffi::SUCCESS
+        };
+        if !whole {
+            for j in 0..count {
+                calls += 1;
+                let code = unmap(start + j * chunk, chunk);
+                if code != ffi::SUCCESS && first.is_none() {
+                    first = Some(code);
+                }
+            }
+        }
+        at += count;
+    }
+    (calls, first)
+}
+
 /// The places of `chunk` bytes in `max_bytes`; at least one, or [`too_small`].
 fn places(max_bytes: u64, chunk: u64) -> Result<u64, VmmError> {
     match max_bytes / chunk {
@@ -257,11 +314,18 @@ fn too_small(max_bytes: u64, chunk: u64) -> VmmError {
 
 /// `wanted` physical chunks of `chunk` bytes; where `shrink`, fewer when the memory runs
 /// out (a sixteenth of those created given back, as headroom for the timing buffers).
-fn create(device: c_int, chunk: u64, wanted: u64, shrink: bool) -> Result<Vec<u64>, VmmError> {
+fn create(
+    device: c_int,
+    chunk: u64,
+    wanted: u64,
+    shrink: bool,
+    calls: &mut VmmCalls,
+) -> Result<Vec<u64>, VmmError> {
     let prop = prop(device);
     let mut handles: Vec<u64> = Vec::with_capacity(wanted as usize);
     for k in 0..wanted {
         let mut handle = 0u64;
+        calls.create += 1;
         // SAFETY: valid out-pointer and property struct.
         let code = unsafe { ffi::cuMemCreate(&mut handle, chunk as usize, &prop, 0) };
         if code == ffi::SUCCESS {
@@ -271,9 +335,10 @@ fn create(device: c_int, chunk: u64, wanted: u64, shrink: bool) -> Result<Vec<u6
         if shrink && code == ffi::ERROR_OUT_OF_MEMORY && k >= 16 {
             let keep = handles.len() - handles.len() / 16;
             release_handles(&handles[keep..]);
+            calls.release += (handles.len() - keep) as u64;
             handles.truncate(keep);
             log::info!(
-                "chunked region: memory ran out after {k} chunks of {chunk} B; using {keep}"
+                "chunked region: memory ran out after {k} chunks of {chunk} B; a pool of {keep}"
             );
             break;
         }
@@ -289,14 +354,16 @@ fn create(device: c_int, chunk: u64, wanted: u64, shrink: bool) -> Result<Vec<u6
 
 /// Reserves `places` places of `chunk` bytes, maps place `j` to `handles[physical(j)]`,
 /// releases the handles (the mappings hold the memory) and grants access in pieces of at
-/// most 16 GiB (one call over about 1 TiB of 2 MiB mappings ran out of memory on an H100).
+/// most 16 GiB.
 fn build(
     device: c_int,
     chunk: u64,
     handles: Vec<u64>,
     places: u64,
     physical: impl Fn(u64) -> u64,
+    calls: VmmCalls,
 ) -> Result<ChunkedRegion, VmmError> {
+    let started = std::time::Instant::now();
     let prop = prop(device);
     let chunks = handles.len() as u64;
     let bytes = places * chunk;
@@ -317,10 +384,12 @@ fn build(
         places,
         mapped: 0,
         reserved: true,
+        calls,
     };
     for j in 0..places {
         let chunk_index = physical(j);
         let offset = j * chunk;
+        region.calls.map += 1;
         // SAFETY: the place lies in the reserved range; the handle is a live chunk of
         // exactly one chunk's size.
         let code = unsafe {
@@ -343,6 +412,7 @@ fn build(
         region.mapped = j + 1;
     }
     for &handle in &handles {
+        region.calls.release += 1;
         // SAFETY: each handle is released once.
         let code = unsafe { ffi::cuMemRelease(handle) };
         if code != ffi::SUCCESS {
@@ -356,10 +426,11 @@ fn build(
         location: prop.location,
         flags: ffi::MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
-    let piece = (16u64 << 30).max(chunk) / chunk * chunk;
+    let piece = PIECE_BYTES.max(chunk) / chunk * chunk;
     let mut at = 0;
     while at < bytes {
         let len = piece.min(bytes - at);
+        region.calls.set_access += 1;
         // SAFETY: the range is mapped; one descriptor.
         let code = unsafe { ffi::cuMemSetAccess(base + at, len as usize, &access, 1) };
         if code != ffi::SUCCESS {
@@ -370,9 +441,15 @@ fn build(
         }
         at += len;
     }
+    log::debug!(
+        "chunked region of {bytes} B ({places} places of {chunk} B over {chunks} chunks) built in {:.1} ms: {}",
+        started.elapsed().as_secs_f64() * 1e3,
+        region.calls
+    );
     Ok(region)
 }
 
+/// Releases chunk handles while tearing down after a failure; errors are logged.
 fn release_handles(handles: &[u64]) {
     for &handle in handles {
         // SAFETY: each handle is live and released once.
@@ -472,28 +549,5 @@ mod tests {
             ffi::ERROR_OUT_OF_MEMORY,
             cust::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY as CuResult
         );
-    }
-
-    #[test]
-    fn the_chunk_order_is_a_permutation_without_created_neighbours() {
-        for n in [4u64, 5, 6, 7, 8, 9, 64, 4097, 37_888] {
-            let order = ChunkOrder::new(n);
-            let mut seen = vec![false; n as usize];
-            for j in 0..n {
-                seen[order.chunk(j) as usize] = true;
-            }
-            assert!(seen.iter().all(|&s| s), "{n}: not a permutation");
-            assert!(
-                (0..n - 1).all(|j| order.chunk(j + 1).abs_diff(order.chunk(j)) != 1),
-                "{n}"
-            );
-        }
-        // One to three chunks: every chunk once.
-        for n in 1..4u64 {
-            let order = ChunkOrder::new(n);
-            let mut chunks: Vec<u64> = (0..n).map(|j| order.chunk(j)).collect();
-            chunks.sort_unstable();
-            assert_eq!(chunks, (0..n).collect::<Vec<_>>());
-        }
     }
 }

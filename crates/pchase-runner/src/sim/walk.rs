@@ -7,7 +7,7 @@
 use super::*;
 use crate::walk::{
     aliased_pool_chunks, WalkAllocation, WalkBackend, WalkRegion, WalkRequest, WalkRun,
-    ALIASED_CHUNK_BYTES, LINE_BYTES,
+    ALIASED_CHUNK_BYTES, CHUNKED_POOL_CHUNKS, LINE_BYTES,
 };
 
 impl WalkBackend for SimBackend {
@@ -21,7 +21,13 @@ impl WalkBackend for SimBackend {
         let memory = self.profile.device.total_memory_bytes;
         let (chunk_bytes, mut bytes, backing_bytes) = match allocation {
             WalkAllocation::Plain => (None, max_bytes.min(memory), None),
-            WalkAllocation::Chunked => (Some(chunk), max_bytes.min(memory), None),
+            // A pool of chunks over the places, as the GPU's.
+            WalkAllocation::Chunked => {
+                let places = max_bytes.min(memory) / chunk;
+                let pool = places.min(CHUNKED_POOL_CHUNKS);
+                let backing = (pool < places).then_some(pool * chunk);
+                (Some(chunk), max_bytes.min(memory), backing)
+            }
             // More addresses than memory: the simulated pool is what the GPU's would be.
             WalkAllocation::Aliased => (
                 Some(ALIASED_CHUNK_BYTES),

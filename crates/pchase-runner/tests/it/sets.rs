@@ -196,3 +196,42 @@ fn the_sets_search_steps_by_the_allocation_line() {
         .expect("L1 searched");
     assert_eq!(sets.line_bytes, 128);
 }
+
+/// On the `quarters` fixture the reduction chases fewer lists than dropping its 545 lines
+/// one at a time would alone, and the whole benchmark stays within a few hundred launches,
+/// with the geometry of the fixture.
+#[test]
+fn the_reduction_needs_fewer_chases_than_lines() {
+    let profile = fixture("quarters");
+    let mut backend = SimBackend::new(profile.clone()).expect("valid profile");
+    let options = MeasureOptions {
+        only: Selection::named(&["sets"]).expect("registered"),
+        carveout_table: false,
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut backend, options).run().expect("runs");
+    let found = m
+        .sets
+        .iter()
+        .find(|s| s.element == ElementKind::L1Data)
+        .expect("L1 searched");
+    assert_eq!(
+        (found.finding.ways, found.finding.sets),
+        (Some(128), Some(4))
+    );
+    let reduction = found.finding.reduction.as_ref().expect("reduced");
+    assert_eq!(
+        reduction.set_lines.len(),
+        129,
+        "one set, one line over its ways"
+    );
+    let start = found.finding.capacity_lines.expect("capacity") + 1 + 32;
+    assert!(
+        u64::from(found.finding.probes) < start,
+        "{} chases from {start} lines",
+        found.finding.probes
+    );
+    // 300 here (213 chases, the capacity search's included); dropping line by line took a
+    // launch or more for each of the 545 lines alone.
+    assert!(backend.launches() < 400, "{} launches", backend.launches());
+}

@@ -89,6 +89,56 @@ impl FineProbe<'_, '_> {
         let v = f64::from(cycles);
         (v >= self.front).then_some(v > self.threshold)
     }
+
+    /// The chase over `lines`, warmed by two passes, with one launch's timed loads.
+    fn list_request(&self, lines: &[u64]) -> Result<ListChaseRequest, RunnerError> {
+        let n = lines.len();
+        Ok(ListChaseRequest {
+            path: self.path,
+            line_bytes: u32::try_from(self.line)
+                .map_err(|_| RunnerError::InvalidRequest(format!("{} B lines", self.line)))?,
+            lines: lines.to_vec(),
+            warmup_steps: u32::try_from(2 * n)
+                .map_err(|_| RunnerError::InvalidRequest(format!("{n} lines")))?,
+            steps: STEPS,
+            carveout: Carveout::Percent(0),
+        })
+    }
+
+    /// Launches' latencies of `request` (one launch's timed loads after another) as loads.
+    fn classified(&self, request: &ListChaseRequest, latencies: &[u32]) -> Vec<Load> {
+        latencies
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| {
+                let k = k as u64 % u64::from(request.steps);
+                (request.line_of_load(k), self.classify(v))
+            })
+            .collect()
+    }
+
+    /// For `-vv`: what one list chase missed.
+    fn log_list(&self, n: usize, loads: &[Load]) {
+        log::debug!(
+            "sets {}: a list of {n} lines: {} of {} loads missed",
+            self.name,
+            misses(loads),
+            loads.len()
+        );
+    }
+}
+
+/// The loads that missed.
+fn misses(loads: &[Load]) -> usize {
+    loads.iter().filter(|l| l.1 == Some(true)).count()
+}
+
+/// Launches of a list chase over `lines` lines for `passes` passes (one window of
+/// [`STEPS`] timed loads each).
+fn list_launches(lines: usize, passes: u32) -> u64 {
+    (u64::from(passes) * lines as u64)
+        .div_ceil(u64::from(STEPS))
+        .max(1)
 }
 
 impl SetProbe for FineProbe<'_, '_> {
@@ -148,42 +198,37 @@ impl SetProbe for FineProbe<'_, '_> {
         )
     }
 
-    fn chase_lines(&mut self, lines: &[u64], passes: u32) -> Result<Vec<Load>, RunnerError> {
-        let n = lines.len() as u64;
-        let request = ListChaseRequest {
-            path: self.path,
-            line_bytes: u32::try_from(self.line)
-                .map_err(|_| RunnerError::InvalidRequest(format!("{} B lines", self.line)))?,
-            lines: lines.to_vec(),
-            warmup_steps: u32::try_from(2 * n)
-                .map_err(|_| RunnerError::InvalidRequest(format!("{n} lines")))?,
-            steps: STEPS,
-            carveout: Carveout::Percent(0),
-        };
-        let launches = (u64::from(passes) * n).div_ceil(u64::from(STEPS)).max(1);
+    fn chase_lines(
+        &mut self,
+        lines: &[u64],
+        passes: u32,
+        enough: u32,
+    ) -> Result<Vec<Load>, RunnerError> {
+        let request = self.list_request(lines)?;
         let mut loads = Vec::new();
-        for _ in 0..launches {
+        let mut missed = 0;
+        for _ in 0..list_launches(lines.len(), passes) {
             let run = self.s.backend.list_chase(&request)?;
             *self.gpu += run.gpu_time;
             let block = run
                 .blocks
                 .first()
                 .ok_or_else(|| RunnerError::WrongResult("a list chase returned no block".into()))?;
-            loads.extend(
-                block
-                    .latencies
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &v)| (request.line_of_load(k as u64), self.classify(v))),
-            );
+            let more = self.classified(&request, &block.latencies);
+            missed += misses(&more);
+            loads.extend(more);
+            // Every launch is the same chase: once the decision has its misses, the rest
+            // cannot change it.
+            if missed >= enough as usize {
+                break;
+            }
         }
-        log::debug!(
-            "sets {}: a list of {n} lines: {} of {} loads missed",
-            self.name,
-            loads.iter().filter(|l| l.1 == Some(true)).count(),
-            loads.len()
-        );
+        self.log_list(lines.len(), &loads);
         Ok(loads)
+    }
+
+    fn list_loads(&self, lines: u64, passes: u32) -> u64 {
+        list_launches(lines as usize, passes) * u64::from(STEPS)
     }
 
     fn victims(

@@ -193,8 +193,10 @@ impl Benchmark for Tlb {
                     Err(e) => s.fail(ElementKind::L2, format!("{step}: {e}")),
                 }
             }
-            if let Err(e) = walks(s).and_then(|w| w.release_walk_region()) {
-                s.fail(ElementKind::L2, format!("tlb {allocation} region: {e}"));
+            // Timed: unmapping a chunked region costs the driver as much as mapping it.
+            let step = format!("{} {allocation} release", self.info.name);
+            if let Err(e) = s.timed(&step, |s, _| walks(s)?.release_walk_region()) {
+                s.fail(ElementKind::L2, format!("{step}: {e}"));
             }
         }
     }
@@ -205,7 +207,8 @@ impl Benchmark for Tlb {
         _: &super::super::MeasureOptions,
         _: &[&'static dyn Benchmark],
     ) -> u64 {
-        (WalkAllocation::ALL.len() * (1 + PATHS.len())) as u64
+        // Per allocation: the region, each path's search, the release.
+        (WalkAllocation::ALL.len() * (PATHS.len() + 2)) as u64
     }
 
     fn report(&self, measured: &Measurements, topo: &mut Topology) {

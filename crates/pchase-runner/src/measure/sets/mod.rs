@@ -77,15 +77,28 @@ pub trait SetProbe {
 
     /// A cyclic chase over `lines` (line numbers from the chain's start, in this order),
     /// warmed by two passes; at least `passes` passes' worth of timed loads, each with its
-    /// line.
+    /// line ([`SetProbe::list_loads`] of them), or fewer once `enough` of them missed: the
+    /// decision the chase serves is then made, and the probe may stop (`u32::MAX`: never).
     ///
     /// # Errors
     /// The backend's errors; [`RunnerError::InvalidRequest`] by default.
-    fn chase_lines(&mut self, lines: &[u64], passes: u32) -> Result<Vec<Load>, RunnerError> {
-        let _ = (lines, passes);
+    fn chase_lines(
+        &mut self,
+        lines: &[u64],
+        passes: u32,
+        enough: u32,
+    ) -> Result<Vec<Load>, RunnerError> {
+        let _ = (lines, passes, enough);
         Err(RunnerError::InvalidRequest(
             "this probe cannot chase a list of lines".into(),
         ))
+    }
+
+    /// The timed loads a whole [`SetProbe::chase_lines`] over `lines` lines and `passes`
+    /// passes returns (what a share of misses is counted against): `lines × passes` by
+    /// default.
+    fn list_loads(&self, lines: u64, passes: u32) -> u64 {
+        lines * u64::from(passes)
     }
 }
 

@@ -9,6 +9,23 @@
 //!    lines of all but the last overflowing set. What is left is one set's lines plus the
 //!    one or two over its ways; a second look keeps only the lines whose absence ends the
 //!    misses (where two sets were left, the other's lines are not needed) and repeats.
+//!
+//!
+//!    The drop in address order is run in parts with the same outcome and a fraction of
+//!    the chases. Until the first line is kept, the chase is the list less a prefix, which
+//!    overflows for every prefix up to some length and for none beyond it: bisection finds
+//!    that length, and the line after the prefix is the first kept (a chase missed 0 or at
+//!    least 52 times on the H100 and H200, against a threshold of 24). From there on one
+//!    set holds exactly one line over its ways and no other set overflows, so exactly that
+//!    set's later lines are kept, and whether a line is one of them is a test of its own:
+//!    the chase from the first kept line without it stops missing. Lines tested in an
+//!    order spread over the window give members of the set whose line numbers soon have
+//!    constant parities under as few masks as an XOR index has set bits; the lines those
+//!    masks name with the first kept line are the candidate. Where the candidate
+//!    overflows, every line of the set is in it (no other set reaches one line over its
+//!    ways), and the second look, which tests each line anyway, drops any other; where no
+//!    candidate overflows after [`GATHER_MAX`] tests, the drop goes on line by line. A
+//!    chase that has missed as often as its decision needs stops early.
 //! 2. **Ways.** The smallest prefix of that set (in address order) whose chase misses
 //!    beyond stray slow loads, less one: `W` lines of one set never miss, whatever the
 //!    policy.
@@ -31,6 +48,11 @@ pub const REDUCE_PASSES: u32 = 8;
 /// stray slow loads stay below it.
 pub const BUSY_PER_PASS: u32 = 3;
 
+/// Lines tested for membership of the first kept line's set at most before the drop goes
+/// on line by line: an XOR index of 4 sets over 11 line bits needs some 12 members spread
+/// over the window (about 50 tests) for its masks.
+pub const GATHER_MAX: usize = 192;
+
 /// Lines past the first overflow the reduction starts from.
 const START_PAST: u64 = 32;
 
@@ -52,25 +74,47 @@ pub struct Reduction {
     pub random_shares: Vec<(u64, f64)>,
 }
 
+/// Misses from which a reduction chase counts as still overflowing.
+const BUSY_MISSES: u32 = BUSY_PER_PASS * REDUCE_PASSES;
+
+/// The misses among `loads`.
+fn misses(loads: &[super::Load]) -> u32 {
+    let missed = loads.iter().filter(|l| l.1 == Some(true)).count();
+    u32::try_from(missed).unwrap_or(u32::MAX)
+}
+
+/// `set` without its `k`-th line.
+fn without(set: &[u64], k: usize) -> Vec<u64> {
+    let mut out = set.to_vec();
+    out.remove(k);
+    out
+}
+
 impl<P: SetProbe> Search<'_, P> {
-    /// Misses of a chase over `lines` in [`REDUCE_PASSES`] passes, and its loads.
-    fn list_misses(&mut self, lines: &[u64]) -> Result<(u32, usize), RunnerError> {
+    /// Misses of a chase over `lines` in [`REDUCE_PASSES`] passes (stopped once `enough`
+    /// missed), and its loads.
+    fn list_misses(&mut self, lines: &[u64], enough: u32) -> Result<(u32, usize), RunnerError> {
         self.finding.probes += 1;
-        let loads = self.probe.chase_lines(lines, REDUCE_PASSES)?;
-        let misses = loads.iter().filter(|l| l.1 == Some(true)).count();
-        Ok((u32::try_from(misses).unwrap_or(u32::MAX), loads.len()))
+        let loads = self.probe.chase_lines(lines, REDUCE_PASSES, enough)?;
+        Ok((misses(&loads), loads.len()))
     }
 
+    /// Whether a chase over `lines` still overflows; a list of fewer than two lines
+    /// overflows no cache of more than one way and is not chased.
     fn busy(&mut self, lines: &[u64]) -> Result<bool, RunnerError> {
-        Ok(self.list_misses(lines)?.0 >= BUSY_PER_PASS * REDUCE_PASSES)
+        Ok(lines.len() >= 2 && self.list_misses(lines, BUSY_MISSES)?.0 >= BUSY_MISSES)
     }
 
     /// Whether a chase over `lines` misses beyond stray slow loads (more than 2 and more
     /// than 0.2 % of its loads: an interrupt or the simulator's outliers are not a
     /// conflict, while one line over the ways missed 2.3–2.9 % on the H100 and H200).
     fn misses_at_all(&mut self, lines: &[u64]) -> Result<bool, RunnerError> {
-        let (missed, loads) = self.list_misses(lines)?;
-        Ok(f64::from(missed) > 2.0 + 0.002 * loads as f64)
+        let loads = self.probe.list_loads(lines.len() as u64, REDUCE_PASSES);
+        let limit = 2.0 + 0.002 * loads as f64;
+        // The first count above the limit decides: the chase may stop there.
+        let enough = limit.floor() as u32 + 1;
+        let (missed, _) = self.list_misses(lines, enough)?;
+        Ok(f64::from(missed) > limit)
     }
 }
 
@@ -97,25 +141,42 @@ pub(super) fn reduce<P: SetProbe>(
         ));
         return Ok(None);
     }
-    let mut i = 0;
-    while i < set.len() {
-        let mut without = set.clone();
-        without.remove(i);
-        if s.busy(&without)? {
-            set = without;
+    // The drop in address order, first part: the longest prefix whose removal leaves the
+    // chase overflowing goes, and the line after it is the first kept.
+    let (mut lo, mut hi) = (0usize, set.len());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if s.busy(&set[mid..])? {
+            lo = mid;
         } else {
-            i += 1;
+            hi = mid;
         }
     }
+    set.drain(..lo);
+    // Second part: members of the first kept line's set, tested in a spread order, until
+    // their masks name lines that overflow together; else the drop line by line.
+    set = match named_set(s, &set, start)? {
+        Some(named) => named,
+        None => {
+            let mut i = 1;
+            while i < set.len() {
+                let without = without(&set, i);
+                if s.busy(&without)? {
+                    set = without;
+                } else {
+                    i += 1;
+                }
+            }
+            set
+        }
+    };
     // Only the lines whose absence ends the misses belong to the one set (where two sets
     // were left each a little over, the other set's lines are not needed).
     for _ in 0..3 {
         let mut needed = Vec::new();
-        for (k, &line) in set.iter().enumerate() {
-            let mut without = set.clone();
-            without.remove(k);
-            if !s.busy(&without)? {
-                needed.push(line);
+        for k in 0..set.len() {
+            if !s.busy(&without(&set, k))? {
+                needed.push(set[k]);
             }
         }
         if needed.len() == set.len() {
@@ -174,7 +235,7 @@ pub(super) fn reduce<P: SetProbe>(
         if k > members.len() {
             break;
         }
-        let (missed, loads) = s.list_misses(&members[..k])?;
+        let (missed, loads) = s.list_misses(&members[..k], u32::MAX)?;
         over_ways.push((j, f64::from(missed) / loads.max(1) as f64));
     }
     let fits = members.len() > ways as usize && !s.misses_at_all(&members[..ways as usize])?;
@@ -215,6 +276,68 @@ pub(super) fn reduce<P: SetProbe>(
         over_ways,
         random_shares,
     }))
+}
+
+/// The set of `set[0]` within `set` (a list from the first kept line on, where that line's
+/// set is one line over its ways and no other set is), named by the masks of members found
+/// by tests in a spread order; `None` where no named candidate overflowed within
+/// [`GATHER_MAX`] tests.
+fn named_set<P: SetProbe>(
+    s: &mut Search<'_, P>,
+    set: &[u64],
+    start: u64,
+) -> Result<Option<Vec<u64>>, RunnerError> {
+    let others = set.len().saturating_sub(1);
+    let mut members = vec![set[0]];
+    let mut tried: Vec<u64> = Vec::new();
+    for (tests, k) in spread(others).take(GATHER_MAX).enumerate() {
+        if s.busy(&without(set, k + 1))? {
+            continue;
+        }
+        members.push(set[k + 1]);
+        let masks = xor_masks(&members, start);
+        if masks.is_empty() {
+            break;
+        }
+        if masks == tried {
+            continue;
+        }
+        let named: Vec<u64> = set
+            .iter()
+            .copied()
+            .filter(|&l| parities(l, &masks) == parities(set[0], &masks))
+            .collect();
+        let overflows = named.len() < set.len() && s.busy(&named)?;
+        log::debug!(
+            "reduction: {} members of the first kept line's set after {} tests; masks {} name {} lines, which {}",
+            members.len(),
+            tests + 1,
+            hex_list(&masks),
+            named.len(),
+            if overflows { "overflow" } else { "do not overflow" }
+        );
+        if overflows {
+            return Ok(Some(named));
+        }
+        tried = masks;
+    }
+    Ok(None)
+}
+
+/// `0..n` in an order spread over the range: `j·a mod n` with `a` the integer nearest
+/// `0.618·n` coprime to `n`, so that the first few indices already fall all over it.
+fn spread(n: usize) -> impl Iterator<Item = usize> {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    let a = ((n as f64 * 0.618) as usize..n)
+        .find(|&a| gcd(a, n) == 1)
+        .unwrap_or(1);
+    (0..n).map(move |j| j * a % n)
 }
 
 /// The parity of `line & mask` for each mask.
