@@ -85,8 +85,8 @@ pub use format::json_schema;
 pub use model::{
     Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
     ComputeCapability, CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind,
-    CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc, GpcContention,
-    InstructionCacheLevel, L2AddressMap, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
+    CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, EvictionOutcome, Gpc,
+    GpcContention, InstructionCacheLevel, L2AddressMap, L2Partitions, L2Ways, L2WaysTarget, Limits, Note, NoteSeverity, QuantityKind,
     RankLatency, ReplacementPolicy, SetMapping, SharedPhysicalCache, TlbLevel, Topology,
     TpcContention,
 };
