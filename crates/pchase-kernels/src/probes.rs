@@ -108,10 +108,11 @@ pub static GPC_CONTENTION: Kernel = Kernel {
 /// loads the target line, then the block's threads load every line of `lines` once
 /// (`ld.global.cg`, the list itself read `ld.global.cs` so that it crowds no set), then
 /// thread 0 times a reload of the target with `%clock64`; a miss means the lines evicted
-/// it. In mode 1 thread 0 times a hit on each listed line in turn (a load, then the timed
-/// reload). Each timed load's address depends on the load before it through `zero`, so the
-/// two cannot be merged into one. The L2-ways benchmark (`l2-ways`) reduces a set of lines
-/// that evicts a target to a minimal one with it.
+/// it. The reload's address depends on the target's first load through `zero`, so the two
+/// cannot be merged into one. In mode 1 thread 0 times the first load of each listed line in
+/// turn (after other lines flushed them: a miss through the line's home partition). The
+/// L2-ways benchmark (`l2-ways`) reduces a set of lines that evicts a target to a minimal one
+/// with it.
 pub static L2_WAYS: Kernel = Kernel {
     module: &PROBES,
     entry: "l2_ways",
@@ -120,7 +121,7 @@ pub static L2_WAYS: Kernel = Kernel {
         param(
             "out",
             ParamType::U64,
-            "global pointer to u32[2 + n] (0 before): the claim, the SM that ran, then the cycles of each timed reload (mode 0: n = rounds; mode 1: n = count)",
+            "global pointer to u32[2 + n] (0 before): the claim, the SM that ran, then the cycles of each timed load (mode 0: the reloads, n = rounds; mode 1: the lines' loads, n = count)",
         ),
         param(
             "data",
@@ -136,9 +137,9 @@ pub static L2_WAYS: Kernel = Kernel {
         param("target", ParamType::U32, "mode 0: the target's line number"),
         param("line_bytes", ParamType::U32, "bytes per line"),
         param("sm", ParamType::U32, "the SM (`%smid`) that runs the block"),
-        param("mode", ParamType::U32, "0: evict the target; 1: time a hit on each line"),
+        param("mode", ParamType::U32, "0: evict the target; 1: time each line's load"),
         param("rounds", ParamType::U32, "mode 0: target, lines and timed reload, this many times"),
-        param("zero", ParamType::U32, "0: ties each timed load's address to the load before it"),
+        param("zero", ParamType::U32, "0: ties the target's reload to its first load"),
     ],
     min_capability: ComputeCapability::SM_50,
     shared_layout: SharedLayout::Buffer,

@@ -192,10 +192,10 @@ fn gpc_contention(kernel: &'static Kernel) -> Result<String, String> {
 /// words by `ld.global.cs`, the lines by `ld.global.cg`, XORed into an accumulator stored only
 /// if it equals a value no data has, so no load is dead); after a second barrier thread 0
 /// reads `%clock64`, reloads the target, stores the word in shared memory and reads the clock
-/// again. Mode 1: thread 0 alone, for each listed line, loads it, stores the word, reads the
-/// clock, reloads it, stores the word and reads the clock. A timed load's address is the
-/// line's plus the word loaded before AND `zero` (0 at run time), so that it depends on that
-/// load and is never merged with it.
+/// again; the reload's address is the target's plus the word loaded before AND `zero` (0 at
+/// run time), so that it depends on that load and is never merged with it. Mode 1: thread 0
+/// alone, for each listed line, reads the clock, loads the line, stores the word and reads
+/// the clock (the load's address waits for the list's word, so the first read does too).
 fn l2_ways(kernel: &'static Kernel) -> Result<String, String> {
     let mut w = EntryWriter::new(kernel);
     w.ins("mov.u32 %r_tid, %tid.x");
@@ -229,8 +229,8 @@ fn l2_ways(kernel: &'static Kernel) -> Result<String, String> {
     w.load_param("%r_line_bytes", "line_bytes", ParamType::U32);
     w.load_param("%r_zero", "zero", ParamType::U32);
     w.load_param("%r_mode", "mode", ParamType::U32);
-    w.ins("setp.eq.u32 %p_hits, %r_mode, 1");
-    w.bra("@%p_hits ", "hits");
+    w.ins("setp.eq.u32 %p_firsts, %r_mode, 1");
+    w.bra("@%p_firsts ", "firsts");
     w.blank();
     w.comment("Mode 0: the target, the lines, the timed reload, `rounds` times.");
     w.load_param("%r_target", "target", ParamType::U32);
@@ -294,11 +294,11 @@ fn l2_ways(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("@%p_never st.global.u32 [%rd_data], %r_acc");
     w.bra("", "done");
     w.blank();
-    w.comment("Mode 1: thread 0 times a hit on each listed line.");
-    w.label("hits");
+    w.comment("Mode 1: thread 0 times the first load of each listed line.");
+    w.label("firsts");
     w.bra("@!%p_first ", "done");
     w.ins("mov.u32 %r_i, 0");
-    w.label("hit");
+    w.label("first");
     w.ins("setp.ge.u32 %p_end, %r_i, %r_count");
     w.bra("@%p_end ", "done");
     w.ins("mul.wide.u32 %rd_lo, %r_i, 4");
@@ -306,13 +306,9 @@ fn l2_ways(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("ld.global.cs.u32 %r_n, [%rd_la]");
     w.ins("mul.wide.u32 %rd_do, %r_n, %r_line_bytes");
     w.ins("add.s64 %rd_a, %rd_data, %rd_do");
-    w.ins("ld.global.cg.u32 %r_v, [%rd_a]");
-    w.ins("st.shared.u32 [%r_dyn+4], %r_v");
-    w.ins("and.b32 %r_dep, %r_v, %r_zero");
-    w.ins("cvt.u64.u32 %rd_dep, %r_dep");
-    w.ins("add.s64 %rd_again, %rd_a, %rd_dep");
+    w.comment("The line's address waits for the list's word, so the clock waits for it too.");
     w.ins("mov.u64 %rd_start, %clock64");
-    w.ins("ld.global.cg.u32 %r_v, [%rd_again]");
+    w.ins("ld.global.cg.u32 %r_v, [%rd_a]");
     w.ins("st.shared.u32 [%r_dyn+4], %r_v");
     w.ins("mov.u64 %rd_end, %clock64");
     w.ins("sub.s64 %rd_cycles, %rd_end, %rd_start");
@@ -322,7 +318,7 @@ fn l2_ways(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("add.s64 %rd_sa, %rd_out, %rd_so");
     w.ins("st.global.u32 [%rd_sa], %r_cycles");
     w.ins("add.u32 %r_i, %r_i, 1");
-    w.bra("", "hit");
+    w.bra("", "first");
     w.label("done");
     w.ins("ret");
     w.finish()

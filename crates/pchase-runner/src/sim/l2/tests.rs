@@ -31,6 +31,8 @@ fn h200_l2(interleave: L2Interleave, copies: bool) -> L2 {
         interleave,
         home_bits: if masked { BITS.to_vec() } else { Vec::new() },
         home_page_bytes: masked.then_some(PAGE),
+        set_index: L2SetIndex::Modulo,
+        random_sets: 0.0,
     })
 }
 
