@@ -86,9 +86,9 @@ pub use model::{
     Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
     ComputeCapability, CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind,
     CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, EvictionOutcome, Gpc,
-    GpcContention, InstructionCacheLevel, L2AddressMap, L2Partitions, L2Ways, L2WaysTarget, Limits, Note, NoteSeverity, QuantityKind,
-    RankLatency, ReplacementPolicy, SetMapping, SharedPhysicalCache, TlbLevel, Topology,
-    TpcContention,
+    GpcContention, InstructionCacheLevel, L2AddressMap, L2Partitions, L2Ways, L2WaysTarget, Limits,
+    Note, NoteSeverity, QuantityKind, RankLatency, ReplacementPolicy, SetMapping,
+    SharedPhysicalCache, TlbLevel, Topology, TpcContention,
 };
 pub use quantities::{quantities, quantities_csv, QuantityRow};
 pub use quantity::{

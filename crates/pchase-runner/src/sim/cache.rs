@@ -441,6 +441,44 @@ mod tests {
     }
 
     #[test]
+    fn random_sets_replace_at_random_the_others_by_lru() {
+        // 64 sets of 4 ways, half of them random. A target, then 5 lines of its set: under
+        // LRU the target always goes; in a random set it stays now and then.
+        let g = Geometry::new(
+            64 * 4 * 64,
+            64,
+            64,
+            Associativity::Ways(4),
+            Replacement::Lru,
+        )
+        .with_random_sets(0.5);
+        let mut c = Cache::new(g);
+        let mut r = rng();
+        let random: Vec<bool> = c.random_sets.clone().unwrap();
+        let share = random.iter().filter(|&&x| x).count();
+        assert!((20..=44).contains(&share), "{share} of 64 sets random");
+        for set in 0..64u64 {
+            let stays = (0..200)
+                .filter(|_| {
+                    c.reset();
+                    c.access(set * 64, &mut r);
+                    for k in 1..=5 {
+                        c.access((set + 64 * k) * 64, &mut r);
+                    }
+                    c.access(set * 64, &mut r)
+                })
+                .count();
+            if random[set as usize] {
+                assert!(stays > 20, "set {set}: stayed {stays} of 200");
+            } else {
+                assert_eq!(stays, 0, "set {set}: LRU");
+            }
+        }
+        // None random, none kept: the plain LRU cache.
+        assert!(Cache::new(g.with_random_sets(0.0)).random_sets.is_none());
+    }
+
+    #[test]
     fn tree_plru_and_lru_evict_different_lines_after_a_hit() {
         // One set of four ways: lines 0, 64, 128, 192 fill it, then a hit on 0.
         for (replacement, victim) in [(Replacement::Lru, 64), (Replacement::TreePlru, 128)] {

@@ -77,6 +77,7 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
                 m.clusters.not_applicable = None;
             }
             "async-copy" => m.copies_to_shared = Default::default(),
+            "l2-ways" => m.l2_ways = None,
             "l2-address" => {
                 if let Some(Some(Ok(found))) = m.l2.as_mut().map(|l| l.address.as_mut()) {
                     found.prediction = None;

@@ -139,7 +139,12 @@ impl fmt::Display for L2Ways {
         ]
         .into_iter()
         .filter_map(|o| {
-            let n = self.count(o) - if o == EvictionOutcome::Minimal { agreeing } else { 0 };
+            let n = self.count(o)
+                - if o == EvictionOutcome::Minimal {
+                    agreeing
+                } else {
+                    0
+                };
             let name = match (o, self.ways) {
                 (EvictionOutcome::Minimal, Some(_)) => "minimal of another size",
                 _ => o.name(),

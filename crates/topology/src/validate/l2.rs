@@ -62,8 +62,7 @@ impl Checker {
         ] {
             self.positive_finite(format!("{path}.{name}"), value);
         }
-        if !(ways.hit_cycles < ways.threshold_cycles && ways.threshold_cycles < ways.miss_cycles)
-        {
+        if !(ways.hit_cycles < ways.threshold_cycles && ways.threshold_cycles < ways.miss_cycles) {
             self.fail(
                 format!("{path}.threshold_cycles"),
                 "must lie between the hit and the miss",

@@ -362,9 +362,7 @@ fn an_address_map_with_bits_above_its_page_or_impossible_counts_is_rejected() {
 
 #[test]
 fn l2_ways_need_two_agreeing_minimal_sets_and_a_threshold_between_hit_and_miss() {
-    let target = |outcome: &str, lines: u64, needed: Option<u64>| {
-        json!({"outcome": outcome, "lines": lines, "needed": needed, "tests": 420})
-    };
+    let target = |outcome: &str, lines: u64, needed: Option<u64>| json!({"outcome": outcome, "lines": lines, "needed": needed, "tests": 420});
     let good = json!({
         "ways": 16,
         "targets": [
@@ -395,13 +393,31 @@ fn l2_ways_need_two_agreeing_minimal_sets_and_a_threshold_between_hit_and_miss()
     assert!(render::html(&topo, None).contains("L2 ways: 16"));
     for (field, value, path, says) in [
         ("ways", json!(0), "ways", "at least 1"),
-        ("ways", json!(12), "ways", "fewer than two minimal sets of 12"),
+        (
+            "ways",
+            json!(12),
+            "ways",
+            "fewer than two minimal sets of 12",
+        ),
         ("ways", json!(null), "ways", "neither a count nor a reason"),
-        ("threshold_cycles", json!(600.0), "threshold_cycles", "between the hit and the miss"),
-        ("sets_per_partition", json!(0), "sets_per_partition", "at least 1"),
+        (
+            "threshold_cycles",
+            json!(600.0),
+            "threshold_cycles",
+            "between the hit and the miss",
+        ),
+        (
+            "sets_per_partition",
+            json!(0),
+            "sets_per_partition",
+            "at least 1",
+        ),
         (
             "targets",
-            json!([target("minimal", 16, Some(15)), target("minimal", 16, Some(16))]),
+            json!([
+                target("minimal", 16, Some(15)),
+                target("minimal", 16, Some(16))
+            ]),
             "targets[0]",
             "needs each of its lines",
         ),

@@ -257,13 +257,24 @@ mod tests {
     #[test]
     fn the_majority_of_two_or_more_minimal_sets_decides() {
         use EvictionOutcome::*;
-        assert_eq!(decide(&[(Minimal, 16), (Minimal, 16), (Stalled, 3000)]), Ok(16));
         assert_eq!(
-            decide(&[(Minimal, 16), (Minimal, 16), (Minimal, 17), (NotMinimal, 19)]),
+            decide(&[(Minimal, 16), (Minimal, 16), (Stalled, 3000)]),
+            Ok(16)
+        );
+        assert_eq!(
+            decide(&[
+                (Minimal, 16),
+                (Minimal, 16),
+                (Minimal, 17),
+                (NotMinimal, 19)
+            ]),
             Ok(16)
         );
         let one = decide(&[(Minimal, 16), (Stalled, 3000), (NotEvicted, 0)]).unwrap_err();
-        assert!(one.starts_with("1 of 3 targets ended in a minimal"), "{one}");
+        assert!(
+            one.starts_with("1 of 3 targets ended in a minimal"),
+            "{one}"
+        );
         assert!(one.contains("1 stalled, 1 not evicted"), "{one}");
         let split = decide(&[(Minimal, 16), (Minimal, 16), (Minimal, 12), (Minimal, 12)]);
         assert!(split.unwrap_err().contains("disagree: 16, 16, 12, 12"));
