@@ -135,6 +135,7 @@ fn sets_that_replace_at_random_stall_and_are_reported_not_counted() {
     profile.name = "h200-half-random".into();
     profile.l2.random_sets = 0.5;
     let (_, found) = ways(&profile);
+    eprintln!("half the sets random: {found}");
     let minimal = found.count(EvictionOutcome::Minimal);
     assert!(minimal < 4, "{found:?}");
     assert!(found

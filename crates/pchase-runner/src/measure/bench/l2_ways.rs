@@ -1,6 +1,6 @@
 //! The L2's ways, from minimal eviction sets. From the SM of the partition map's reference,
 //! with lines homed in that SM's own partition only (the `l2` benchmark's address map, each
-//! page's bit learnt from timed hits), a target line is loaded, then a candidate set of
+//! page's bit learnt from first loads), a target line is loaded, then a candidate set of
 //! lines, then the target is timed again: a miss means the set evicted it. A set that does
 //! is grown from a partition's worth of lines, then reduced by group testing ([`reduce`])
 //! to one none of whose lines can go; under LRU-like replacement it holds as many lines as
@@ -65,11 +65,12 @@ const HIT_ROUNDS: u32 = 5;
 const REGION_L2S: u64 = 4;
 /// The page whose lines share one home bit, and the granule the region is sized in.
 const PAGE_BYTES: u64 = crate::measure::l2::home::PAGE_BYTES;
-/// Lines of each page timed to learn its home bit; all must agree.
+/// Lines of each page timed to learn its home bit; all must agree. One more is loaded
+/// before them and not counted: the page's first load may also wait for its translation.
 const LINES_PER_PAGE: u64 = 4;
-/// The candidate sets tried in turn until one evicts the target, in a partition's lines:
-/// with as many lines as a partition holds, a set of ways `w` gets `w` of the target's set
-/// on average, so the first evicts about half of the targets and the last nearly all.
+/// The candidate sets tried in turn until one evicts the target, in a partition's lines: a
+/// set of as many lines as a partition holds has, on average, as many lines in the
+/// target's set as it has ways, so the first evicts most targets and the last nearly all.
 const GROWTH: [f64; 4] = [1.25, 1.5, 2.0, 3.0];
 /// The miss must exceed the hit by this fraction of it to be told apart.
 const MIN_MISS_OVER_HIT: f64 = 0.25;
@@ -176,22 +177,28 @@ fn near_lines(
     let first_page = base / page_bytes;
     let page_of = |l: u64| ((base + l * line) / page_bytes - first_page) as usize;
     let pages = page_of(region_lines - 1) + 1;
-    // Lines a quarter of a page apart, from each page's first line in the region.
-    let step = (page_bytes / line / LINES_PER_PAGE).max(1);
+    // Lines a quarter of a page apart, from each page's first line in the region, after one
+    // half a quarter in (loaded first, not counted).
+    let step = (page_bytes / line / LINES_PER_PAGE).max(2);
     let first_in_page = |page: u64| {
         ((first_page + page) * page_bytes)
             .saturating_sub(base)
             .div_ceil(line)
     };
-    let probed: Vec<u32> = (0..pages as u64)
-        .flat_map(|page| (0..LINES_PER_PAGE).map(move |k| (page, k)))
-        .map(|(page, k)| first_in_page(page) + k * step)
-        .filter(|&l| l < region_lines)
-        .map(|l| l as u32)
-        .collect();
+    let (probed, counted): (Vec<u32>, Vec<bool>) = (0..pages as u64)
+        .flat_map(|page| {
+            let first = first_in_page(page);
+            std::iter::once((first + step / 2, false))
+                .chain((0..LINES_PER_PAGE).map(move |k| (first + k * step, true)))
+        })
+        .filter(|&(l, _)| l < region_lines)
+        .map(|(l, counted)| (l as u32, counted))
+        .unzip();
     // The flush: two L2s of the other lines, once, after a target no one times.
+    let mut sorted = probed.clone();
+    sorted.sort_unstable();
     let flush: Vec<u32> = (1..region_lines as u32)
-        .filter(|l| probed.binary_search(l).is_err())
+        .filter(|l| sorted.binary_search(l).is_err())
         .take((2 * l2_lines) as usize)
         .collect();
     p.reloads(flush.first().copied().unwrap_or(0), &flush, 1)?;
@@ -199,7 +206,7 @@ fn near_lines(
     // home = parity ^ page bit, true in the reference's partition (the measuring SM's).
     let mut page_bit: Vec<Option<bool>> = vec![None; pages];
     let mut disagree = vec![false; pages];
-    for (&l, &cycles) in probed.iter().zip(&firsts) {
+    for ((&l, &cycles), _) in probed.iter().zip(&firsts).zip(&counted).filter(|(_, &c)| c) {
         let Some(near) = home_shown(cycles, levels) else {
             continue;
         };
