@@ -274,6 +274,10 @@ fn mix64(x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// Mixed into the page number before the set's hash, so that the set's hash and the home's
+/// bit of one page are unrelated.
+const SET_HASH_SALT: u64 = 0x005e_ed0f_5e75;
+
 /// The placed number `placed` with its position among its page's `page` placed numbers
 /// XORed with a hash of the page (the page-hash set index); `placed` as it is without one.
 /// Applied twice it gives `placed` back.
@@ -281,7 +285,7 @@ fn mix64(x: u64) -> u64 {
 fn page_hashed(placed: u64, page: Option<u64>) -> u64 {
     match page {
         // `page` is a power of two: the hash's low bits stay inside the page.
-        Some(page) => placed ^ (mix64(placed / page ^ 0x5eed_0f_5e75) & (page - 1)),
+        Some(page) => placed ^ (mix64((placed / page) ^ SET_HASH_SALT) & (page - 1)),
         None => placed,
     }
 }

@@ -14,6 +14,10 @@ use topology::EvictionOutcome;
 /// Chunks a set is split into: more than the ways of any L2 the method is meant for (the
 /// H100's and H200's 16), as the method needs ways + 1 at least.
 pub(crate) const CHUNKS: usize = 32;
+const _: () = assert!(
+    CHUNKS > 16,
+    "more chunks than the H100's and H200's 16 ways"
+);
 
 /// The largest set whose lines are each checked to be needed; a reduction that ends with
 /// more lines stalled.
