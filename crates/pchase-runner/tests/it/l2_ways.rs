@@ -11,7 +11,8 @@ use pchase_runner::{
     measure::{bench, MeasureOptions, Measurements, Selection, Session},
     sim::{L2Interleave, L2SetIndex, SimBackend, SimProfile},
     Backend, ChaseRequest, ChaseRun, DeviceInfo, PartitionMapRequest, PartitionMapRun,
-    PinnedRequest, PinnedRun, ProbeLaunch, ProbeModel, ProbeRun, RunnerError, TwoPhaseRequest,
+    PinnedRequest, PinnedRun, ProbeArg, ProbeLaunch, ProbeModel, ProbeRun, RunnerError,
+    TwoPhaseRequest,
 };
 use topology::{EvictionOutcome, L2Ways};
 
@@ -319,4 +320,86 @@ fn the_set_index_and_random_sets_are_checked_in_a_profile() {
         },
         "\"page-hash\" only with interleave = \"masked\"",
     );
+}
+
+#[test]
+fn resident_memory_is_checked_like_every_argument() {
+    let launch = |data: ProbeArg| {
+        ProbeLaunch::new(&pchase_kernels::probes::L2_WAYS, 2, 32)
+            .arg("out", ProbeArg::Buffer(vec![0; 3]))
+            .arg("data", data)
+            .arg("lines", ProbeArg::Buffer(vec![0]))
+            .arg("count", ProbeArg::U32(0))
+            .arg("target", ProbeArg::U32(0))
+            .arg("line_bytes", ProbeArg::U32(128))
+            .arg("sm", ProbeArg::U32(0))
+            .arg("mode", ProbeArg::U32(0))
+            .arg("rounds", ProbeArg::U32(1))
+            .arg("zero", ProbeArg::U32(0))
+    };
+    assert!(launch(ProbeArg::Resident(1 << 20)).check().is_ok());
+    let empty = launch(ProbeArg::Resident(0))
+        .check()
+        .unwrap_err()
+        .to_string();
+    assert!(empty.contains("of 0 bytes"), "{empty}");
+    let mut two = launch(ProbeArg::Resident(1 << 20));
+    two.args[2].1 = ProbeArg::Resident(4096);
+    let two = two.check().unwrap_err().to_string();
+    assert!(two.contains("one resident region at most"), "{two}");
+    // The simulated GPU gives it one address, launch after launch.
+    let mut sim = SimBackend::new(SimProfile::bundled("h200").unwrap()).unwrap();
+    struct Quiet;
+    impl ProbeModel for Quiet {
+        fn simulate(
+            &self,
+            _gpu: &mut dyn pchase_runner::SimulatedGpu,
+            launch: &ProbeLaunch,
+        ) -> Result<pchase_runner::SimulatedProbe, RunnerError> {
+            Ok(pchase_runner::SimulatedProbe {
+                buffers: launch.buffers().iter().map(|b| b.to_vec()).collect(),
+                cycles: 1,
+            })
+        }
+    }
+    let a = sim
+        .probe(&launch(ProbeArg::Resident(1 << 20)), &Quiet)
+        .unwrap();
+    let b = sim
+        .probe(&launch(ProbeArg::Resident(1 << 30)), &Quiet)
+        .unwrap();
+    assert!(a.resident_address.is_some());
+    assert_eq!(a.resident_address, b.resident_address);
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn the_ways_are_measured_on_a_gpu() {
+    let Some(mut gpu) = crate::gpu::gpu_or_skip("the_ways_are_measured_on_a_gpu") else {
+        return;
+    };
+    let options = MeasureOptions {
+        only: Selection::named(&["l2-ways"]).unwrap(),
+        ..MeasureOptions::default()
+    };
+    let m = Session::new(&mut *gpu, options).run().expect("runs");
+    let gpu_ms = gpu_time(&m).as_secs_f64() * 1e3;
+    let found = match &m.l2_ways {
+        Some(Ok(found)) => found,
+        other => panic!("not measured: {other:?}"),
+    };
+    eprintln!("{found}; {gpu_ms:.1} ms of GPU time");
+    for t in &found.targets {
+        eprintln!("  {t:?}");
+    }
+    assert!(
+        found.hit_cycles < found.threshold_cycles && found.threshold_cycles < found.miss_cycles
+    );
+    assert_eq!(found.targets.len(), 4);
+    // The ways the H100 and H200 showed by scripts/gpu/l2_evict.cu, where found.
+    let name = &gpu.device().name;
+    if found.ways.is_some() && (name.contains("H100") || name.contains("H200")) {
+        assert_eq!(found.ways, Some(16), "{found}");
+    }
+    assert!(gpu_ms < 500.0, "{gpu_ms} ms of GPU time");
 }

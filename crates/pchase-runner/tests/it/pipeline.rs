@@ -446,6 +446,7 @@ fn three_and_four_partitions_are_counted() {
         profile.l2.interleave = L2Interleave::Balanced;
         profile.l2.home_bits.clear();
         profile.l2.home_page_bytes = None;
+        profile.l2.set_index = pchase_runner::sim::L2SetIndex::Modulo;
         let l2 = measure_only(&profile, "l2").l2.expect("L2 measured");
         let map = l2.map.as_ref().expect("the partition map");
         assert_eq!(
