@@ -103,8 +103,51 @@ pub static GPC_CONTENTION: Kernel = Kernel {
     cluster_dims: None,
 };
 
+/// `l2_ways`: the first block on SM `sm` claims it (`atom.cas` on `out[0]`; every other
+/// block leaves), so one block of the launch runs, there. In mode 0, `rounds` times: thread 0
+/// loads the target line, then the block's threads load every line of `lines` once
+/// (`ld.global.cg`, the list itself read `ld.global.cs` so that it crowds no set), then
+/// thread 0 times a reload of the target with `%clock64`; a miss means the lines evicted
+/// it. The reload's address depends on the target's first load through `zero`, so the two
+/// cannot be merged into one. In mode 1 thread 0 times the first load of each listed line in
+/// turn (after other lines flushed them: a miss through the line's home partition). The
+/// L2-ways benchmark (`l2-ways`) reduces a set of lines that evicts a target to a minimal one
+/// with it.
+pub static L2_WAYS: Kernel = Kernel {
+    module: &PROBES,
+    entry: "l2_ways",
+    kind: KernelKind::Probe,
+    params: &[
+        param(
+            "out",
+            ParamType::U64,
+            "global pointer to u32[2 + n] (0 before): the claim, the SM that ran, then the cycles of each timed load (mode 0: the reloads, n = rounds; mode 1: the lines' loads, n = count)",
+        ),
+        param(
+            "data",
+            ParamType::U64,
+            "global pointer to the lines' memory: line i at i × line_bytes",
+        ),
+        param(
+            "lines",
+            ParamType::U64,
+            "global pointer to u32[count]: the line numbers to load (mode 0) or time (mode 1)",
+        ),
+        param("count", ParamType::U32, "lines in `lines`"),
+        param("target", ParamType::U32, "mode 0: the target's line number"),
+        param("line_bytes", ParamType::U32, "bytes per line"),
+        param("sm", ParamType::U32, "the SM (`%smid`) that runs the block"),
+        param("mode", ParamType::U32, "0: evict the target; 1: time each line's load"),
+        param("rounds", ParamType::U32, "mode 0: target, lines and timed reload, this many times"),
+        param("zero", ParamType::U32, "0: ties the target's reload to its first load"),
+    ],
+    min_capability: ComputeCapability::SM_50,
+    shared_layout: SharedLayout::Buffer,
+    cluster_dims: None,
+};
+
 /// Every probe, in the order `cargo xtask ptx` writes them.
-static KERNELS: &[&Kernel] = &[&SHARED_BANK_CONFLICTS, &GPC_CONTENTION];
+static KERNELS: &[&Kernel] = &[&SHARED_BANK_CONFLICTS, &GPC_CONTENTION, &L2_WAYS];
 
 /// The module of the probes.
 pub fn module() -> &'static Module {

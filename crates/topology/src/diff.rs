@@ -396,6 +396,8 @@ pub fn diff_with(before: &Topology, after: &Topology, options: DiffOptions) -> T
                     .map(|m| format!("{:?}", m.bits))
             };
             d.exact(&field("partitions.address_map.bits"), bits(pa), bits(pb));
+            let ways = |p: Option<&crate::L2Partitions>| p.and_then(|p| p.ways.as_ref()?.ways);
+            d.exact(&field("partitions.ways.ways"), ways(pa), ways(pb));
         }
         let mark = |value: &mut String, side: Option<&crate::Element>| {
             if side.is_some_and(|e| e.disturbed.is_some()) && value != "-" {

@@ -85,10 +85,10 @@ pub use format::json_schema;
 pub use model::{
     Bandwidths, CacheGeometry, CarveoutL1Size, CarveoutRole, ClusterResidency, Clusters,
     ComputeCapability, CopiesToShared, CopyAtSize, CopyLaunch, CopyNotApplicable, CopyPathKind,
-    CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, Gpc, GpcContention,
-    InstructionCacheLevel, L2AddressMap, L2Partitions, Limits, Note, NoteSeverity, QuantityKind,
-    RankLatency, ReplacementPolicy, SetMapping, SharedPhysicalCache, TlbLevel, Topology,
-    TpcContention,
+    CopyPathResult, DeviceInfo, DsmemAtSize, Element, ElementKind, Elements, EvictionOutcome, Gpc,
+    GpcContention, InstructionCacheLevel, L2AddressMap, L2Partitions, L2Ways, L2WaysTarget, Limits,
+    Note, NoteSeverity, QuantityKind, RankLatency, ReplacementPolicy, SetMapping,
+    SharedPhysicalCache, TlbLevel, Topology, TpcContention,
 };
 pub use quantities::{quantities, quantities_csv, QuantityRow};
 pub use quantity::{

@@ -22,7 +22,7 @@ impl SchemaVersion {
     /// The version this crate writes.
     pub const CURRENT: SchemaVersion = SchemaVersion {
         major: 1,
-        minor: 11,
+        minor: 12,
     };
 }
 

@@ -14,6 +14,7 @@ type Template = fn(&'static Kernel) -> Result<String, String>;
 const TEMPLATES: &[(&str, Template)] = &[
     ("shared_bank_conflicts", shared_bank_conflicts),
     ("gpc_contention", gpc_contention),
+    ("l2_ways", l2_ways),
 ];
 
 /// The PTX entry of the probe `kernel`.
@@ -178,6 +179,146 @@ fn gpc_contention(kernel: &'static Kernel) -> Result<String, String> {
     w.ins("mul.wide.u32 %rd_off, %r_slot, 4");
     w.ins("add.s64 %rd_addr, %rd_control, %rd_off");
     w.ins("red.global.add.u32 [%rd_addr], %r_count");
+    w.label("done");
+    w.ins("ret");
+    w.finish()
+}
+
+/// `l2_ways`: thread 0 of every block reads `%smid`; on SM `sm` it claims the launch
+/// (`atom.cas` on `out[0]`, the winner writing its SM to `out[1]`), and every block but the
+/// winner leaves after the barrier. Mode 0, `rounds` times: thread 0 loads the target and
+/// stores the word in shared memory (the store waits for the load); after a barrier every
+/// thread loads the lines `tid`, `tid + ntid`, … of the list, four per iteration (the list's
+/// words by `ld.global.cs`, the lines by `ld.global.cg`, XORed into an accumulator stored only
+/// if it equals a value no data has, so no load is dead); after a second barrier thread 0
+/// reads `%clock64`, reloads the target, stores the word in shared memory and reads the clock
+/// again; the reload's address is the target's plus the word loaded before AND `zero` (0 at
+/// run time), so that it depends on that load and is never merged with it. Mode 1: thread 0
+/// alone, for each listed line, reads the clock, loads the line, stores the word and reads
+/// the clock (the load's address waits for the list's word, so the first read does too).
+fn l2_ways(kernel: &'static Kernel) -> Result<String, String> {
+    let mut w = EntryWriter::new(kernel);
+    w.ins("mov.u32 %r_tid, %tid.x");
+    w.ins("mov.u32 %r_sm, %smid");
+    w.load_param("%rd_out", "out", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_out, %rd_out");
+    w.load_param("%r_want", "sm", ParamType::U32);
+    w.ins(&format!("mov.u32 %r_dyn, {DYNAMIC_SHARED}"));
+    w.ins("setp.eq.u32 %p_first, %r_tid, 0");
+    w.comment("Thread 0 of the first block on SM `sm` claims the launch.");
+    w.bra("@!%p_first ", "claimed");
+    w.ins("mov.u32 %r_take, 0");
+    w.ins("setp.eq.u32 %p_here, %r_sm, %r_want");
+    w.bra("@!%p_here ", "publish");
+    w.ins("atom.global.cas.b32 %r_old, [%rd_out], 0, 1");
+    w.ins("setp.eq.u32 %p_new, %r_old, 0");
+    w.ins("selp.u32 %r_take, 1, 0, %p_new");
+    w.ins("@%p_new st.global.u32 [%rd_out+4], %r_sm");
+    w.label("publish");
+    w.ins("st.shared.u32 [%r_dyn], %r_take");
+    w.label("claimed");
+    w.ins("bar.sync 0");
+    w.ins("ld.shared.u32 %r_mine, [%r_dyn]");
+    w.ins("setp.eq.u32 %p_idle, %r_mine, 0");
+    w.bra("@%p_idle ", "done");
+    w.load_param("%rd_data", "data", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_data, %rd_data");
+    w.load_param("%rd_lines", "lines", ParamType::U64);
+    w.ins("cvta.to.global.u64 %rd_lines, %rd_lines");
+    w.load_param("%r_count", "count", ParamType::U32);
+    w.load_param("%r_line_bytes", "line_bytes", ParamType::U32);
+    w.load_param("%r_zero", "zero", ParamType::U32);
+    w.load_param("%r_mode", "mode", ParamType::U32);
+    w.ins("setp.eq.u32 %p_firsts, %r_mode, 1");
+    w.bra("@%p_firsts ", "firsts");
+    w.blank();
+    w.comment("Mode 0: the target, the lines, the timed reload, `rounds` times.");
+    w.load_param("%r_target", "target", ParamType::U32);
+    w.load_param("%r_rounds", "rounds", ParamType::U32);
+    w.ins("mul.wide.u32 %rd_off, %r_target, %r_line_bytes");
+    w.ins("add.s64 %rd_t, %rd_data, %rd_off");
+    w.ins("mov.u32 %r_step, %ntid.x");
+    w.ins("shl.b32 %r_stride, %r_step, 2");
+    w.ins("mov.u32 %r_acc, 0");
+    w.ins("mov.u32 %r_tv, 0");
+    w.ins("mov.u32 %r_round, 0");
+    w.ins("setp.eq.u32 %p_no_rounds, %r_rounds, 0");
+    w.bra("@%p_no_rounds ", "done");
+    w.label("round");
+    w.ins("@%p_first ld.global.cg.u32 %r_tv, [%rd_t]");
+    w.ins("@%p_first st.shared.u32 [%r_dyn+4], %r_tv");
+    w.ins("bar.sync 0");
+    w.ins("mov.u32 %r_i, %r_tid");
+    w.label("lines");
+    w.ins("setp.ge.u32 %p_end, %r_i, %r_count");
+    w.bra("@%p_end ", "loaded");
+    for k in 0..4 {
+        w.ins(&format!("mad.lo.u32 %r_i{k}, %r_step, {k}, %r_i"));
+        w.ins(&format!("setp.lt.u32 %p_k{k}, %r_i{k}, %r_count"));
+        w.ins(&format!("mul.wide.u32 %rd_lo{k}, %r_i{k}, 4"));
+        w.ins(&format!("add.s64 %rd_la{k}, %rd_lines, %rd_lo{k}"));
+        w.ins(&format!("@%p_k{k} ld.global.cs.u32 %r_n{k}, [%rd_la{k}]"));
+    }
+    for k in 0..4 {
+        w.ins(&format!("mul.wide.u32 %rd_do{k}, %r_n{k}, %r_line_bytes"));
+        w.ins(&format!("add.s64 %rd_da{k}, %rd_data, %rd_do{k}"));
+        w.ins(&format!("@%p_k{k} ld.global.cg.u32 %r_v{k}, [%rd_da{k}]"));
+    }
+    for k in 0..4 {
+        w.ins(&format!("@%p_k{k} xor.b32 %r_acc, %r_acc, %r_v{k}"));
+    }
+    w.ins("add.u32 %r_i, %r_i, %r_stride");
+    w.bra("", "lines");
+    w.label("loaded");
+    w.ins("bar.sync 0");
+    w.bra("@!%p_first ", "timed");
+    w.ins("and.b32 %r_dep, %r_tv, %r_zero");
+    w.ins("cvt.u64.u32 %rd_dep, %r_dep");
+    w.ins("add.s64 %rd_again, %rd_t, %rd_dep");
+    w.ins("mov.u64 %rd_start, %clock64");
+    w.ins("ld.global.cg.u32 %r_tv, [%rd_again]");
+    w.ins("st.shared.u32 [%r_dyn+4], %r_tv");
+    w.ins("mov.u64 %rd_end, %clock64");
+    w.ins("sub.s64 %rd_cycles, %rd_end, %rd_start");
+    w.ins("cvt.u32.u64 %r_cycles, %rd_cycles");
+    w.ins("add.u32 %r_slot, %r_round, 2");
+    w.ins("mul.wide.u32 %rd_so, %r_slot, 4");
+    w.ins("add.s64 %rd_sa, %rd_out, %rd_so");
+    w.ins("st.global.u32 [%rd_sa], %r_cycles");
+    w.label("timed");
+    w.ins("bar.sync 0");
+    w.ins("add.u32 %r_round, %r_round, 1");
+    w.ins("setp.lt.u32 %p_more, %r_round, %r_rounds");
+    w.bra("@%p_more ", "round");
+    w.ins("setp.eq.u32 %p_never, %r_acc, 2654435769");
+    w.ins("@%p_never st.global.u32 [%rd_data], %r_acc");
+    w.bra("", "done");
+    w.blank();
+    w.comment("Mode 1: thread 0 times the first load of each listed line.");
+    w.label("firsts");
+    w.bra("@!%p_first ", "done");
+    w.ins("mov.u32 %r_i, 0");
+    w.label("first");
+    w.ins("setp.ge.u32 %p_end, %r_i, %r_count");
+    w.bra("@%p_end ", "done");
+    w.ins("mul.wide.u32 %rd_lo, %r_i, 4");
+    w.ins("add.s64 %rd_la, %rd_lines, %rd_lo");
+    w.ins("ld.global.cs.u32 %r_n, [%rd_la]");
+    w.ins("mul.wide.u32 %rd_do, %r_n, %r_line_bytes");
+    w.ins("add.s64 %rd_a, %rd_data, %rd_do");
+    w.comment("The line's address waits for the list's word, so the clock waits for it too.");
+    w.ins("mov.u64 %rd_start, %clock64");
+    w.ins("ld.global.cg.u32 %r_v, [%rd_a]");
+    w.ins("st.shared.u32 [%r_dyn+4], %r_v");
+    w.ins("mov.u64 %rd_end, %clock64");
+    w.ins("sub.s64 %rd_cycles, %rd_end, %rd_start");
+    w.ins("cvt.u32.u64 %r_cycles, %rd_cycles");
+    w.ins("add.u32 %r_slot, %r_i, 2");
+    w.ins("mul.wide.u32 %rd_so, %r_slot, 4");
+    w.ins("add.s64 %rd_sa, %rd_out, %rd_so");
+    w.ins("st.global.u32 [%rd_sa], %r_cycles");
+    w.ins("add.u32 %r_i, %r_i, 1");
+    w.bra("", "first");
     w.label("done");
     w.ins("ret");
     w.finish()

@@ -398,6 +398,7 @@ mod tests {
                 "icache",
                 "sets",
                 "l2-address",
+                "l2-ways",
                 "gpc-contention"
             ])
             .unwrap()

@@ -38,6 +38,12 @@ pub enum ProbeArg {
     /// A `.u64` parameter that points to device memory holding these words when the kernel
     /// starts; what the kernel left there is returned in [`ProbeRun::buffers`].
     Buffer(Vec<u32>),
+    /// A `.u64` parameter that points to at least this many bytes of the backend's reused
+    /// chase memory (the chain buffer), neither written before the launch nor read back: the
+    /// same device address launch after launch while no larger one is asked for, so that
+    /// the lines a probe reads keep their places (their L2 homes and sets) from one launch
+    /// to the next. [`ProbeRun::resident_address`] gives the address.
+    Resident(u64),
 }
 
 /// A launch of a probe kernel: grid, block, dynamic shared memory and named arguments.
@@ -62,6 +68,8 @@ pub struct ProbeRun {
     pub buffers: Vec<Vec<u32>>,
     /// Device time of the launch.
     pub gpu_time: Duration,
+    /// The device address of the [`ProbeArg::Resident`] memory, where the launch had one.
+    pub resident_address: Option<u64>,
 }
 
 /// What a [`ProbeModel`] says the kernel wrote, and how long it ran.
@@ -160,7 +168,10 @@ impl ProbeLaunch {
             let fits = matches!(
                 (param.ty(), value),
                 (ParamType::U32, ProbeArg::U32(_))
-                    | (ParamType::U64, ProbeArg::U64(_) | ProbeArg::Buffer(_))
+                    | (
+                        ParamType::U64,
+                        ProbeArg::U64(_) | ProbeArg::Buffer(_) | ProbeArg::Resident(_)
+                    )
             );
             if !fits {
                 return bad(format!(
@@ -170,6 +181,18 @@ impl ProbeLaunch {
             }
             if matches!(value, ProbeArg::Buffer(words) if words.is_empty()) {
                 return bad(format!("buffer `{name}` is empty"));
+            }
+            if matches!(value, ProbeArg::Resident(0)) {
+                return bad(format!("resident memory `{name}` of 0 bytes"));
+            }
+            if matches!(value, ProbeArg::Resident(_))
+                && self.args[..i]
+                    .iter()
+                    .any(|(_, v)| matches!(v, ProbeArg::Resident(_)))
+            {
+                return bad(format!(
+                    "resident memory `{name}`: a launch has one resident region at most"
+                ));
             }
         }
         if let Some(missing) = self
@@ -202,6 +225,29 @@ pub trait SimulatedGpu {
     /// SMs per GPC of the simulated GPU's clusters (its profile's `clusters.gpc_sms`), if
     /// it has clusters.
     fn gpc_sms(&self) -> Option<&[u32]>;
+
+    /// Cycles a timed load's two clock reads add to it (the profile's
+    /// `clock.overhead_cycles`).
+    fn clock_overhead(&self) -> u32;
+
+    /// The device address a [`ProbeArg::Resident`] argument gets: the same in every launch.
+    fn resident_address(&self) -> u64;
+
+    /// Empties the simulated L2, as the start of every simulated launch does.
+    fn l2_reset(&mut self);
+
+    /// Cycles of one `.cg` load of `address` by SM `sm` through the simulated L2, without
+    /// noise or clock overhead: a near or a far hit's latency, or device memory's (plus the
+    /// far partition's penalty for a line homed there). The load fills what it passes, as
+    /// a chase's does.
+    fn l2_load(&mut self, sm: u32, address: u64) -> u32;
+
+    /// The sets, as (partition, set), that a `.cg` load of `address` by SM `sm` looks up
+    /// and may fill in the simulated L2: its home partition's, and the near partition's set
+    /// of its copy where the near partition keeps copies of far lines. Every replacement
+    /// policy of the simulator is a set's own, so loads whose sets differ never change
+    /// what the other's set holds.
+    fn l2_sets(&self, sm: u32, address: u64) -> [Option<(u32, u64)>; 2];
 }
 
 /// A benchmark's model of its probe on the simulated GPU: what the kernel would have left in

@@ -1,6 +1,7 @@
 //! The CUDA launch of a [`ProbeLaunch`]: module `probes` is loaded (from its cubin where the
 //! GPU has one) when a probe is first launched; each buffer argument becomes device memory
-//! holding its words, read back after the timed launch.
+//! holding its words, read back after the timed launch; a resident argument is the chain
+//! buffer, as it is.
 
 use pchase_kernels::probes;
 
@@ -28,6 +29,15 @@ impl CudaBackend {
             .map(|module| module.function(launch.kernel))
             .ok_or_else(|| RunnerError::InvalidRequest("module `probes` not loaded".into()))??;
         self.configure_shared(&function, launch.shared_bytes, Carveout::DriverDefault)?;
+        // The resident region is the chain buffer: its address stays while no larger
+        // chain is asked for (nothing else runs between a benchmark's launches).
+        let resident = match launch.args.iter().find_map(|(_, v)| match v {
+            ProbeArg::Resident(bytes) => Some(*bytes),
+            _ => None,
+        }) {
+            Some(bytes) => Some(self.chain_storage(bytes.div_ceil(4))?),
+            None => None,
+        };
         let buffers = launch
             .buffers()
             .into_iter()
@@ -44,6 +54,7 @@ impl CudaBackend {
                     ProbeArg::Buffer(_) => {
                         Arg::U64(next.next().map_or(0, DeviceBuffer::device_ptr))
                     }
+                    ProbeArg::Resident(_) => Arg::U64(resident.unwrap_or(0)),
                 };
                 (*name, arg)
             })
@@ -61,6 +72,10 @@ impl CudaBackend {
             .iter()
             .map(DeviceBuffer::to_host)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(ProbeRun { buffers, gpu_time })
+        Ok(ProbeRun {
+            buffers,
+            gpu_time,
+            resident_address: resident,
+        })
     }
 }

@@ -109,6 +109,9 @@ pub struct Measurements {
     pub copies: Vec<(ElementKind, Option<u32>)>,
     /// The L2's partitions and latencies.
     pub l2: Option<l2::L2Findings>,
+    /// The L2's ways from minimal eviction sets (`l2-ways`, `--deep`), or why they were not
+    /// measured.
+    pub l2_ways: Option<Result<topology::L2Ways, String>>,
     /// The translation levels seen on each load path searched, per allocation of the
     /// walked memory (`tlb`, `--deep`).
     pub tlb: Vec<super::tlb::TlbSearch>,

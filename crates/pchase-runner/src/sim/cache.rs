@@ -28,6 +28,9 @@ pub(crate) struct Geometry {
     pub stolen_ways: u64,
     /// Which set a line goes to.
     pub index: SetIndex,
+    /// Under LRU: sets per million (chosen by a fixed hash of the set number) that evict a
+    /// random line instead of the least recently used one.
+    pub random_sets_per_million: u32,
 }
 
 impl Geometry {
@@ -48,7 +51,14 @@ impl Geometry {
             replacement,
             stolen_ways: 0,
             index: SetIndex::Modulo,
+            random_sets_per_million: 0,
         }
+    }
+
+    /// This geometry with a share (0 to 1) of its sets replacing at random under LRU.
+    pub fn with_random_sets(mut self, share: f64) -> Geometry {
+        self.random_sets_per_million = (share.clamp(0.0, 1.0) * 1e6).round() as u32;
+        self
     }
 
     /// This geometry with lines placed in sets by `index`.
@@ -100,6 +110,8 @@ pub(crate) struct Cache {
     fold_bits: Option<u32>,
     /// Tree PLRU: each set's bits (bit `k − 1` is tree node `k`, 1 = the victim is right).
     plru: Option<Vec<u64>>,
+    /// Under LRU, the sets that evict a random line instead (`None`: none do).
+    random_sets: Option<Vec<bool>>,
     entries: Vec<Entry>,
     valid: Vec<u32>,
     /// Whether any access happened since the last reset (skips clearing a clean cache).
@@ -133,6 +145,15 @@ impl Cache {
             fold_bits: (geometry.index == SetIndex::XorFold && sets > 1)
                 .then(|| sets.trailing_zeros()),
             plru: tree.then(|| vec![0; set_count]),
+            random_sets: (geometry.random_sets_per_million > 0
+                && geometry.replacement == Replacement::Lru)
+                .then(|| {
+                    (0..sets)
+                        .map(|set| {
+                            set_mix(set) % 1_000_000 < u64::from(geometry.random_sets_per_million)
+                        })
+                        .collect()
+                }),
             entries: vec![
                 Entry {
                     line: 0,
@@ -191,6 +212,11 @@ impl Cache {
             }
             entry.sectors |= full;
         }
+    }
+
+    /// The set that byte address `addr` goes to.
+    pub fn set_of_address(&self, addr: u64) -> u64 {
+        self.set_of(addr >> self.line_shift) as u64
     }
 
     /// The set of line number `line`.
@@ -269,6 +295,11 @@ impl Cache {
             let victim = self.usable_ways - 1 - rng.random_range(0..pool);
             slots[..=victim].rotate_right(1);
             slots[0] = fresh;
+        } else if self.random_sets.as_ref().is_some_and(|r| r[set]) {
+            // A set that replaces at random: any entry may go.
+            let victim = rng.random_range(0..self.usable_ways);
+            slots[..=victim].rotate_right(1);
+            slots[0] = fresh;
         } else {
             // The last entry is the least recently used: it falls off the end.
             slots.rotate_right(1);
@@ -276,6 +307,14 @@ impl Cache {
         }
         false
     }
+}
+
+/// The SplitMix64 finaliser of a set number: which sets replace at random.
+fn set_mix(set: u64) -> u64 {
+    let mut x = set.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 /// Tree-PLRU bits of a set of `ways` (a power of two) after an access to `way`: every node
@@ -399,6 +438,44 @@ mod tests {
         assert!(!c.access(256, &mut r)); // evicts 128
         assert!(c.access(0, &mut r));
         assert!(!c.access(128, &mut r));
+    }
+
+    #[test]
+    fn random_sets_replace_at_random_the_others_by_lru() {
+        // 64 sets of 4 ways, half of them random. A target, then 5 lines of its set: under
+        // LRU the target always goes; in a random set it stays now and then.
+        let g = Geometry::new(
+            64 * 4 * 64,
+            64,
+            64,
+            Associativity::Ways(4),
+            Replacement::Lru,
+        )
+        .with_random_sets(0.5);
+        let mut c = Cache::new(g);
+        let mut r = rng();
+        let random: Vec<bool> = c.random_sets.clone().unwrap();
+        let share = random.iter().filter(|&&x| x).count();
+        assert!((20..=44).contains(&share), "{share} of 64 sets random");
+        for set in 0..64u64 {
+            let stays = (0..200)
+                .filter(|_| {
+                    c.reset();
+                    c.access(set * 64, &mut r);
+                    for k in 1..=5 {
+                        c.access((set + 64 * k) * 64, &mut r);
+                    }
+                    c.access(set * 64, &mut r)
+                })
+                .count();
+            if random[set as usize] {
+                assert!(stays > 20, "set {set}: stayed {stays} of 200");
+            } else {
+                assert_eq!(stays, 0, "set {set}: LRU");
+            }
+        }
+        // None random, none kept: the plain LRU cache.
+        assert!(Cache::new(g.with_random_sets(0.0)).random_sets.is_none());
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub(super) enum Homing {
         /// The step of the copies' permutation of each block of `sets` placed numbers:
         /// coprime to `sets`, about 0.618 of it.
         step: u64,
+        /// With the page-hash set index ([`L2SetIndex::PageHash`]): the placed numbers of
+        /// one page (a power of two), whose position in the page is XORed with a hash of
+        /// the page before the modulo; `None` for the plain modulo.
+        page_hash: Option<u64>,
     },
 }
 
@@ -54,12 +58,17 @@ impl Homing {
                     .iter()
                     .fold(0u64, |m, &b| m | 1u64 << b.saturating_sub(line_shift));
                 let page = spec.home_page_bytes.unwrap_or(0);
+                let page_shift = page.trailing_zeros().saturating_sub(line_shift);
                 Homing::Masked {
                     mask,
-                    page_shift: page.trailing_zeros().saturating_sub(line_shift),
+                    page_shift,
                     low: mask.trailing_zeros(),
                     sets,
                     step: coprime_step(sets),
+                    // A page's lines share one home bit of the page and split by the mask's
+                    // lowest bit: half of them, one placed number each, in each partition.
+                    page_hash: (spec.set_index == L2SetIndex::PageHash)
+                        .then(|| 1u64 << page_shift.saturating_sub(1)),
                 }
             }
         }
@@ -121,10 +130,16 @@ impl L2 {
                 let marker = (self.partitions.len() as u64 * (sets << 32)) << self.line_shift;
                 addr + marker
             }
-            Homing::Masked { sets, step, .. } => {
+            Homing::Masked {
+                sets,
+                step,
+                page_hash,
+                ..
+            } => {
                 // The copy stays in its block, below 2^63 like the placed address (the
-                // simulator's addresses lie far below the last block).
-                let placed_line = placed >> self.line_shift;
+                // simulator's addresses lie far below the last block). Copies are placed
+                // by the number before the page hash, which is its own inverse.
+                let placed_line = page_hashed(placed >> self.line_shift, page_hash);
                 let (block, at) = (placed_line / sets, placed_line % sets);
                 let set = (u128::from(at) * u128::from(step) + u128::from(mix64(block) % sets))
                     % u128::from(sets);
@@ -158,12 +173,13 @@ impl L2 {
                 mask,
                 page_shift,
                 low,
+                page_hash,
                 ..
             } if count > 1 => {
                 let page = line.checked_shr(page_shift).unwrap_or(0);
                 let home = u64::from((line & mask).count_ones() & 1) ^ (mix64(page) & 1);
                 let below = line & ((1u64 << low) - 1);
-                let placed = ((line >> low >> 1) << low) | below;
+                let placed = page_hashed(((line >> low >> 1) << low) | below, page_hash);
                 // `home` is 0 or 1, and the masked interleave has two partitions.
                 (home as usize, (placed << self.line_shift) | offset)
             }
@@ -203,6 +219,25 @@ impl L2 {
             .then_some(self.far_latency)
     }
 
+    /// The sets, as (partition, set), that a load of `addr` from an SM whose near
+    /// partition is `near` looks up: its home's, and the near partition's copy's where the
+    /// near partition keeps copies of far lines.
+    pub(super) fn sets(&self, near: usize, addr: u64) -> [Option<(u32, u64)>; 2] {
+        let set = |partition: usize, placed: u64| {
+            self.partitions
+                .get(partition)
+                .map(|cache| (partition as u32, cache.set_of_address(placed)))
+        };
+        if self.partitions.len() == 1 {
+            return [set(0, addr), None];
+        }
+        let (home, placed) = self.place(addr);
+        let copy = (home != near && self.near_keeps_far_copies)
+            .then(|| set(near, self.copy_address(addr, placed)))
+            .flatten();
+        [set(home, placed), copy]
+    }
+
     /// Extra cycles of a load that misses the L2 when the line's home partition is not the
     /// SM's near one: the request crosses to the far partition and the data comes back the
     /// same way, as for a far hit.
@@ -239,6 +274,22 @@ fn mix64(x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// Mixed into the page number before the set's hash, so that the set's hash and the home's
+/// bit of one page are unrelated.
+const SET_HASH_SALT: u64 = 0x005e_ed0f_5e75;
+
+/// The placed number `placed` with its position among its page's `page` placed numbers
+/// XORed with a hash of the page (the page-hash set index); `placed` as it is without one.
+/// Applied twice it gives `placed` back.
+#[inline]
+fn page_hashed(placed: u64, page: Option<u64>) -> u64 {
+    match page {
+        // `page` is a power of two: the hash's low bits stay inside the page.
+        Some(page) => placed ^ (mix64((placed / page) ^ SET_HASH_SALT) & (page - 1)),
+        None => placed,
+    }
+}
+
 /// The first number from 0.618 × `sets` on that is coprime to `sets` (1 for one set): a
 /// permutation's step that puts consecutive numbers far apart.
 fn coprime_step(sets: u64) -> u64 {
@@ -273,6 +324,7 @@ pub(super) fn l2_partition_geometry(l2: &L2Spec) -> Geometry {
         l2.associativity,
         l2.replacement,
     )
+    .with_random_sets(l2.random_sets)
 }
 
 #[cfg(test)]

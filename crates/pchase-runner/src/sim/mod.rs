@@ -75,8 +75,8 @@ pub use icache::{IcacheLevelSpec, IcacheSpec};
 pub use mlp::MlpSpec;
 pub use profile::{
     deal_sms, Associativity, CacheSpec, ClockSpec, ClusterSpec, CopyPathSpec, CopySpec,
-    HostLinkSpec, L2Interleave, L2Spec, LinkSpec, MemorySpec, NoiseSpec, Replacement, SetIndex,
-    SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
+    HostLinkSpec, L2Interleave, L2SetIndex, L2Spec, LinkSpec, MemorySpec, NoiseSpec, Replacement,
+    SetIndex, SharedMemorySpec, SimProfile, UnifiedStore, CONSTANT_BANK_BYTES, SIM_MEMORY_BUDGET,
 };
 pub use tenant::{CoTenant, SimObservation};
 pub use tlb::{TlbLevelSpec, TlbSpec};

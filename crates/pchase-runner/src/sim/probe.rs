@@ -9,11 +9,11 @@ use pchase_kernels::LoadPath;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::SeedableRng;
 
-use crate::backend::{ProbeLaunch, ProbeModel, ProbeRun, SimulatedGpu};
+use crate::backend::{ProbeArg, ProbeLaunch, ProbeModel, ProbeRun, SimulatedGpu};
 use crate::device::DeviceInfo;
 use crate::error::RunnerError;
 
-use super::SimBackend;
+use super::{SimBackend, GLOBAL_BASE};
 
 impl SimulatedGpu for SimBackend {
     fn device(&self) -> &DeviceInfo {
@@ -47,19 +47,43 @@ impl SimulatedGpu for SimBackend {
         self.profile.clusters.as_ref().map(|c| c.gpc_sms.as_slice())
     }
 
+    fn clock_overhead(&self) -> u32 {
+        self.profile.clock.overhead_cycles
+    }
+
+    fn resident_address(&self) -> u64 {
+        GLOBAL_BASE
+    }
+
+    fn l2_reset(&mut self) {
+        self.l2.reset();
+    }
+
+    fn l2_load(&mut self, sm: u32, address: u64) -> u32 {
+        let near = self.near_partition(sm);
+        let extra = self
+            .profile
+            .path_extra_latency
+            .get(&LoadPath::GlobalCg)
+            .copied()
+            .unwrap_or(0);
+        // The probe's own random numbers, as its noise: a random replacement here moves
+        // no other benchmark's simulated values.
+        let rng = Self::probe_stream(&mut self.probe_noise, self.profile.seed);
+        extra
+            + match self.l2.access(near, address, rng) {
+                Some(latency) => latency,
+                None => self.profile.memory.latency + self.l2.far_miss_extra(near, address),
+            }
+    }
+
+    fn l2_sets(&self, sm: u32, address: u64) -> [Option<(u32, u64)>; 2] {
+        self.l2.sets(self.near_partition(sm), address)
+    }
+
     fn noise(&mut self) -> i64 {
         let noise = self.profile.noise;
-        let seed = self.profile.seed;
-        let (streams, running) = &mut self.probe_noise;
-        let entry = running.unwrap_or_default();
-        let rng = streams.entry(entry).or_insert_with(|| {
-            // FNV-1a of the entry name: each probe's stream is fixed by the profile's seed
-            // and its own name.
-            let name = entry.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
-            Xoshiro256PlusPlus::seed_from_u64(seed ^ name)
-        });
+        let rng = Self::probe_stream(&mut self.probe_noise, self.profile.seed);
         Self::noise(
             rng,
             self.jitter.as_ref(),
@@ -69,7 +93,33 @@ impl SimulatedGpu for SimBackend {
     }
 }
 
+/// Each probe's random numbers, by entry name, and the probe running.
+type ProbeStreams = (
+    std::collections::BTreeMap<&'static str, Xoshiro256PlusPlus>,
+    Option<&'static str>,
+);
+
 impl SimBackend {
+    /// The random numbers of the probe running.
+    fn probe_stream(streams: &mut ProbeStreams, seed: u64) -> &mut Xoshiro256PlusPlus {
+        let (streams, running) = streams;
+        let entry = running.unwrap_or_default();
+        streams.entry(entry).or_insert_with(|| {
+            // FNV-1a of the entry name: each probe's stream is fixed by the profile's seed
+            // and its own name.
+            let name = entry.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            Xoshiro256PlusPlus::seed_from_u64(seed ^ name)
+        })
+    }
+
+    /// The near L2 partition of SM `sm`, as a launch places it (`sm × partitions / SMs`).
+    fn near_partition(&self, sm: u32) -> usize {
+        let sms = self.sms.len().max(1);
+        (sm as usize).min(sms - 1) * self.l2.partitions.len() / sms
+    }
+
     /// Runs `launch` on `model` (`Backend::probe`).
     pub(super) fn run_probe(
         &mut self,
@@ -93,11 +143,16 @@ impl SimBackend {
                 kernel.entry()
             )));
         }
+        let resident = launch
+            .args
+            .iter()
+            .any(|(_, v)| matches!(v, ProbeArg::Resident(_)));
         Ok(ProbeRun {
             buffers: run.buffers,
             gpu_time: Duration::from_secs_f64(
                 run.cycles as f64 / (self.profile.clock.sm_mhz * 1e6),
             ),
+            resident_address: resident.then_some(GLOBAL_BASE),
         })
     }
 }

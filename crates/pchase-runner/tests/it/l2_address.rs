@@ -60,6 +60,7 @@ fn a_hashed_home_is_refused_with_its_reason() {
     profile.l2.interleave = L2Interleave::Balanced;
     profile.l2.home_bits = Vec::new();
     profile.l2.home_page_bytes = None;
+    profile.l2.set_index = pchase_runner::sim::L2SetIndex::Modulo;
     let m = measure_only(&profile, "l2-address");
     let why = address(&m).as_ref().unwrap_err();
     assert!(why.contains("no XOR of address bits"), "{why}");

@@ -77,6 +77,7 @@ pub(crate) fn without(m: &Measurements, benchmark: &dyn Benchmark) -> Measuremen
                 m.clusters.not_applicable = None;
             }
             "async-copy" => m.copies_to_shared = Default::default(),
+            "l2-ways" => m.l2_ways = None,
             "l2-address" => {
                 if let Some(Some(Ok(found))) = m.l2.as_mut().map(|l| l.address.as_mut()) {
                     found.prediction = None;
@@ -445,6 +446,7 @@ fn three_and_four_partitions_are_counted() {
         profile.l2.interleave = L2Interleave::Balanced;
         profile.l2.home_bits.clear();
         profile.l2.home_page_bytes = None;
+        profile.l2.set_index = pchase_runner::sim::L2SetIndex::Modulo;
         let l2 = measure_only(&profile, "l2").l2.expect("L2 measured");
         let map = l2.map.as_ref().expect("the partition map");
         assert_eq!(

@@ -188,6 +188,10 @@ pub struct L2Partitions {
     /// Why there is no address map where the map found two partitions (schema 1.10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address_map_not_determined: Option<String>,
+    /// The ways of a partition's sets, from minimal eviction sets (`--deep`), or why not
+    /// (schema 1.12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ways: Option<super::L2Ways>,
 }
 
 impl L2Partitions {

@@ -8,6 +8,7 @@ mod element;
 mod geometry;
 mod icache;
 mod l2_address;
+mod l2_ways;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,7 @@ pub use element::*;
 pub use geometry::{CacheGeometry, ReplacementPolicy, SetMapping};
 pub use icache::InstructionCacheLevel;
 pub use l2_address::L2AddressMap;
+pub use l2_ways::{EvictionOutcome, L2Ways, L2WaysTarget};
 
 use crate::quantity::{Conditions, Latency};
 use crate::section::Section;

@@ -72,6 +72,17 @@ pub fn html(topo: &Topology, raw: Option<&RawData>) -> String {
     }
     let _ = writeln!(out, "<h2>Diagram</h2>\n{}", super::svg(topo));
     elements(&mut out, topo);
+    let l2: Vec<String> = super::l2_address_line(topo)
+        .into_iter()
+        .chain(super::l2_ways_line(topo))
+        .collect();
+    if !l2.is_empty() {
+        let _ = writeln!(out, "<h2>L2 partitions</h2><ul>");
+        for line in l2 {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        let _ = writeln!(out, "</ul>");
+    }
     let bandwidth = super::bandwidth::rows(topo);
     if !bandwidth.is_empty() {
         let _ = writeln!(out, "<h2>Bandwidth</h2>");

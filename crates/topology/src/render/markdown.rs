@@ -128,7 +128,10 @@ pub fn markdown(topo: &Topology) -> String {
                 number(ratio)
             );
         }
-        if let Some(line) = super::l2_address_line(topo) {
+        for line in super::l2_address_line(topo)
+            .into_iter()
+            .chain(super::l2_ways_line(topo))
+        {
             let _ = writeln!(out, "- {}", md_escape(&line));
         }
     }

@@ -298,6 +298,19 @@ pub fn l2_address_line(topo: &Topology) -> Option<String> {
     }
 }
 
+/// The L2's ways in one line (schema 1.12): the count and the targets behind it, or why it
+/// was not determined; `None` where the ways were not measured.
+///
+/// ```
+/// use topology::{render, ComputeCapability, DeviceInfo, Topology};
+/// let topo = Topology::new(DeviceInfo::new("GPU", ComputeCapability::new(9, 0), 4));
+/// assert!(render::l2_ways_line(&topo).is_none());
+/// ```
+pub fn l2_ways_line(topo: &Topology) -> Option<String> {
+    let ways = topo.l2_partitions()?.ways.as_ref()?;
+    Some(format!("L2 ways: {ways}"))
+}
+
 /// A plain-text table for the terminal, one row per element (the shape of the
 /// thesis' tables 5.4–5.9), L2 partitions as indented rows, footnotes for what
 /// was not measured and the run's warnings below.
@@ -330,7 +343,7 @@ pub fn table(topo: &Topology) -> String {
     for line in cluster_lines(topo).into_iter().chain(tlb_lines(topo)) {
         let _ = writeln!(out, "{line}");
     }
-    if let Some(line) = l2_address_line(topo) {
+    for line in l2_address_line(topo).into_iter().chain(l2_ways_line(topo)) {
         let _ = writeln!(out, "{line}");
     }
     for line in instruction_cache_lines(topo) {

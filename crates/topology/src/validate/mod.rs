@@ -7,6 +7,7 @@ use crate::error::Violation;
 use crate::model::{Element, ElementKind, Topology};
 use crate::version::SchemaVersion;
 
+mod l2;
 mod quantity;
 mod sections;
 
@@ -219,6 +220,9 @@ impl Checker {
             if let Some(map) = &partitions.address_map {
                 self.address_map(&format!("{path}.address_map"), map);
             }
+            if let Some(ways) = &partitions.ways {
+                self.l2_ways(&format!("{path}.ways"), ways);
+            }
             if partitions.count.is_some_and(|c| c.value == 0) {
                 self.fail(format!("{path}.count"), "must be at least 1");
             }
@@ -291,31 +295,6 @@ impl Checker {
     /// Sets and ways are positive; where the mapping is not hashed, sets × ways × line is
     /// the capacity they were measured at (the geometry's, else the element's size; the
     /// L1's own size is at another configuration, so it needs the geometry's).
-    /// The L2's home function: bits below the page, ascending and distinct; counts that
-    /// add up; a share in [0, 1].
-    fn address_map(&mut self, path: &str, map: &crate::L2AddressMap) {
-        if !map.page_bytes.0.is_power_of_two() {
-            self.fail(format!("{path}.page_bytes"), "must be a power of two");
-        }
-        let page_bits = map.page_bytes.0.trailing_zeros();
-        if map.bits.windows(2).any(|w| w[0] >= w[1]) {
-            self.fail(format!("{path}.bits"), "must be ascending, each once");
-        }
-        if map.bits.iter().any(|&b| b >= page_bits) {
-            self.fail(
-                format!("{path}.bits"),
-                format!("a bit at or above the page's ({page_bits})"),
-            );
-        }
-        self.probability(format!("{path}.fit_agreement"), map.fit_agreement);
-        if map.predicted_right.unwrap_or(0) > map.predicted_lines.unwrap_or(0) {
-            self.fail(
-                format!("{path}.predicted_right"),
-                "more lines predicted right than predicted",
-            );
-        }
-    }
-
     fn geometry(
         &mut self,
         path: &str,

@@ -359,3 +359,88 @@ fn an_address_map_with_bits_above_its_page_or_impossible_counts_is_rejected() {
         assert!(err.to_string().contains(says), "{field}: {err}");
     }
 }
+
+#[test]
+fn l2_ways_need_two_agreeing_minimal_sets_and_a_threshold_between_hit_and_miss() {
+    let target = |outcome: &str, lines: u64, needed: Option<u64>| json!({"outcome": outcome, "lines": lines, "needed": needed, "tests": 420});
+    let good = json!({
+        "ways": 16,
+        "targets": [
+            target("minimal", 16, Some(16)),
+            target("minimal", 16, Some(16)),
+            target("stalled", 3712, None),
+            target("not_minimal", 19, Some(15)),
+        ],
+        "sets_per_partition": 15360,
+        "measuring_sm": 0,
+        "hit_cycles": 290.0,
+        "miss_cycles": 560.0,
+        "threshold_cycles": 425.0,
+        "launches": 1800
+    });
+    let mut doc = h200_json();
+    doc["elements"]["l2"]["partitions"]["ways"] = good.clone();
+    let topo = load(&doc).expect("sound ways load");
+    let ways = topo.l2_partitions().unwrap().ways.as_ref().unwrap();
+    assert_eq!(ways.count(EvictionOutcome::Stalled), 1);
+    let line = render::l2_ways_line(&topo).unwrap();
+    assert!(
+        line.starts_with("L2 ways: 16: 2 of 4 targets reduced to a minimal eviction set of 16 lines (1 not minimal, 1 stalled); 15360 sets per partition (derived"),
+        "{line}"
+    );
+    assert!(render::table(&topo).contains(&line));
+    assert!(render::markdown(&topo).contains("L2 ways: 16"));
+    assert!(render::html(&topo, None).contains("L2 ways: 16"));
+    for (field, value, path, says) in [
+        ("ways", json!(0), "ways", "at least 1"),
+        (
+            "ways",
+            json!(12),
+            "ways",
+            "fewer than two minimal sets of 12",
+        ),
+        ("ways", json!(null), "ways", "neither a count nor a reason"),
+        (
+            "threshold_cycles",
+            json!(600.0),
+            "threshold_cycles",
+            "between the hit and the miss",
+        ),
+        (
+            "sets_per_partition",
+            json!(0),
+            "sets_per_partition",
+            "at least 1",
+        ),
+        (
+            "targets",
+            json!([
+                target("minimal", 16, Some(15)),
+                target("minimal", 16, Some(16))
+            ]),
+            "targets[0]",
+            "needs each of its lines",
+        ),
+    ] {
+        let mut doc = h200_json();
+        let mut ways = good.clone();
+        ways[field] = value;
+        doc["elements"]["l2"]["partitions"]["ways"] = ways;
+        let err = load(&doc).unwrap_err();
+        assert_names(&err, &format!("elements.l2.partitions.ways.{path}"));
+        assert!(err.to_string().contains(says), "{field}: {err}");
+    }
+    // Not determined: the reason, and no derived sets.
+    let mut doc = h200_json();
+    let mut ways = good.clone();
+    ways["ways"] = json!(null);
+    ways["sets_per_partition"] = json!(null);
+    ways["not_determined"] = json!("fewer than two targets ended in a minimal set");
+    doc["elements"]["l2"]["partitions"]["ways"] = ways;
+    let topo = load(&doc).expect("a reason loads");
+    let line = render::l2_ways_line(&topo).unwrap();
+    assert!(
+        line.starts_with("L2 ways: not determined: fewer than two targets ended in a minimal set (2 minimal, 1 not minimal, 1 stalled)"),
+        "{line}"
+    );
+}

@@ -28,6 +28,7 @@ mod host_link;
 mod icache;
 mod l2;
 mod l2_address;
+mod l2_ways;
 mod memory;
 mod mlp;
 mod relations;
@@ -145,6 +146,7 @@ pub static REGISTRY: &[&dyn Benchmark] = &[
     &banks::SHARED_BANKS,
     &l2::L2,
     &l2_address::L2_ADDRESS,
+    &l2_ways::L2_WAYS,
     &memory::MEMORY,
     &tlb::TLB,
     &mlp::MLP,

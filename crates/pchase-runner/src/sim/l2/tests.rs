@@ -31,6 +31,8 @@ fn h200_l2(interleave: L2Interleave, copies: bool) -> L2 {
         interleave,
         home_bits: if masked { BITS.to_vec() } else { Vec::new() },
         home_page_bytes: masked.then_some(PAGE),
+        set_index: L2SetIndex::Modulo,
+        random_sets: 0.0,
     })
 }
 
@@ -161,4 +163,83 @@ fn with_copies_near_hits_fall_from_just_below_the_partition_size() {
     assert!((0.5..0.9).contains(&shares[3]), "{shares:?}");
     assert!(shares[3..].windows(2).all(|w| w[0] > w[1]), "{shares:?}");
     assert!(shares[6] < 0.01, "{shares:?}");
+}
+
+/// The H200's L2 with the page-hash set index.
+fn h200_l2_page_hash(copies: bool) -> L2 {
+    let mut l2 = h200_l2(L2Interleave::Masked, copies);
+    let geometry = l2.partitions[0].geometry();
+    if let Homing::Masked { page_hash, .. } = &mut l2.homing {
+        *page_hash = Some(PAGE / LINE / 2);
+    }
+    assert_eq!(geometry.ways, 16);
+    l2
+}
+
+/// The rank over GF(2) of `rows`, each a set of address bits.
+fn rank(rows: &[u64]) -> u32 {
+    let mut basis: Vec<u64> = Vec::new();
+    for &row in rows {
+        let reduced = basis.iter().fold(row, |r, &b| r.min(r ^ b));
+        if reduced != 0 {
+            basis.push(reduced);
+            basis.sort_unstable_by(|a, b| b.cmp(a));
+        }
+    }
+    basis.len() as u32
+}
+
+#[test]
+fn the_page_hash_fills_whole_pages_as_the_modulo_does_and_hides_the_set_index() {
+    let modulo = h200_l2(L2Interleave::Masked, true);
+    let hashed = h200_l2_page_hash(true);
+    // 15 whole pages (30 MiB, one partition's size): the same count of lines in every set.
+    let counts = |l2: &L2| {
+        let mut sets = std::collections::HashMap::new();
+        for i in 0..15 * PAGE / LINE {
+            let addr = GLOBAL_BASE + i * LINE;
+            let [home, _] = l2.sets(0, addr);
+            *sets.entry(home.unwrap()).or_insert(0u32) += 1;
+        }
+        let mut histogram: Vec<u32> = sets.into_values().collect();
+        histogram.sort_unstable();
+        histogram
+    };
+    assert_eq!(counts(&modulo), counts(&hashed));
+    // Copies are placed as before; the homes too.
+    for i in (0..4 * PAGE / LINE).step_by(7) {
+        let addr = GLOBAL_BASE + i * LINE;
+        assert_eq!(modulo.sets(0, addr)[1], hashed.sets(0, addr)[1]);
+        assert_eq!(modulo.place(addr).0, hashed.place(addr).0);
+    }
+    // The lines of 512 MiB that share a set with one line: under the modulo their offsets
+    // from it keep the low bits of the placed number (12 of the 22 bits from 7 to 28 vary);
+    // under the hash they span the 22 bits (on the GPUs 21 of them).
+    let target = GLOBAL_BASE + 12_345 * LINE;
+    let span = |l2: &L2| {
+        let set = l2.sets(0, target)[0];
+        let offsets: Vec<u64> = (0..(512 << 20) / LINE)
+            .map(|i| GLOBAL_BASE + i * LINE)
+            .filter(|&a| a != target && l2.sets(0, a)[0] == set)
+            .map(|a| (a ^ target) >> 7)
+            .collect();
+        (offsets.len(), rank(&offsets))
+    };
+    let (lines, bits) = span(&modulo);
+    assert!(
+        lines > 100 && bits <= 14,
+        "modulo: {lines} lines, rank {bits}"
+    );
+    let (lines, bits) = span(&hashed);
+    assert!(
+        lines > 100 && bits >= 21,
+        "page hash: {lines} lines, rank {bits}"
+    );
+    // Tags stay distinct: two lines of one page never share a placed number.
+    let placed: HashSet<u64> = (0..2 * PAGE / LINE)
+        .map(|i| GLOBAL_BASE + i * LINE)
+        .filter(|&a| hashed.place(a).0 == 0)
+        .map(|a| hashed.place(a).1)
+        .collect();
+    assert_eq!(placed.len() as u64, PAGE / LINE);
 }

@@ -50,6 +50,50 @@ pub struct L2Spec {
     /// and pseudo-random from page to page. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub home_page_bytes: Option<u64>,
+    /// How a partition picks a line's set: `"modulo"` (the default) or `"page-hash"` (with
+    /// `interleave = "masked"`; [`L2SetIndex`]).
+    #[serde(default, skip_serializing_if = "L2SetIndex::is_modulo")]
+    pub set_index: L2SetIndex,
+    /// The share of each partition's sets (chosen by a fixed hash of the set number) that
+    /// evict a random line of the set instead of the least recently used one; 0, the
+    /// default, for none. Only with `replacement = { policy = "lru" }`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub random_sets: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// How a partition of the simulated L2 picks a line's set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum L2SetIndex {
+    /// The number the partition places the line by (its interleave's), modulo the sets.
+    #[default]
+    Modulo,
+    /// With the masked interleave: the line's position among its page's lines in the
+    /// partition, XOR a fixed hash of the page number, then modulo the sets. Like the
+    /// line's home, its set then depends on address bits above the page that a program
+    /// cannot see, and no XOR of address bits gives it; an array of whole pages still fills
+    /// every set as evenly as the modulo does (within a page the hash only permutes the
+    /// lines). The lines that share a set with one line are spread over every address bit,
+    /// as on the H100's and H200's L2 (docs/evidence/2026-11-28-h100-h200-warm-runs-and-l2-ways/).
+    PageHash,
+}
+
+impl L2SetIndex {
+    fn is_modulo(&self) -> bool {
+        *self == L2SetIndex::Modulo
+    }
+
+    /// The name a profile gives the index (`modulo`, `page-hash`).
+    pub fn name(self) -> &'static str {
+        match self {
+            L2SetIndex::Modulo => "modulo",
+            L2SetIndex::PageHash => "page-hash",
+        }
+    }
 }
 
 /// How the simulated L2 spreads lines over its partitions.
@@ -121,16 +165,40 @@ impl L2Spec {
         self.size_bytes / u64::from(self.partitions.max(1))
     }
 
+    /// The ways of a partition's sets (all of its lines where it is fully associative).
+    pub fn ways(&self) -> u64 {
+        super::ways_for(self.associativity, self.partition_bytes(), self.line_bytes)
+    }
+
     /// Checks `interleave` against the partitions and its own fields (the line size is
     /// checked before: a power of two).
     ///
     /// # Errors
-    /// [`RunnerError::Profile`] naming the field: `home_bits` or `home_page_bytes` with
-    /// another mode; with `"masked"`, partitions other than 2, a missing page or one that
+    /// [`RunnerError::Profile`] naming the field: `random_sets` outside [0, 1] or beside a
+    /// policy other than LRU; `set_index = "page-hash"` or `home_bits` or `home_page_bytes`
+    /// with another mode; with `"masked"`, partitions other than 2, a missing page or one that
     /// is not a power of two, no bits, a bit below the line or not below the page, or a
     /// bit listed twice.
     pub(super) fn validate_interleave(&self) -> Result<(), RunnerError> {
         let err = |m: String| Err(RunnerError::Profile(format!("l2.{m}")));
+        if !(0.0..=1.0).contains(&self.random_sets) {
+            return err(format!(
+                "random_sets: {} is no share of the sets (0 to 1)",
+                self.random_sets
+            ));
+        }
+        if self.random_sets > 0.0 && self.replacement != Replacement::Lru {
+            return err(format!(
+                "random_sets: only with replacement = {{ policy = \"lru\" }}, not {:?}",
+                self.replacement
+            ));
+        }
+        if self.set_index == L2SetIndex::PageHash && self.interleave != L2Interleave::Masked {
+            return err(format!(
+                "set_index: \"page-hash\" only with interleave = \"masked\", not \"{}\"",
+                self.interleave.name()
+            ));
+        }
         if self.interleave != L2Interleave::Masked {
             if !self.home_bits.is_empty() || self.home_page_bytes.is_some() {
                 return err(format!(

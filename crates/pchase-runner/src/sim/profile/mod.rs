@@ -23,7 +23,7 @@ mod validate;
 pub use cluster::{deal_sms, ClusterSpec};
 pub use copy::{CopyPathSpec, CopySpec};
 pub use host::HostLinkSpec;
-pub use l2::{L2Interleave, L2Spec};
+pub use l2::{L2Interleave, L2SetIndex, L2Spec};
 pub use links::LinkSpec;
 
 use std::collections::BTreeMap;

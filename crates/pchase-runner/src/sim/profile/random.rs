@@ -167,6 +167,8 @@ impl SimProfile {
                 interleave: L2Interleave::Hash,
                 home_bits: Vec::new(),
                 home_page_bytes: None,
+                set_index: L2SetIndex::Modulo,
+                random_sets: 0.0,
             },
             memory: MemorySpec {
                 latency: memory_latency,

@@ -183,12 +183,13 @@ fn l2_note(measured: &Measurements, topo: &mut Topology) {
         ));
     }
     let message = format!(
-        "L2 organisation: {}. Not determined: its sets, ways and set hash. A chase from one SM sees each line at the near or far partition's latency, and the partitions and slices are chosen by an address hash the tool does not know, so an overflowing set cannot be told from a far line or a line of another slice.",
+        "L2 organisation: {}. {}",
         if known.is_empty() {
             "nothing beyond its size and line was measured".to_owned()
         } else {
             known.join("; ")
-        }
+        },
+        crate::measure::bench::l2_ways::l2_organisation_open(measured)
     );
     topo.notes.push(Note {
         severity: NoteSeverity::Info,
