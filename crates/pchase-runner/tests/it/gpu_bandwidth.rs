@@ -27,7 +27,7 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
     let mhz = gpu.measure_sm_clock_mhz().expect("clock");
     for level in BandwidthLevel::ALL {
         let plan = LevelPlan::new(level, &device, mhz, None, None).expect("plan");
-        let request = plan.request(plan.seed, device.sm_count, FINAL_LAUNCH, 3);
+        let request = plan.request(plan.seed, device.sm_count, FINAL_LAUNCH, 3, true);
         let run = gpu.bandwidth(&request).expect("bandwidth launch");
         assert_eq!(run.elapsed.len(), 3);
         let best = run.best_bytes_per_second().expect("timed");
@@ -116,6 +116,7 @@ fn every_bandwidth_kernel_launches() {
             region_bytes: if shared { 16 << 10 } else { 16 << 20 },
             iterations: 4,
             repetitions: 1,
+            warm_up: true,
         };
         let run = gpu
             .bandwidth(&request)
