@@ -16,6 +16,7 @@ mod icache;
 mod l2_address;
 mod l2_confirm;
 mod l2_report;
+mod launch_budget;
 mod levels;
 mod mlp;
 mod pipeline;
