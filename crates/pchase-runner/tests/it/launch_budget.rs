@@ -271,7 +271,7 @@ fn bandwidth_levels_warm_up_only_where_their_data_needs_it() {
     assert_eq!(per_block.last().map(|r| r.repetitions), Some(3));
     // The memory read, write and copy: every request warms up (a write launch after an idle
     // gap would find the L2 clean of the dirty lines the one before left); two finalists
-    // each.
+    // each, three where the third tied with the best in the search.
     let memory = requests(&gpu.bandwidth_log, RegionLayout::GridStride);
     assert!(memory.iter().all(|r| r.warm_up));
     let tried: usize = [
@@ -282,5 +282,9 @@ fn bandwidth_levels_warm_up_only_where_their_data_needs_it() {
     .iter()
     .map(|&level| finding(level).shapes_tried)
     .sum();
-    assert_eq!(memory.len(), tried + 3 * FINALISTS);
+    let finals = memory.len() - tried;
+    assert!(
+        (3 * FINALISTS..=3 * (FINALISTS + 1)).contains(&finals),
+        "{finals} final requests"
+    );
 }
