@@ -9,7 +9,7 @@ use std::time::Duration;
 use pchase_runner::{
     bandwidth::{BandwidthLevel, BandwidthRequest, RegionLayout},
     measure::{
-        bandwidth::{FINALISTS, FINAL_REPETITIONS, PER_BLOCK_FINALISTS},
+        bandwidth::{FINALISTS, FINAL_REPETITIONS, MEMORY_TUNING_REPETITIONS, PER_BLOCK_FINALISTS},
         bench,
         hierarchy::{self, chain},
         l2::{identify::identify, main_level, near_half, sweep, L2Level, LevelKind, SweepPoint},
@@ -282,6 +282,12 @@ fn bandwidth_levels_warm_up_only_where_their_data_needs_it() {
     .iter()
     .map(|&level| finding(level).shapes_tried)
     .sum();
+    // The search times each shape twice, the finals three times.
+    let searched = memory
+        .iter()
+        .filter(|r| r.repetitions == MEMORY_TUNING_REPETITIONS)
+        .count();
+    assert_eq!(searched, tried);
     let finals = memory.len() - tried;
     assert!(
         (3 * FINALISTS..=3 * (FINALISTS + 1)).contains(&finals),
