@@ -12,7 +12,10 @@ use pchase_runner::{
         bandwidth::{FINALISTS, FINAL_REPETITIONS, MEMORY_TUNING_REPETITIONS, PER_BLOCK_FINALISTS},
         bench,
         hierarchy::{self, chain},
-        l2::{identify::identify, main_level, near_half, sweep, L2Level, LevelKind, SweepPoint},
+        l2::{
+            identify::identify, main_level, near_half, sweep, L2Findings, L2Level, LevelKind,
+            SweepPoint,
+        },
         probe::SizeProbe,
         search::find_size,
         ElementKind, MeasureOptions, Measurements, SearchRange, Selection, Session, SizeFinding,
@@ -42,6 +45,56 @@ fn last_half(points: &[SweepPoint], levels: &[L2Level], kind: LevelKind) -> Opti
         .map(|i| points[i].bytes)
 }
 
+/// Measures the sweep sizes `found` left out on `gpu` and checks that they hold no near or
+/// far hits: with them the hit levels have the same loads, and the near half and the far
+/// edge are the same sizes. Shared with the GPU test (`gpu_budget.rs`).
+pub(crate) fn left_out_sizes_decide_nothing<B: Backend + ?Sized>(
+    gpu: &mut B,
+    found: &L2Findings,
+    overhead: f64,
+    name: &str,
+) {
+    let l2 = gpu.device().l2_bytes;
+    let sizes = sweep::sweep_sizes(l2);
+    let (first, deferred) = sweep::split_sizes(&sizes, l2);
+    let measured: Vec<u64> = found.points.iter().map(|p| p.bytes).collect();
+    assert_eq!(
+        measured, first,
+        "{name}: the sweep measured the first sizes only"
+    );
+    let mut t = Duration::ZERO;
+    let mut all = found.points.clone();
+    all.extend(sweep::sweep(gpu, &deferred, l2, overhead, &mut t).expect("sweep"));
+    all.sort_by_key(|p| p.bytes);
+    let everything = identify(&all);
+    for kind in [LevelKind::NearHit, LevelKind::FarHit] {
+        let Some(with) = everything.level(kind) else {
+            assert!(found.level(kind).is_none(), "{name}: {kind:?}");
+            continue;
+        };
+        let without = found.level(kind).expect("the level");
+        assert!(
+            with.shares
+                .iter()
+                .filter(|(bytes, _)| deferred.contains(bytes))
+                .all(|&(_, share)| share == 0.0),
+            "{name}: {kind:?} at a size left out: {:?}",
+            with.shares
+        );
+        assert_eq!(with.distribution, without.distribution, "{name}: {kind:?}");
+        assert_eq!(
+            last_half(&all, &everything.levels, kind),
+            last_half(&found.points, &found.levels, kind),
+            "{name}: {kind:?}'s last size at half its share"
+        );
+    }
+    let half = |points: &[SweepPoint], levels| near_half(points, levels).0.map(|i| points[i].bytes);
+    assert_eq!(
+        half(&all, &everything.levels),
+        half(&found.points, &found.levels)
+    );
+}
+
 #[test]
 fn the_l2_sweep_leaves_out_sizes_of_memory_loads_that_decide_nothing() {
     for name in ["h100", "h200"] {
@@ -50,13 +103,8 @@ fn the_l2_sweep_leaves_out_sizes_of_memory_loads_that_decide_nothing() {
         let m = run(&mut gpu, &["l2"]);
         let found = m.l2.as_ref().expect("the L2 measured");
         let sizes = sweep::sweep_sizes(l2);
-        let (first, deferred) = sweep::split_sizes(&sizes, l2);
+        let (_, deferred) = sweep::split_sizes(&sizes, l2);
         assert_eq!(deferred.len(), 3, "{name}: {sizes:?}");
-        let measured: Vec<u64> = found.points.iter().map(|p| p.bytes).collect();
-        assert_eq!(
-            measured, first,
-            "{name}: the sweep measured the first sizes only"
-        );
         assert!(
             gpu.pinned_log
                 .iter()
@@ -70,38 +118,8 @@ fn the_l2_sweep_leaves_out_sizes_of_memory_loads_that_decide_nothing() {
             .pinned_log
             .iter()
             .any(|&(bytes, steps)| bytes == largest && steps == per_warp / 4));
-
-        // Measured on the same GPU, the sizes left out hold no near or far hits: with them the
-        // hit levels have the same loads, and the near half and the far edge are the same.
         let overhead = f64::from(m.clock_overhead.unwrap_or(0));
-        let mut t = Duration::ZERO;
-        let mut all = found.points.clone();
-        all.extend(sweep::sweep(&mut gpu, &deferred, l2, overhead, &mut t).expect("sweep"));
-        all.sort_by_key(|p| p.bytes);
-        let everything = identify(&all);
-        for kind in [LevelKind::NearHit, LevelKind::FarHit] {
-            let with = everything.level(kind).expect("the level with every size");
-            let without = found.level(kind).expect("the level");
-            assert!(
-                with.shares
-                    .iter()
-                    .filter(|(bytes, _)| deferred.contains(bytes))
-                    .all(|&(_, share)| share == 0.0),
-                "{name}: {kind:?} at a size left out"
-            );
-            assert_eq!(with.distribution, without.distribution, "{name}: {kind:?}");
-            assert_eq!(
-                last_half(&all, &everything.levels, kind),
-                last_half(&found.points, &found.levels, kind),
-                "{name}: {kind:?}'s last size at half its share"
-            );
-        }
-        let half =
-            |points: &[SweepPoint], levels| near_half(points, levels).0.map(|i| points[i].bytes);
-        assert_eq!(
-            half(&all, &everything.levels),
-            half(&found.points, &found.levels)
-        );
+        left_out_sizes_decide_nothing(&mut gpu, found, overhead, name);
     }
 }
 

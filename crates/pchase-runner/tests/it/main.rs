@@ -7,6 +7,7 @@ mod golden;
 mod gpc_contention;
 mod gpu;
 mod gpu_bandwidth;
+mod gpu_budget;
 mod gpu_code;
 mod gpu_copy;
 mod gpu_node;
