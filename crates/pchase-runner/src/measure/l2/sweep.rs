@@ -7,7 +7,8 @@
 //! times it), and the largest size names memory's levels: those sizes are measured first
 //! ([`split_sizes`]); the sizes between, arrays of memory loads only, add nothing to a
 //! decision and are measured only where hits are still a level of the last size below
-//! 1.25 times the L2 ([`hits_at`]). They were 60 % of the sweep's GPU time on an H200.
+//! 1.25 times the L2 ([`hits_at`]). On an H200 they are 306 of the 887 MiB of arrays the
+//! whole grid chases, every load of them at memory's latency.
 
 use std::time::Duration;
 
