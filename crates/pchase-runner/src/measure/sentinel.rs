@@ -104,9 +104,8 @@ fn trimmed_mean(samples: &mut [u32]) -> f64 {
 /// every later reading look disturbed. A sentinel that fails is `None` (and logged).
 ///
 /// The warm-up is a long clock measurement (15 ms at 2 GHz), unless a quick one finds the
-/// clock within [`CLOCK_TOLERANCE`] of the device's peak (`DeviceInfo::sm_clock_khz`)
-/// already: a GPU busy until a moment ago, as in runs back to back, has no clock left to
-/// raise.
+/// clock within 3 % of the device's peak (`DeviceInfo::sm_clock_khz`) already: a GPU busy
+/// until a moment ago, as in runs back to back, has no clock left to raise.
 pub fn read<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     if !clock_at_peak(backend) {
         let _ = backend.measure_sm_clock_mhz();
@@ -114,7 +113,7 @@ pub fn read<B: Backend + ?Sized>(backend: &mut B) -> Reading {
     read_settled(backend)
 }
 
-/// Whether a quick clock reading is within [`CLOCK_TOLERANCE`] of the device's peak SM
+/// Whether a quick clock reading is within `CLOCK_TOLERANCE` (3 %) of the device's peak SM
 /// clock; `false` where either is unknown.
 fn clock_at_peak<B: Backend + ?Sized>(backend: &mut B) -> bool {
     let Some(peak) = backend
