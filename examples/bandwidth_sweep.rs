@@ -92,7 +92,7 @@ fn run() -> Result<(), RunnerError> {
         let mut timed = Vec::new();
         let mut gpu_time = Duration::ZERO;
         for shape in plan.space.shapes() {
-            let request = plan.request(shape, device.sm_count, FINAL_LAUNCH, repetitions);
+            let request = plan.request(shape, device.sm_count, FINAL_LAUNCH, repetitions, true);
             let run = gpu.bandwidth(&request)?;
             gpu_time += run.gpu_time;
             if let Some((best, median)) = run

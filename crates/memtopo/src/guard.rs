@@ -168,7 +168,14 @@ pub fn watched<B: Backend>(
 ) -> Result<Measurements, CliError> {
     options.watch = true;
     let (stride, replicas) = (options.search_stride, options.replicas);
+    let mut step = std::time::Instant::now();
+    // The work outside the benchmarks' timings, by wall time at `-vv`.
+    let mut took = |what: &str| {
+        log::debug!("{what} took {:.1} ms", step.elapsed().as_secs_f64() * 1e3);
+        step = std::time::Instant::now();
+    };
     let before = sentinel::read(backend);
+    took("the sentinels' first reading");
     log_reading("before the run", &before);
     progress.begin(backend.device(), &options);
     let result = Session::new(backend, options)
@@ -177,6 +184,7 @@ pub fn watched<B: Backend>(
         .run();
     progress.end();
     let mut measured = result?;
+    took("the benchmarks");
     // A size the second probe does not confirm, again when probed once more, is a
     // disturbed benchmark of its element: the element is marked and the run exits 9, as
     // for the L2's edges below.
@@ -192,9 +200,12 @@ pub fn watched<B: Backend>(
             .disturbed
             .push(unconfirmed_size(element, benchmark, vec![finding]));
     }
+    took("the SM caches' size confirmations");
     confirm_l2(backend, &mut measured);
+    took("the L2's edge confirmations");
     // The confirmations kept the GPU busy up to here: no warm-up before this reading.
     let after = sentinel::read_settled(backend);
+    took("the sentinels' last reading");
     log_reading("after the run", &after);
     record
         .disturbances

@@ -56,6 +56,33 @@ fn timings_text(measured: &Measurements, total: std::time::Duration) -> String {
     out
 }
 
+/// The device memory and context of a measured GPU, being released on a thread of their
+/// own (some 80 ms on an H200) while the result is built and written; dropping it waits
+/// for the release, so that the run's total and the process's end include it.
+#[derive(Debug, Default)]
+struct Release(Option<std::thread::JoinHandle<()>>);
+
+impl Release {
+    /// Waits for the release to end.
+    fn wait(mut self) {
+        self.join();
+    }
+
+    fn join(&mut self) {
+        if let Some(handle) = self.0.take() {
+            if handle.join().is_err() {
+                log::warn!("releasing the context ended in a panic");
+            }
+        }
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.join();
+    }
+}
+
 /// Checks every output before any GPU work: directories, permissions.
 fn preflight(job: &GpuJob) -> Result<(), CliError> {
     for file in &job.outputs.files {
@@ -205,7 +232,7 @@ pub fn measure(
     record.concurrent_with = job.concurrent_with.clone();
     let started = Instant::now();
     let options = settings.options.clone();
-    let (info, measured) = match &job.gpu {
+    let (info, measured, release) = match &job.gpu {
         Gpu::Simulated(spec) => {
             simulated(&settings.guard, spec, options, &mut record, progress, slot)?
         }
@@ -218,7 +245,6 @@ pub fn measure(
             slot,
         )?,
     };
-    let total = started.elapsed();
     let mut topo = report::to_topology(&info, &measured, env!("CARGO_PKG_VERSION"));
     for reason in &record.busy_reasons {
         topo.warn(
@@ -247,9 +273,6 @@ pub fn measure(
     if !settings.quiet {
         human.push_str(&topology::render::table(&topo));
     }
-    if settings.timings {
-        human.push_str(&timings_text(&measured, total));
-    }
     let json = if job.outputs.stdout_json {
         match output::text(&topo, Format::Json, None) {
             Ok(text) => Some(text),
@@ -265,6 +288,17 @@ pub fn measure(
     } else {
         None
     };
+    // The result was built and written beside the context's release; the total ends with
+    // both.
+    release.wait();
+    let total = started.elapsed();
+    log::debug!(
+        "the result written and the GPU released at {:.1} ms",
+        total.as_secs_f64() * 1e3
+    );
+    if settings.timings {
+        human.push_str(&timings_text(&measured, total));
+    }
     progress.failed = measured
         .elements
         .iter()
@@ -337,7 +371,7 @@ fn simulated(
     record: &mut RunRecord,
     progress: &mut Reporter,
     slot: Option<Slot<'_>>,
-) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
+) -> Result<(pchase_runner::DeviceInfo, Measurements, Release), CliError> {
     let profile = simulate::load_profile(spec)?;
     record.simulated_profile = Some(simulate::profile_label(spec, &profile.name));
     record.gpu_uuid = profile.uuid.clone();
@@ -358,11 +392,13 @@ fn simulated(
     if let Some(slot) = slot {
         slot.keep(lock, None);
     }
-    Ok((info, measured))
+    Ok((info, measured, Release::default()))
 }
 
 /// A real GPU; its lock and context are handed over to the node's links through `slot`
-/// (the context waited for and floating: current on no thread).
+/// (the context waited for and floating: current on no thread). Otherwise its device
+/// memory and context are released on a thread of their own, which the returned
+/// [`Release`] waits for.
 #[cfg(feature = "cuda")]
 fn real_gpu(
     policy: &GuardPolicy,
@@ -371,7 +407,7 @@ fn real_gpu(
     record: &mut RunRecord,
     progress: &mut Reporter,
     slot: Option<Slot<'_>>,
-) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
+) -> Result<(pchase_runner::DeviceInfo, Measurements, Release), CliError> {
     let started = Instant::now();
     let phase = |name: &str| {
         log::debug!(
@@ -393,25 +429,42 @@ fn real_gpu(
     info.ordinal = ordinal;
     let measured = guard::watched(&mut backend, options, progress, record)?;
     phase("benchmarks and confirmations");
-    backend.free_memory();
-    phase("device memory freed");
+    let mut release = Release::default();
     // Kept for the node's links, the context is still open when the state after the run
     // is read.
     let context = match slot.filter(|s| s.handover.is_open()) {
-        Some(_) => match backend.into_floating() {
-            Ok(floating) => {
-                phase("context kept for the links");
-                Some(floating)
+        Some(_) => {
+            backend.free_memory();
+            phase("device memory freed");
+            match backend.into_floating() {
+                Ok(floating) => {
+                    phase("context kept for the links");
+                    Some(floating)
+                }
+                Err(e) => {
+                    log::warn!("the context is not kept for the links: {e}");
+                    phase("context released");
+                    None
+                }
             }
-            Err(e) => {
-                log::warn!("the context is not kept for the links: {e}");
-                phase("context released");
-                None
-            }
-        },
+        }
+        // Released beside the state after the run and the writing of the result: the
+        // backend's buffers, then its context, on a thread of their own.
         None => {
-            drop(backend);
-            phase("context released");
+            match backend.into_floating() {
+                Ok(floating) => {
+                    release = Release(Some(std::thread::spawn(move || {
+                        let begun = Instant::now();
+                        drop(floating);
+                        log::debug!(
+                            "released the device memory and the context in {:.1} ms, beside writing the result",
+                            begun.elapsed().as_secs_f64() * 1e3
+                        );
+                    })));
+                }
+                Err(e) => log::warn!("the context was released with an error: {e}"),
+            }
+            phase("release started");
             None
         }
     };
@@ -420,7 +473,7 @@ fn real_gpu(
     if let Some(slot) = slot {
         slot.keep(lock, context);
     }
-    Ok((info, measured))
+    Ok((info, measured, release))
 }
 
 /// NVML as a state source, if it loaded.
@@ -437,7 +490,7 @@ fn real_gpu(
     _record: &mut RunRecord,
     _progress: &mut Reporter,
     _slot: Option<Slot<'_>>,
-) -> Result<(pchase_runner::DeviceInfo, Measurements), CliError> {
+) -> Result<(pchase_runner::DeviceInfo, Measurements, Release), CliError> {
     Err(CliError::Runner(pchase_runner::RunnerError::NoDriver(
         "memtopo was built without the `cuda` feature; use --simulate".into(),
     )))

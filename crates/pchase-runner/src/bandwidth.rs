@@ -24,6 +24,7 @@
 //!     region_bytes: 1 << 30,
 //!     iterations: 2,
 //!     repetitions: 3,
+//!     warm_up: true,
 //! };
 //! // 264 blocks × 1024 threads × 4 loads of 16 B, twice.
 //! assert_eq!(request.bytes_per_launch(132), 264 * 1024 * 4 * 16 * 2);
@@ -107,6 +108,19 @@ impl BandwidthLevel {
     /// Whether bytes per clock per SM is its natural unit (SM-local levels).
     pub fn per_sm(self) -> bool {
         matches!(self, BandwidthLevel::L1 | BandwidthLevel::Shared)
+    }
+
+    /// Whether its launches read data a cache keeps from one launch to the next (the L1's
+    /// regions in the L2, shared memory's source, the L2's buffers): then a request right
+    /// after another of the level needs no untimed launch to find it there.
+    pub fn reads_cached_data(self) -> bool {
+        matches!(
+            self,
+            BandwidthLevel::L1
+                | BandwidthLevel::Shared
+                | BandwidthLevel::L2Near
+                | BandwidthLevel::L2
+        )
     }
 }
 
@@ -201,8 +215,12 @@ pub struct BandwidthRequest {
     pub region_bytes: u64,
     /// Iterations of every thread; each moves `unroll` vectors.
     pub iterations: u32,
-    /// Timed launches, after one untimed launch that warms the caches (and the clocks).
+    /// Timed launches.
     pub repetitions: u32,
+    /// One untimed launch first, which brings the data into the cache under test and the
+    /// clocks up; `false` where the launches just before left both so (the same level's
+    /// data, read again).
+    pub warm_up: bool,
 }
 
 impl BandwidthRequest {

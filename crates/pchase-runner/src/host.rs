@@ -161,6 +161,8 @@ impl HostSmRequest {
             region_bytes: self.bytes,
             iterations: self.iterations,
             repetitions: self.repeats,
+            // The backend runs host-memory requests without an untimed launch anyway.
+            warm_up: false,
         }
     }
 

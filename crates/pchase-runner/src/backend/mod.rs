@@ -473,6 +473,17 @@ pub trait Backend {
         self.measure_sm_clock_mhz()
     }
 
+    /// The SM clock of a GPU whose clock a warm-up has already brought up (the sentinels'
+    /// first reading), for the clock calibration: over a window between the quick one and
+    /// [`Backend::measure_sm_clock_mhz`]'s, whose length serves as a warm-up of its own. The
+    /// default measures the long way.
+    ///
+    /// # Errors
+    /// A [`RunnerError`] when the launch fails.
+    fn warm_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {
+        self.measure_sm_clock_mhz()
+    }
+
     /// Runs the instruction-fetch kernel: one warp on one SM, `request.run_segments()`
     /// segments of straight-line multiply-adds per iteration. The
     /// default is [`RunnerError::Unsupported`], for backends without it.

@@ -203,6 +203,7 @@ impl CudaBackend {
             region_bytes: region.clamp(4096, 1 << 31),
             iterations,
             repetitions: 1,
+            warm_up: true,
         })?;
         Ok(())
     }
@@ -320,9 +321,15 @@ impl CudaBackend {
             let total = elapsed.iter().sum();
             (elapsed, total)
         } else {
-            // One untimed launch first: it brings the data into the cache under test and
-            // the clocks up; each repetition is then timed on its own, all back to back.
-            self.timed_launches(&function, launch, &args, request.repetitions)?
+            // One untimed launch first where asked (it brings the data into the cache under
+            // test and the clocks up); each repetition is timed on its own, all back to back.
+            self.timed_launches(
+                &function,
+                launch,
+                &args,
+                request.repetitions,
+                request.warm_up,
+            )?
         };
         if elapsed.contains(&Duration::ZERO) {
             return Err(RunnerError::WrongResult(format!(
@@ -379,7 +386,13 @@ mod tests {
         let request = |level| {
             let plan = crate::measure::bandwidth::LevelPlan::new(level, device, 1980.0, None, None)
                 .expect("plan");
-            plan.request(plan.seed, device.sm_count, Duration::from_millis(1), 3)
+            plan.request(
+                plan.seed,
+                device.sm_count,
+                Duration::from_millis(1),
+                3,
+                true,
+            )
         };
         use crate::bandwidth::BandwidthLevel as L;
         for level in [L::MemoryRead, L::MemoryWrite, L::MemoryCopy] {
@@ -413,6 +426,7 @@ mod tests {
             region_bytes: 1 << 20,
             iterations: 1,
             repetitions: 1,
+            warm_up: true,
         };
         assert!(matches!(
             gpu.bandwidth(&request),

@@ -27,9 +27,9 @@ impl CudaBackend {
         self.timed(|stream| function.launch(stream, shape, args))
     }
 
-    /// Launches `function` once untimed and then `timed` times, back to back with an event
-    /// between each two, and waits once at the end: returns the timed launches' durations
-    /// and the device time of all of them.
+    /// Launches `function` once untimed (where `warm_up`) and then `timed` times, back to
+    /// back with an event between each two, and waits once at the end: returns the timed
+    /// launches' durations and the device time of all of them.
     ///
     /// No launch waits for the host, so the GPU never idles between two timed launches, and
     /// what one launch leaves unfinished is paid within the next, as within one long kernel.
@@ -38,20 +38,23 @@ impl CudaBackend {
     /// launch), and with a wait after each launch the L2 wrote them back in the idle gap,
     /// outside every timing: one write launch of five came out at 100.6 % of the API's peak.
     ///
-    /// Launch `i` (the untimed one is 0) takes its arguments from `args[i % args.len()]`.
+    /// Launch `i` (the untimed one, where there is one, is 0) takes its arguments from
+    /// `args[i % args.len()]`.
     pub(super) fn timed_launches(
         &mut self,
         function: &LoadedFunction,
         shape: LaunchShape,
         args: &[Vec<(&str, Arg)>],
         timed: u32,
+        warm_up: bool,
     ) -> Result<(Vec<Duration>, Duration), RunnerError> {
         if args.is_empty() {
             return Err(RunnerError::InvalidRequest(
                 "a timed sequence without arguments".into(),
             ));
         }
-        let needed = timed as usize + 2;
+        let untimed = usize::from(warm_up);
+        let needed = timed as usize + untimed + 1;
         while self.sequence_events.len() < needed {
             self.sequence_events.push(Event::new()?);
         }
@@ -63,7 +66,7 @@ impl CudaBackend {
         }
         self.stream
             .synchronize("cuStreamSynchronize (kernel execution)")?;
-        let elapsed = events[1..]
+        let elapsed = events[untimed..]
             .windows(2)
             .map(|pair| pair[1].elapsed_since(&pair[0]))
             .collect::<Result<Vec<_>, _>>()?;

@@ -135,7 +135,12 @@ impl Session<'_> {
         Ok((cg - ca > (0.05 * cg).max(4.0), ca, cg))
     }
 
-    /// The spacing of misses in a 4-byte-stride chase over twice the cache.
+    /// The spacing of misses in a 4-byte-stride chase over twice the cache, timed from its
+    /// first load: every line it reads is one the launch has not read before, so the first
+    /// load of each fetch unit misses, as after a warm-up pass over twice the cache (which
+    /// evicts each line before it comes round again), without that pass: on an H200 the
+    /// steps with it took 4.6, 8.0 and 4.6 ms of GPU time (L1, texture, read-only), nearly
+    /// all of it the pass.
     pub(crate) fn line_size(
         &mut self,
         path: LoadPath,
@@ -148,7 +153,8 @@ impl Session<'_> {
         }
         let chain = ChainSpec::new(bytes, 4)?;
         let steps = self.options.samples.max(512);
-        let samples = self.fine_samples(path, chain, steps, Carveout::Percent(0), gpu)?;
+        let samples =
+            self.fine_samples_with(path, chain, steps, Carveout::Percent(0), 0, false, gpu)?;
         line_from_misses(&samples)
     }
 }

@@ -102,9 +102,38 @@ fn trimmed_mean(samples: &mut [u32]) -> f64 {
 /// launch after idle may run while the clock still rises), until two readings in a row
 /// agree (at most four), so that a disturbance during the baseline itself does not make
 /// every later reading look disturbed. A sentinel that fails is `None` (and logged).
+///
+/// The warm-up is a long clock measurement (15 ms at 2 GHz), unless a quick one finds the
+/// clock within 3 % of the device's peak (`DeviceInfo::sm_clock_khz`) already: a GPU busy
+/// until a moment ago, as in runs back to back, has no clock left to raise.
 pub fn read<B: Backend + ?Sized>(backend: &mut B) -> Reading {
-    let _ = backend.measure_sm_clock_mhz();
+    if !clock_at_peak(backend) {
+        let _ = backend.measure_sm_clock_mhz();
+    }
     read_settled(backend)
+}
+
+/// Whether a quick clock reading is within `CLOCK_TOLERANCE` (3 %) of the device's peak SM
+/// clock; `false` where either is unknown.
+fn clock_at_peak<B: Backend + ?Sized>(backend: &mut B) -> bool {
+    let Some(peak) = backend
+        .device()
+        .sm_clock_khz
+        .map(|khz| f64::from(khz) / 1e3)
+    else {
+        return false;
+    };
+    match backend.quick_sm_clock_mhz() {
+        Ok(now) => {
+            let warm = now >= (1.0 - CLOCK_TOLERANCE) * peak;
+            log::debug!(
+                "sentinels: the SM clock reads {now:.0} MHz of its {peak:.0} MHz peak{}",
+                if warm { "; no warm-up" } else { "" }
+            );
+            warm
+        }
+        Err(_) => false,
+    }
 }
 
 /// Reads the sentinels as [`read`] does, without its warm-up: for a GPU that has just

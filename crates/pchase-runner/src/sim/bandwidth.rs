@@ -292,8 +292,8 @@ impl SimProfile {
 }
 
 impl SimBackend {
-    /// Runs a bandwidth request (`Backend::bandwidth`): one untimed launch and the timed
-    /// repetitions, each the modelled time with noise.
+    /// Runs a bandwidth request (`Backend::bandwidth`): one untimed launch where the request
+    /// asks for it, and the timed repetitions, each the modelled time with noise.
     pub(super) fn run_bandwidth(
         &mut self,
         request: &BandwidthRequest,
@@ -320,7 +320,8 @@ impl SimBackend {
             .map_err(|e| RunnerError::Profile(format!("bandwidth.noise: {e}")))?;
         let mut gpu_time = Duration::ZERO;
         let mut elapsed = Vec::with_capacity(request.repetitions as usize);
-        for launch in 0..=request.repetitions {
+        let first = u32::from(!request.warm_up);
+        for launch in first..=request.repetitions {
             self.count_launch();
             let stretch = 1.0 + spread.sample(&mut self.rng).abs();
             let time = LAUNCH_OVERHEAD + ideal.mul_f64(stretch);

@@ -1,6 +1,6 @@
 //! The test double the integration tests share: the simulator behind a wrapper that counts
-//! chase and pinned launches and can make a pinned launch lose its last slot (as a GPU
-//! that never puts a block on a wanted SM).
+//! chase and pinned launches, keeps what the launches asked for, and can make a pinned
+//! launch lose its last slot (as a GPU that never puts a block on a wanted SM).
 
 use pchase_runner::{
     bandwidth::{BandwidthRequest, BandwidthRun},
@@ -20,6 +20,14 @@ pub(crate) struct Hooked {
     pub(crate) chases: usize,
     /// Pinned launches so far.
     pub(crate) pinned: usize,
+    /// Every chase request: its longest chain's bytes, its stride and its untimed loads.
+    pub(crate) chase_log: Vec<(u64, u32, u32)>,
+    /// Every pinned request: its first chain's bytes and its timed loads per warp.
+    pub(crate) pinned_log: Vec<(u64, u32)>,
+    /// Every bandwidth request.
+    pub(crate) bandwidth_log: Vec<BandwidthRequest>,
+    /// Two-phase launches so far.
+    pub(crate) two_phase: usize,
     lose: Option<Lose>,
 }
 
@@ -31,6 +39,10 @@ impl Hooked {
             sim: SimBackend::new(profile).expect("valid profile"),
             chases: 0,
             pinned: 0,
+            chase_log: Vec::new(),
+            pinned_log: Vec::new(),
+            bandwidth_log: Vec::new(),
+            two_phase: 0,
             lose: None,
         }
     }
@@ -53,6 +65,9 @@ impl Backend for Hooked {
     }
     fn chase(&mut self, request: &ChaseRequest) -> Result<ChaseRun, RunnerError> {
         self.chases += 1;
+        let longest = request.chains.iter().map(|c| c.bytes).max().unwrap_or(0);
+        let stride = request.chains.first().map_or(0, |c| c.stride);
+        self.chase_log.push((longest, stride, request.warmup_steps));
         self.sim.chase(request)
     }
     fn list_chase(
@@ -66,11 +81,14 @@ impl Backend for Hooked {
         self.sim.clock_overhead(samples)
     }
     fn two_phase(&mut self, request: &TwoPhaseRequest) -> Result<ChaseRun, RunnerError> {
+        self.two_phase += 1;
         self.sim.two_phase(request)
     }
     fn pinned_chase(&mut self, request: &PinnedRequest) -> Result<PinnedRun, RunnerError> {
         let mut run = self.sim.pinned_chase(request)?;
         self.pinned += 1;
+        let bytes = request.chains.first().map_or(0, |c| c.bytes);
+        self.pinned_log.push((bytes, request.steps));
         if let Some(lose) = self.lose.as_mut() {
             if lose(self.pinned, request, &mut run) {
                 run.slots[request.sms.len() - 1] = None;
@@ -85,6 +103,7 @@ impl Backend for Hooked {
         self.sim.partition_map(request)
     }
     fn bandwidth(&mut self, request: &BandwidthRequest) -> Result<BandwidthRun, RunnerError> {
+        self.bandwidth_log.push(*request);
         self.sim.bandwidth(request)
     }
     fn measure_sm_clock_mhz(&mut self) -> Result<f64, RunnerError> {

@@ -27,7 +27,7 @@ fn every_bandwidth_level_runs_within_what_the_hardware_allows() {
     let mhz = gpu.measure_sm_clock_mhz().expect("clock");
     for level in BandwidthLevel::ALL {
         let plan = LevelPlan::new(level, &device, mhz, None, None).expect("plan");
-        let request = plan.request(plan.seed, device.sm_count, FINAL_LAUNCH, 3);
+        let request = plan.request(plan.seed, device.sm_count, FINAL_LAUNCH, 3, true);
         let run = gpu.bandwidth(&request).expect("bandwidth launch");
         assert_eq!(run.elapsed.len(), 3);
         let best = run.best_bytes_per_second().expect("timed");
@@ -116,6 +116,7 @@ fn every_bandwidth_kernel_launches() {
             region_bytes: if shared { 16 << 10 } else { 16 << 20 },
             iterations: 4,
             repetitions: 1,
+            warm_up: true,
         };
         let run = gpu
             .bandwidth(&request)
@@ -128,4 +129,43 @@ fn every_bandwidth_kernel_launches() {
         pchase_kernels::bandwidth::kernels().count()
     };
     assert_eq!(gpu.loaded_bandwidth_kernels().len(), separately);
+}
+
+/// A level that reads data a cache keeps (the L1, shared memory, the L2) reads as fast
+/// without an untimed launch, right after a request of its own with one, as with it: the
+/// search warms such a level up once (`BandwidthLevel::reads_cached_data`). Not the L2's
+/// near-partition read, whose launches move between rates 12–13 % apart.
+#[test]
+fn cached_data_needs_no_untimed_launch_after_the_levels_first_request() {
+    let Some(mut gpu) =
+        gpu_or_skip("cached_data_needs_no_untimed_launch_after_the_levels_first_request")
+    else {
+        return;
+    };
+    let device = gpu.device().clone();
+    let mhz = gpu.measure_sm_clock_mhz().expect("clock");
+    for level in BandwidthLevel::ALL
+        .into_iter()
+        .filter(|l| l.reads_cached_data() && *l != BandwidthLevel::L2Near)
+    {
+        let plan = LevelPlan::new(level, &device, mhz, None, None).expect("plan");
+        let best = |gpu: &mut CudaBackend, warm_up: bool| {
+            let request = plan.request(plan.seed, device.sm_count, FINAL_LAUNCH, 3, warm_up);
+            gpu.bandwidth(&request)
+                .expect("bandwidth launch")
+                .best_bytes_per_second()
+                .expect("timed")
+        };
+        let with = best(&mut gpu, true);
+        let without = best(&mut gpu, false);
+        eprintln!(
+            "{level}: {:.1} GB/s after an untimed launch, {:.1} without",
+            with / 1e9,
+            without / 1e9
+        );
+        assert!(
+            (without / with - 1.0).abs() < 0.01,
+            "{level}: {without} against {with} B/s"
+        );
+    }
 }

@@ -122,7 +122,8 @@ fn a_session_given_its_baseline_reads_none_of_its_own_and_compares_against_it() 
 
 #[test]
 fn a_settled_reading_is_a_reading_without_the_warm_up() {
-    // On a GPU whose clock is up, both agree; the settled one spares the warm-up launch.
+    // On a GPU whose clock is up, both agree; the settled one spares the quick clock
+    // reading that finds the clock at its peak (the simulated Volta runs at its peak).
     let mut warm = backend(None);
     let first = sentinel::read(&mut warm);
     let launches = warm.launches();
@@ -133,4 +134,17 @@ fn a_settled_reading_is_a_reading_without_the_warm_up() {
     assert!(sentinel::compare(&first, &again).is_empty());
     assert!(sentinel::compare(&first, &settled).is_empty());
     assert_eq!(with_warm_up, without + 1, "one clock measurement fewer");
+    // The simulated H200 runs at 1755 of its 1980 MHz: below its peak, the quick reading is
+    // followed by the long warm-up.
+    let mut below = SimBackend::new(SimProfile::bundled("h200").unwrap()).unwrap();
+    let launches = below.launches();
+    let _ = sentinel::read(&mut below);
+    let with_warm_up = below.launches() - launches;
+    let _ = sentinel::read_settled(&mut below);
+    let without = below.launches() - launches - with_warm_up;
+    assert_eq!(
+        with_warm_up,
+        without + 2,
+        "a quick clock reading and the warm-up"
+    );
 }

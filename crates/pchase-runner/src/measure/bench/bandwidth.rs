@@ -155,7 +155,7 @@ fn check_level(profile: &SimProfile, f: &BandwidthFinding) -> Result<(), String>
         f.l2_partitions,
     )
     .map_err(|e| e.to_string())?;
-    let request = plan.request(f.shape, sms, bw::FINAL_LAUNCH, bw::FINAL_REPETITIONS);
+    let request = plan.request(f.shape, sms, bw::FINAL_LAUNCH, bw::FINAL_REPETITIONS, true);
     let served = profile.throughput_level(&request);
     // With one L2 partition the near partition is the whole L2.
     let single = profile.l2.partitions <= 1
@@ -172,7 +172,7 @@ fn check_level(profile: &SimProfile, f: &BandwidthFinding) -> Result<(), String>
         .shapes()
         .into_iter()
         .filter_map(|shape| {
-            let request = plan.request(shape, sms, bw::FINAL_LAUNCH, bw::FINAL_REPETITIONS);
+            let request = plan.request(shape, sms, bw::FINAL_LAUNCH, bw::FINAL_REPETITIONS, true);
             (profile.throughput_level(&request) == served)
                 .then(|| profile.modelled_bytes_per_second(&request))
                 .flatten()

@@ -6,7 +6,8 @@
 //!    partition keeps copies of far lines, and the far level by a method of its own.
 //! 2. **Fetch granularity** (`fetch::fetch_granularity`).
 //! 3. **Sweep** ([`sweep`]): SM 0 alone, 32 warps, arrays from a thirty-second of the L2 to
-//!    2.5 times it; each size's mean and 512 loads timed one by one.
+//!    2.5 times it; each size's mean and 512 loads timed one by one. The sizes between 1.25
+//!    times the L2 and the largest only where hits reach that far.
 //! 4. **Levels** ([`identify`]): the modes of every size grouped into levels and named by
 //!    where they appear; a size whose mean no mixture of the levels gives is reported.
 //! 5. **Capacities**: the near capacity where near hits fall to half their share (load by
@@ -154,11 +155,23 @@ pub fn measure_l2<B: Backend + ?Sized>(
 
     log_phase("map and fetch granularity", gpu_time);
 
-    // 3. The sweep, and 4. its levels.
+    // 3. The sweep, and 4. its levels: the sizes up to 1.25 times the L2 and the largest
+    // first; the ones between where hits are still a level of the last size below.
     let sizes = sweep::sweep_sizes(l2);
-    let points = sweep::sweep(backend, &sizes, overhead, gpu_time)?;
+    let (first, deferred) = sweep::split_sizes(&sizes, l2);
+    let mut points = sweep::sweep(backend, &first, l2, overhead, gpu_time)?;
+    let mut identified = super::analysis::analysing(|| identify::identify(&points));
+    let last_detail = first.len().saturating_sub(2);
+    if !deferred.is_empty() && sweep::hits_at(&identified.levels, last_detail) {
+        log::debug!(
+            "L2: hits at {} B; measuring the sizes up to the largest",
+            points[last_detail].bytes
+        );
+        points.extend(sweep::sweep(backend, &deferred, l2, overhead, gpu_time)?);
+        points.sort_by_key(|p| p.bytes);
+        identified = super::analysis::analysing(|| identify::identify(&points));
+    }
     log_phase("the sweep", gpu_time);
-    let identified = super::analysis::analysing(|| identify::identify(&points));
     let near_level = identified
         .level(LevelKind::NearHit)
         .ok_or_else(|| RunnerError::WrongResult("the L2 sweep shows no near hits".into()))?;
@@ -322,20 +335,19 @@ pub fn measure_l2<B: Backend + ?Sized>(
     // A size next to a capacity edge whose 32-warp mean its samples do not match is a
     // mixture whose shares change from pass to pass (measured on the H200: more warm-up
     // passes lower the timed pass's mean there, the samples right after stay), not a level
-    // the analysis missed: it is reported apart.
-    let edges: Vec<usize> = [near_last, far_edge_index]
+    // the analysis missed: it is reported apart. The edge and the next two sizes of the
+    // sweep's grid, whether or not all of them were measured.
+    let edges: Vec<u64> = [near_last, far_edge_index]
         .into_iter()
         .flatten()
-        .flat_map(|i| [i, i + 1, i + 2])
+        .filter_map(|i| sizes.iter().position(|&b| b == points[i].bytes))
+        .flat_map(|k| sizes.iter().skip(k).take(3).copied())
         .collect();
-    let (edge_mismatches, unexplained): (Vec<_>, Vec<_>) =
-        identified.unexplained.clone().into_iter().partition(|u| {
-            u.bytes > 0
-                && points
-                    .iter()
-                    .position(|p| p.bytes == u.bytes)
-                    .is_some_and(|i| edges.contains(&i))
-        });
+    let (edge_mismatches, unexplained): (Vec<_>, Vec<_>) = identified
+        .unexplained
+        .clone()
+        .into_iter()
+        .partition(|u| u.bytes > 0 && edges.contains(&u.bytes));
     Ok(L2Findings {
         levels: identified.levels.clone(),
         near,

@@ -2,6 +2,13 @@
 //! to two and a half times it, 32 warps at once so that a pass over an array several times
 //! the L2 takes milliseconds, then samples loads one by one. Each size gives the mean
 //! cycles per load (the curve) and per-load samples (its levels).
+//!
+//! The capacities lie below 1.25 times the L2 (on the H100 and H200 far hits end by 1.1
+//! times it), and the largest size names memory's levels: those sizes are measured first
+//! ([`split_sizes`]); the sizes between, arrays of memory loads only, add nothing to a
+//! decision and are measured only where hits are still a level of the last size below
+//! 1.25 times the L2 ([`hits_at`]). On an H200 they are 306 of the 887 MiB of arrays the
+//! whole grid chases, every load of them at memory's latency.
 
 use std::time::Duration;
 
@@ -22,6 +29,17 @@ pub const SWEEP_SAMPLES: u32 = 512;
 
 /// Untimed passes over the array before the timed one.
 pub const SWEEP_WARMUP_PASSES: u32 = 1;
+
+/// The sizes up to this multiple of the L2 are measured in every sweep (with the largest):
+/// the near and far edges lie below it.
+pub const DETAIL_UP_TO: f64 = 1.25;
+
+/// From this multiple of the L2 on, the timed pass covers a quarter of the array. A load
+/// of the timed pass, and a sampled one after it, reads a line last loaded one pass
+/// before (by the warp whose share of the array it is) whether the timed pass is whole or
+/// a quarter: the same age in loads, so the same chance to be a hit, and at twice the L2
+/// and more that chance is none but a replacement's stray survivors.
+pub const QUARTER_TIMED_FROM: f64 = 2.0;
 
 /// Launches tried before a size counts as lost (a launch that did not reach SM 0 is
 /// repeated).
@@ -65,11 +83,21 @@ pub fn measure_point<B: Backend + ?Sized>(
     overhead: f64,
     gpu_time: &mut Duration,
 ) -> Result<Option<SweepPoint>, RunnerError> {
-    measure_point_with(backend, bytes, samples, SWEEP_WARPS, overhead, gpu_time)
+    measure_point_with(
+        backend,
+        bytes,
+        samples,
+        SWEEP_WARPS,
+        Timed::Pass,
+        overhead,
+        gpu_time,
+    )
 }
 
 /// [`measure_point`] with one warp alone: the loads' latencies without the other warps'
-/// traffic (the L2's unloaded hit latency at a size that fits).
+/// traffic (the L2's unloaded hit latency at a size that fits). Only the samples count, so
+/// the warm-up pass (which loads every line the samples read) is followed by a single
+/// timed load, not a timed pass.
 ///
 /// # Errors
 /// A launch failure.
@@ -80,7 +108,26 @@ pub fn measure_alone<B: Backend + ?Sized>(
     overhead: f64,
     gpu_time: &mut Duration,
 ) -> Result<Option<SweepPoint>, RunnerError> {
-    measure_point_with(backend, bytes, samples, 1, overhead, gpu_time)
+    measure_point_with(
+        backend,
+        bytes,
+        samples,
+        1,
+        Timed::OneLoad,
+        overhead,
+        gpu_time,
+    )
+}
+
+/// How much of the array one point's timed pass covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timed {
+    /// The whole array (each warp its share).
+    Pass,
+    /// A quarter of it ([`QUARTER_TIMED_FROM`]).
+    Quarter,
+    /// One load per warp: only the samples after it count.
+    OneLoad,
 }
 
 fn measure_point_with<B: Backend + ?Sized>(
@@ -88,6 +135,7 @@ fn measure_point_with<B: Backend + ?Sized>(
     bytes: u64,
     samples: u32,
     max_warps: u32,
+    timed: Timed,
     overhead: f64,
     gpu_time: &mut Duration,
 ) -> Result<Option<SweepPoint>, RunnerError> {
@@ -102,11 +150,16 @@ fn measure_point_with<B: Backend + ?Sized>(
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(SWEEP_WARMUP_PASSES);
+    let steps = match timed {
+        Timed::Pass => per_warp,
+        Timed::Quarter => (per_warp / 4).max(64.min(per_warp)),
+        Timed::OneLoad => 1,
+    };
     let request = PinnedRequest {
         sms: vec![SWEEP_SM],
         chains: vec![chain],
         warmup_steps: per_warp.saturating_mul(passes),
-        steps: per_warp,
+        steps,
         warps,
         sample_steps: samples,
         chains_per_warp: 1,
@@ -115,7 +168,7 @@ fn measure_point_with<B: Backend + ?Sized>(
         let run = backend.pinned_chase(&request)?;
         *gpu_time += run.gpu_time;
         if let Some(slot) = run.slots.into_iter().next().flatten() {
-            let mean = slot.cycles_per_load(&request) - overhead / f64::from(per_warp.max(1));
+            let mean = slot.cycles_per_load(&request) - overhead / f64::from(steps.max(1));
             return Ok(Some(SweepPoint {
                 bytes,
                 mean,
@@ -131,26 +184,64 @@ fn measure_point_with<B: Backend + ?Sized>(
     Ok(None)
 }
 
-/// The whole sweep over `sizes`.
+/// The sweep over `sizes` of an L2 of `l2` bytes; from [`QUARTER_TIMED_FROM`] times the
+/// L2 on, the timed pass covers a quarter of the array.
 ///
 /// # Errors
 /// A launch failure, or a size whose launches never reached SM [`SWEEP_SM`].
 pub fn sweep<B: Backend + ?Sized>(
     backend: &mut B,
     sizes: &[u64],
+    l2: u64,
     overhead: f64,
     gpu_time: &mut Duration,
 ) -> Result<Vec<SweepPoint>, RunnerError> {
     sizes
         .iter()
         .map(|&bytes| {
-            measure_point(backend, bytes, SWEEP_SAMPLES, overhead, gpu_time)?.ok_or_else(|| {
+            let timed = if bytes as f64 >= QUARTER_TIMED_FROM * l2 as f64 {
+                Timed::Quarter
+            } else {
+                Timed::Pass
+            };
+            measure_point_with(
+                backend,
+                bytes,
+                SWEEP_SAMPLES,
+                SWEEP_WARPS,
+                timed,
+                overhead,
+                gpu_time,
+            )?
+            .ok_or_else(|| {
                 RunnerError::WrongResult(format!(
                     "no block of {PINNED_TRIES} launches ran on SM {SWEEP_SM} (array of {bytes} B)"
                 ))
             })
         })
         .collect()
+}
+
+/// The sweep's sizes in the order they are measured: those up to [`DETAIL_UP_TO`] times
+/// the L2 and the largest first; then the ones between, which [`hits_at`] asks for.
+pub fn split_sizes(sizes: &[u64], l2: u64) -> (Vec<u64>, Vec<u64>) {
+    let limit = DETAIL_UP_TO * l2 as f64;
+    let Some((&largest, rest)) = sizes.split_last() else {
+        return (Vec::new(), Vec::new());
+    };
+    let (mut first, deferred): (Vec<u64>, Vec<u64>) =
+        rest.iter().partition(|&&bytes| bytes as f64 <= limit);
+    first.push(largest);
+    (first, deferred)
+}
+
+/// Whether a hit level (near or far) is a level of sweep size `index`: then the sizes
+/// above it may still hold an edge or the hit levels' loads, and are measured.
+pub fn hits_at(levels: &[super::L2Level], index: usize) -> bool {
+    levels
+        .iter()
+        .filter(|l| matches!(l.kind, super::LevelKind::NearHit | super::LevelKind::FarHit))
+        .any(|l| l.share_at(index) > 0.0)
 }
 
 /// The largest of `lo` and the sizes `(hi − lo) / parts` apart above it (multiples of
