@@ -72,7 +72,8 @@ pub struct GpuState {
     /// The share of the last sample period in which a kernel ran, percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub utilization_percent: Option<u32>,
-    /// Device memory in use, bytes.
+    /// Device memory in use, bytes. In the state after a run, memtopo's own memory may still
+    /// be counted: the CLI reads that state while it releases its memory and context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_used_bytes: Option<u64>,
     /// The PCIe link's generation now (NVML; schema 1.9). A GPU lowers it when idle to save

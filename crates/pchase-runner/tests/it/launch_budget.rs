@@ -64,7 +64,7 @@ pub(crate) fn left_out_sizes_decide_nothing<B: Backend + ?Sized>(
     );
     let mut t = Duration::ZERO;
     let mut all = found.points.clone();
-    all.extend(sweep::sweep(gpu, &deferred, l2, overhead, &mut t).expect("sweep"));
+    all.extend(sweep::sweep(gpu, &deferred, overhead, &mut t).expect("sweep"));
     all.sort_by_key(|p| p.bytes);
     let everything = identify(&all);
     for kind in [LevelKind::NearHit, LevelKind::FarHit] {
@@ -111,13 +111,13 @@ fn the_l2_sweep_leaves_out_sizes_of_memory_loads_that_decide_nothing() {
                 .all(|(bytes, _)| !deferred.contains(bytes)),
             "{name}: no launch chased a size left out"
         );
-        // The largest array's timed pass is a quarter of it: 32 warps, one node per 128 B.
+        // The largest array's timed pass is whole: 32 warps, one node per 128 B.
         let largest = *sizes.last().expect("sizes");
         let per_warp = u32::try_from(largest / 128 / 32).expect("fits");
         assert!(gpu
             .pinned_log
             .iter()
-            .any(|&(bytes, steps)| bytes == largest && steps == per_warp / 4));
+            .any(|&(bytes, steps)| bytes == largest && steps == per_warp));
         let overhead = f64::from(m.clock_overhead.unwrap_or(0));
         left_out_sizes_decide_nothing(&mut gpu, found, overhead, name);
     }

@@ -210,6 +210,14 @@ fn near_lines(
         .collect();
     p.reloads(flush.first().copied().unwrap_or(0), &flush, 1)?;
     let firsts = p.first_loads(&probed)?;
+    for ((&l, &cycles), &c) in probed.iter().zip(&firsts).zip(&counted) {
+        let l = u64::from(l);
+        log::trace!(
+            "l2-ways: first load: page {} line {l} parity {} counted {c}: {cycles:.0} cycles",
+            page_of(l),
+            map.parity(base + l * line)
+        );
+    }
     // home = parity ^ page bit, true in the reference's partition (the measuring SM's).
     // Per page, the votes for bit 0 and for bit 1.
     let mut votes: Vec<[u32; 2]> = vec![[0, 0]; pages];

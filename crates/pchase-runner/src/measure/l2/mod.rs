@@ -159,7 +159,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
     // first; the ones between where hits are still a level of the last size below.
     let sizes = sweep::sweep_sizes(l2);
     let (first, deferred) = sweep::split_sizes(&sizes, l2);
-    let mut points = sweep::sweep(backend, &first, l2, overhead, gpu_time)?;
+    let mut points = sweep::sweep(backend, &first, overhead, gpu_time)?;
     let mut identified = super::analysis::analysing(|| identify::identify(&points));
     let last_detail = first.len().saturating_sub(2);
     if !deferred.is_empty() && sweep::hits_at(&identified.levels, last_detail) {
@@ -167,7 +167,7 @@ pub fn measure_l2<B: Backend + ?Sized>(
             "L2: hits at {} B; measuring the sizes up to the largest",
             points[last_detail].bytes
         );
-        points.extend(sweep::sweep(backend, &deferred, l2, overhead, gpu_time)?);
+        points.extend(sweep::sweep(backend, &deferred, overhead, gpu_time)?);
         points.sort_by_key(|p| p.bytes);
         identified = super::analysis::analysing(|| identify::identify(&points));
     }
