@@ -12,7 +12,7 @@
 // Prints, per target: the set sizes along the reduction, the final size, whether each line
 // is needed, and the final set's byte offsets.
 // Backs: the L2's 16 ways and its non-linear set index in docs/results/h100-deep.md and
-// h200-deep.md (docs/evidence/2026-11-28-h100-h200-l2-ways/).
+// h200-deep.md (docs/evidence/2026-11-28-h100-h200-warm-runs-and-l2-ways/).
 //   nvcc -O2 -arch=sm_90 -o l2_evict scripts/gpu/l2_evict.cu && ./l2_evict
 #include <algorithm>
 #include <cstdint>
