@@ -16,15 +16,17 @@ use pchase_runner::{
             identify::identify, main_level, near_half, sweep, L2Findings, L2Level, LevelKind,
             SweepPoint,
         },
-        probe::SizeProbe,
         search::find_size,
-        ElementKind, MeasureOptions, Measurements, SearchRange, Selection, Session, SizeFinding,
+        ElementKind, MeasureOptions, Measurements, SearchRange, Selection, Session,
     },
     sim::{Replacement, SimBackend, SimProfile},
     Backend, Carveout, LoadPath,
 };
 
-use crate::doubles::Hooked;
+use crate::{
+    doubles::Hooked,
+    search::{exact, probe as l1_probe},
+};
 
 /// Runs the benchmarks `only` on `gpu`.
 fn run(gpu: &mut Hooked, only: &[&str]) -> Measurements {
@@ -139,26 +141,6 @@ fn the_l2_sweep_measures_every_size_where_hits_reach_past_a_quarter_beyond_the_l
     assert!(sweep::hits_at(&found.levels, first.len() - 2));
     let measured: Vec<u64> = found.points.iter().map(|p| p.bytes).collect();
     assert_eq!(measured, sizes, "every size of the grid, in order");
-}
-
-/// The L1 at the largest-L1 setting of an H200 (the 8 KiB configuration).
-fn l1_probe() -> SizeProbe {
-    SizeProbe {
-        path: LoadPath::GlobalCa,
-        stride: 32,
-        carveout: Carveout::Percent(0),
-        warmup_passes: 1,
-        timed_passes: 2,
-        replicas: 8,
-        reserve_shared_bytes: 7 * 1024,
-    }
-}
-
-fn exact(finding: &SizeFinding) -> u64 {
-    match finding {
-        SizeFinding::Exact { bytes, .. } => *bytes,
-        other => panic!("no exact size: {other:?}"),
-    }
 }
 
 #[test]

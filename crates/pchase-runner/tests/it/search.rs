@@ -22,7 +22,7 @@ fn gpu() -> Hooked {
 
 /// The L1 at the largest-L1 setting: carveout 0 % and 7 KiB of dynamic shared memory per
 /// block (the 8 KiB configuration).
-fn probe() -> SizeProbe {
+pub(crate) fn probe() -> SizeProbe {
     SizeProbe {
         path: LoadPath::GlobalCa,
         stride: 32,
@@ -39,7 +39,8 @@ const RANGE: SearchRange = SearchRange {
     max: 1 << 20,
 };
 
-fn exact(finding: &SizeFinding) -> u64 {
+/// The bytes of an exact size finding; a test failure for any other.
+pub(crate) fn exact(finding: &SizeFinding) -> u64 {
     match finding {
         SizeFinding::Exact { bytes, .. } => *bytes,
         other => panic!("no exact size: {other:?}"),
